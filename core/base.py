@@ -1,0 +1,62 @@
+"""The public base model ("Pub-GPT") and its tokenizer: trained on PUBLIC text only, cached by config hash."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from transformers import GPT2LMHeadModel
+
+from core.config import RunConfig, stable_hash
+from core.data import PreparedData
+from core.models import build_tiny_gpt2, cache_root, load_local_model
+from core.tokenizer import encode_sentences, load_tokenizer, train_tokenizer
+from core.train import train_lm
+
+
+def base_key(cfg: RunConfig) -> str:
+    return stable_hash({"data": cfg.to_dict()["data"], "model": cfg.to_dict()["model"], "seed": cfg.seed})
+
+
+def load_or_train_base(
+    cfg: RunConfig, data: PreparedData, log: Callable[..., None] = lambda *a, **k: None
+) -> tuple[GPT2LMHeadModel, object, dict]:
+    """(model, tokenizer, info). A local checkout is loaded as is; the tiny model is trained once per config."""
+    if cfg.model.source != "tiny":
+        tokenizer = load_tokenizer(cfg.model.source)
+        model = load_local_model(cfg.model.source)
+        return model, tokenizer, {"source": cfg.model.source, "cached": True}
+
+    folder = cache_root() / "base" / base_key(cfg)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    # One process trains a given base; others wait on the lock and then load it.
+    with open(folder.parent / f"{folder.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (folder / "done.json").exists():
+            info = json.loads((folder / "done.json").read_text())
+            return load_local_model(folder), load_tokenizer(folder), {**info, "cached": True}
+        public_texts = [s.text for s in data.public_train]
+        log("base-model", message="training tokenizer on public text", public_sentences=len(public_texts))
+        tokenizer = train_tokenizer(public_texts, cfg.model.vocab_size)
+        model = build_tiny_gpt2(cfg.model, len(tokenizer))
+        seqs = encode_sentences(tokenizer, public_texts, cfg.data.max_tokens)
+
+        def on_epoch(epoch: int, loss: float) -> None:
+            log("base-model", epoch=epoch + 1, epochs=cfg.model.pretrain_epochs, loss=round(loss, 4))
+
+        train_lm(
+            model, seqs, pad_id=tokenizer.pad_token_id, epochs=cfg.model.pretrain_epochs, lr=cfg.model.pretrain_lr,
+            batch_size=cfg.model.batch_size, seed=cfg.seed, on_epoch=on_epoch,
+        )
+        tmp = Path(str(folder) + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)  # left by a process that died mid-save
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        info = {"source": "tiny", "public_sentences": len(public_texts), "vocab_size": len(tokenizer),
+                "parameters": sum(p.numel() for p in model.parameters())}
+        (tmp / "done.json").write_text(json.dumps(info))
+        tmp.rename(folder)
+        return model, tokenizer, {**info, "cached": False}

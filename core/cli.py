@@ -1,0 +1,253 @@
+"""Command line: `python -m core <command>`. Errors the user can fix are one line on stderr and exit code 2."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import traceback
+from pathlib import Path
+
+from core.config import ConfigError, RunConfig, preset_config, validate
+
+
+class OneLineParser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse would print the whole usage block
+        print(f"error: {message} (see --help)", file=sys.stderr)
+        sys.exit(2)
+
+
+def number(text: str, name: str) -> float:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be a number (or inf), got {text!r}") from None
+
+
+def config_from_args(args: argparse.Namespace) -> RunConfig:
+    """Flags override a config file, which overrides the preset."""
+    base: dict = {}
+    if getattr(args, "config", None):
+        path = Path(args.config)
+        try:
+            loaded = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"cannot read config {path}: {exc}") from None
+        base = loaded.get("config", loaded)  # accept a run's config.json or a bare RunConfig dict
+    preset = args.preset or base.get("preset", "tiny")
+    overrides: dict = {}
+    for section, values in base.items():
+        if isinstance(values, dict):
+            overrides.update({f"{section}__{k}": v for k, v in values.items()})
+        elif section not in ("preset",):
+            overrides[section] = values
+    flag_map = {
+        "method": "method", "seed": "seed", "corpus": "data__corpus", "teachers": "seqpate__teachers",
+        "filter": "seqpate__filter", "partition": "seqpate__partition", "ablation": "seqpate__ablation",
+        "query_budget": "seqpate__query_budget", "model": "model__source", "executor": "seqpate__executor",
+        "privacy_target": "privacy__target", "batching": "dpsgd__batching", "epochs": "dpsgd__epochs",
+    }
+    for flag, key in flag_map.items():
+        value = getattr(args, flag, None)
+        if value is not None:
+            overrides[key] = value
+    if getattr(args, "epsilon", None) is not None:
+        overrides["privacy__epsilon"] = number(args.epsilon, "epsilon")
+    if getattr(args, "delta", None) is not None:
+        overrides["privacy__delta"] = number(args.delta, "delta")
+    if "privacy__epsilon" in overrides:
+        overrides["privacy__epsilon"] = number(overrides["privacy__epsilon"], "epsilon")
+    return validate(preset_config(preset, **overrides))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def cmd_run(args) -> int:
+    from core.runs.pipeline import Cancelled, execute, install_sigterm_handler
+    from core.runs.store import RunDir
+
+    cfg = config_from_args(args)
+    run = RunDir.create(Path(args.run_dir), cfg.to_dict(), cfg.seed)
+    install_sigterm_handler()
+    return run_to_completion(cfg, run, execute, Cancelled)
+
+
+def run_to_completion(cfg: RunConfig, run, execute, cancelled_type) -> int:
+    from core.runs.jobs import cancel_requested
+
+    run.set_status(pid=_pid())
+    try:
+        metrics = execute(cfg, run, should_stop=lambda: cancel_requested(run.path))
+    except cancelled_type:
+        run.set_status(state="cancelled")
+        print(f"cancelled: {run.path}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        run.set_status(state="cancelled")
+        return 130
+    except Exception as exc:
+        stage = (run.status() or {}).get("stage", "?")
+        run.set_status(state="failed", error=f"{type(exc).__name__}: {exc}")
+        run.write_text("traceback.txt", traceback.format_exc())
+        print(f"error: run failed at stage {stage}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    summary = {k: metrics[k] for k in ("ppl", "bleu1", "bleu2", "bleu3", "bleu4") if k in metrics}
+    print(json.dumps({"run_dir": str(run.path), **summary, "epsilon": (run.privacy() or {}).get("epsilon")}))
+    return 0
+
+
+def _pid() -> int:
+    import os
+
+    return os.getpid()
+
+
+def cmd_job(args) -> int:
+    """Run a queued run directory created by core.runs.jobs.launch (waits for a free slot first)."""
+    from core.runs.jobs import JobCancelled, acquire_slot, cancel_requested
+    from core.runs.pipeline import Cancelled, execute, install_sigterm_handler
+    from core.runs.store import TERMINAL, RunDir
+
+    run = RunDir(Path(args.run_dir))
+    if run.state() in TERMINAL or cancel_requested(run.path):
+        return 0  # cancelled (or finished) before it started
+    try:
+        cfg = validate(run.run_config())
+    except ConfigError as exc:
+        run.set_status(state="failed", error=str(exc))
+        raise
+    install_sigterm_handler()
+    try:
+        with acquire_slot(run.path.parent, run):
+            return run_to_completion(cfg, run, execute, Cancelled)
+    except (Cancelled, JobCancelled):
+        run.set_status(state="cancelled")
+        return 130
+
+
+def cmd_data_stats(args) -> int:
+    from core.data import corpus_stats, data_stats, load_corpus, load_prepared
+
+    cfg = config_from_args(args)
+    stats = {"corpus": corpus_stats(load_corpus(cfg.data)), "preset": cfg.preset, "seed": cfg.seed,
+             **data_stats(load_prepared(cfg.data, cfg.seed))}
+    if args.json:
+        print(json.dumps(stats, indent=2))
+    else:
+        for key, value in stats.items():
+            print(f"{key}: {value}")
+    return 0
+
+
+def cmd_runs(args) -> int:
+    from core.runs.registry import list_runs, reconcile, resolve_run
+
+    if args.runs_command == "list":
+        rows = list_runs()
+        if args.json:
+            print(json.dumps([r.__dict__ | {"path": str(r.path)} for r in rows], indent=2, default=str))
+        else:
+            for r in rows:
+                print(f"{r.run_id:50s} {r.source:6s} {r.state:9s} {r.stage or '':16s} {r.method or '':20s} eps={r.epsilon}")
+        return 0
+    run = resolve_run(args.run)
+    reconcile(run.path)
+    out = {"run_dir": str(run.path), **(run.status() or {})}
+    if args.full:
+        out.update({"metrics": run.metrics(), "privacy": run.privacy()})
+    print(json.dumps(out, indent=2, default=str))
+    return 0
+
+
+def cmd_privacy(args) -> int:
+    from core.privacy import epsilon_for_gaussian, gaussian_noise_multiplier
+
+    eps = number(args.epsilon, "epsilon") if args.epsilon is not None else None
+    delta = number(args.delta, "delta")
+    sensitivity = math.sqrt(2)
+    if args.sigma is not None:  # reverse: the epsilon that a given noise std buys
+        std = number(args.sigma, "sigma")
+        out = {"queries": args.queries, "noise_std": std, "delta": delta,
+               "epsilon": epsilon_for_gaussian(std, args.queries, delta, sensitivity)}
+    else:
+        if eps is None:
+            raise ConfigError("give --epsilon (to get sigma) or --sigma (to get epsilon)")
+        z = gaussian_noise_multiplier(eps, delta, args.queries)
+        out = {"queries": args.queries, "epsilon": eps, "delta": delta, "noise_multiplier": z,
+               "sensitivity": sensitivity, "noise_std": z * sensitivity}
+    out["accountant"] = "analytic-gaussian (exact composition)"
+    print(json.dumps(out, indent=2))
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def add_config_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--preset", choices=["tiny", "quick", "paper"], default=None)
+    p.add_argument("--seed", type=int)
+    p.add_argument("--corpus", help="chitchat (default) or a path: AirDialog .json, Europarl .txt, .jsonl/.csv")
+    p.add_argument("--config", help="a config.json of an earlier run (flags override it)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="python -m core", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+
+    run = sub.add_parser("run", help="run one method and write a complete run directory")
+    add_config_flags(run)
+    run.add_argument("--method", help="pub-gpt, pri-gpt, pub-gpt+pseudo, seqpate, noisysgd, ...")
+    run.add_argument("--run-dir", required=True)
+    run.add_argument("--epsilon", help="target epsilon (a number or inf)")
+    run.add_argument("--delta")
+    run.add_argument("--teachers", type=int)
+    run.add_argument("--filter", help="student candidate filter: top-p:0.95 or top-k:50")
+    run.add_argument("--partition", choices=["random", "by-user"])
+    run.add_argument("--ablation")
+    run.add_argument("--query-budget", type=int)
+    run.add_argument("--model", help="tiny (default) or a local GPT-2 checkout directory")
+    run.add_argument("--executor", choices=["local", "process", "ray"])
+    run.add_argument("--privacy-target", choices=["sample", "phrase-avg"])
+    run.add_argument("--batching", choices=["samples", "users"])
+    run.add_argument("--epochs", type=int, help="training epochs of the baselines")
+    run.set_defaults(func=cmd_run)
+
+    job = sub.add_parser("job", help="run a queued run directory (used by background launches)")
+    job.add_argument("run_dir")
+    job.set_defaults(func=cmd_job)
+
+    stats = sub.add_parser("data-stats", help="users, sentences and words on each side of the user split")
+    add_config_flags(stats)
+    stats.add_argument("--json", action="store_true")
+    stats.set_defaults(func=cmd_data_stats)
+
+    runs = sub.add_parser("runs", help="list runs or show one run's status")
+    runs_sub = runs.add_subparsers(dest="runs_command", required=True, parser_class=OneLineParser)
+    lst = runs_sub.add_parser("list")
+    lst.add_argument("--json", action="store_true")
+    show = runs_sub.add_parser("show")
+    show.add_argument("run", help="run id or run directory")
+    show.add_argument("--full", action="store_true", help="include metrics and privacy")
+    runs.set_defaults(func=cmd_runs)
+
+    privacy = sub.add_parser("privacy", help="privacy what-if tools")
+    psub = privacy.add_subparsers(dest="privacy_command", required=True, parser_class=OneLineParser)
+    cal = psub.add_parser("calibrate", help="SeqPATE noise for Q releases at (epsilon, delta), or the reverse")
+    cal.add_argument("--queries", type=int, required=True)
+    cal.add_argument("--epsilon")
+    cal.add_argument("--sigma", help="noise std; prints the epsilon instead")
+    cal.add_argument("--delta", default="1e-6")
+    privacy.set_defaults(func=cmd_privacy)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ConfigError, ValueError, FileExistsError, FileNotFoundError, KeyError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"error: {message}", file=sys.stderr)
+        return 2

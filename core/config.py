@@ -1,0 +1,282 @@
+"""Frozen configuration for every stage of a run, presets, validation and the config hash.
+
+Everything a run does is decided here; the run directory stores `RunConfig.to_dict()` so a run can be
+reproduced from its config.json alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A configuration the engine refuses; the message is one line meant for the user."""
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Stage configs
+# ----------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """Corpus, paper-style preparation (App. E) and the user-level public/private split."""
+
+    corpus: str = "chitchat"  # "chitchat" or a path: AirDialog .json, Europarl .txt, or .jsonl/.csv with text[,user_id]
+    corpus_format: str = "auto"  # auto | chitchat | airdialog | europarl | table
+    min_words: int = 8  # keep sentences with at least this many words
+    max_tokens: int = 40  # truncate to this many tokens when tokenising
+    prefix_words: int = 4  # the prefix is the first words of a sentence; the rest is the reference
+    public_fraction: float = 0.25  # share of sentences given to public (volunteer) users
+    # Sizes after the split; None takes everything available on that side.
+    private_train: int | None = 2000
+    private_valid: int | None = 200
+    private_test: int | None = 200
+    public_train: int | None = 2000
+    public_valid: int | None = 200
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The public base model ("Pub-GPT"): a tiny GPT-2 pretrained on public text, or a local checkout."""
+
+    source: str = "tiny"  # "tiny" (train here on public text) or a local directory with a GPT-2 checkout
+    vocab_size: int = 8192
+    n_layer: int = 2
+    n_embd: int = 128
+    n_head: int = 4
+    n_positions: int = 64
+    pretrain_epochs: int = 4
+    pretrain_lr: float = 2e-3
+    batch_size: int = 32
+
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    """Sampling settings for completions of test prefixes (identical for every method) and pseudo data."""
+
+    top_k: int = 40
+    top_p: float = 1.0
+    temperature: float = 0.7
+    max_new_tokens: int = 32
+    n_completions: int = 200  # test prefixes completed for BLEU and the side-by-side view
+
+
+@dataclass(frozen=True)
+class PrivacyConfig:
+    epsilon: float = 3.0  # math.inf allowed: no noise, labelled non-private
+    delta: float = 1e-6
+    # "sample": one sentence is the unit; "phrase-avg": calibrate so the AVERAGE secret-phrase epsilon hits epsilon
+    target: str = "sample"
+
+
+@dataclass(frozen=True)
+class SeqPATEConfig:
+    teachers: int = 10
+    partition: str = "random"  # random | by-user
+    teacher_epochs: int = 2
+    teacher_lr: float = 1e-3
+    distill_sentences: int = 1000  # pseudo sentences the student distils on (teachers are run once over them)
+    filter: str = "top-p:0.95"  # top-p:P | top-k:K  (student's candidate set; public information)
+    rank_threshold: int = 5  # efficient KD: query when the pseudo label's rank under the student exceeds this
+    query_budget: int = 2000  # Q: sigma is calibrated for this many releases before the first query
+    kd_lambda: float = 20.0
+    warmup_epochs: int = 2
+    student_epochs: int = 2
+    student_lr: float = 1e-3
+    batch_size: int = 32
+    ablation: str = "none"  # none | -merge_p | -kl | -pseudo | -effi_kd | -gaussian | -all
+    executor: str = "local"  # local | process | ray
+
+
+@dataclass(frozen=True)
+class DPSGDConfig:
+    epochs: int = 2
+    batch_size: int = 32  # expected (Poisson) batch size
+    lr: float = 1e-3
+    max_grad_norm: float = 1.0
+    ghost_batch_size: int = 512  # logical batch of the ghost-clipping baseline
+    batching: str = "samples"  # samples (Poisson) | users (App. M)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    method: str = "pub-gpt"
+    preset: str = "tiny"
+    seed: int = 0
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    decode: DecodeConfig = field(default_factory=DecodeConfig)
+    privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
+    seqpate: SeqPATEConfig = field(default_factory=SeqPATEConfig)
+    dpsgd: DPSGDConfig = field(default_factory=DPSGDConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return json.loads(json.dumps(dataclasses.asdict(self), default=_json_default))
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RunConfig:
+        sub = {
+            "data": DataConfig,
+            "model": ModelConfig,
+            "decode": DecodeConfig,
+            "privacy": PrivacyConfig,
+            "seqpate": SeqPATEConfig,
+            "dpsgd": DPSGDConfig,
+        }
+        kwargs: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name not in d:
+                continue
+            value = d[f.name]
+            kwargs[f.name] = _build(sub[f.name], value) if f.name in sub else value
+        cfg = cls(**kwargs)
+        return replace(cfg, privacy=replace(cfg.privacy, epsilon=float(cfg.privacy.epsilon)))
+
+    def config_hash(self) -> str:
+        return stable_hash(self.to_dict())
+
+
+def _build(cls, values: dict[str, Any]):
+    known = {f.name for f in fields(cls)}
+    unknown = set(values) - known
+    if unknown:
+        raise ConfigError(f"unknown {cls.__name__} field(s): {', '.join(sorted(unknown))}")
+    return cls(**values)
+
+
+def _json_default(obj):
+    raise TypeError(f"not JSON serialisable: {obj!r}")
+
+
+def stable_hash(obj: Any) -> str:
+    """Short hash of a JSON-able object; infinities are encoded the way json.dumps writes them."""
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Presets: sizes that decide how long a run takes
+# ----------------------------------------------------------------------------------------------------------------
+
+PRESETS: dict[str, dict[str, dict[str, Any]]] = {
+    # seconds: a few thousand private sentences, 2-layer model
+    "tiny": {
+        "data": dict(private_train=2000, private_valid=200, private_test=200, public_train=2000, public_valid=200),
+        "model": dict(pretrain_epochs=4),
+        "decode": dict(n_completions=100),
+        "seqpate": dict(teachers=10, distill_sentences=400, query_budget=1000, teacher_epochs=2),
+    },
+    # minutes: the dashboard default
+    "quick": {
+        "data": dict(private_train=20000, private_valid=1000, private_test=1000, public_train=8000, public_valid=500),
+        "model": dict(pretrain_epochs=4),
+        "decode": dict(n_completions=300),
+        "seqpate": dict(teachers=100, distill_sentences=2000, query_budget=8000, teacher_epochs=3),
+    },
+    # the whole corpus
+    "paper": {
+        "data": dict(private_train=None, private_valid=2000, private_test=5000, public_train=None, public_valid=2000),
+        "model": dict(pretrain_epochs=4, n_layer=4, n_embd=256),
+        "decode": dict(n_completions=1000),
+        "seqpate": dict(teachers=2000, distill_sentences=8000, query_budget=40000, teacher_epochs=3),
+    },
+}
+
+METHODS = (
+    "pub-gpt",
+    "pri-gpt",
+    "pub-gpt+pseudo",
+    "seqpate",
+    "noisysgd",
+    "noisysgd+pseudo",
+    "noisysgd-gc+pseudo",
+    "pri-gpt-blacklist",
+    "adp",
+)
+ABLATIONS = ("none", "-merge_p", "-kl", "-pseudo", "-effi_kd", "-gaussian", "-all")
+
+
+def preset_config(preset: str = "tiny", **overrides: Any) -> RunConfig:
+    """RunConfig for a preset; overrides are `section__field=value` or top-level `method=...`."""
+    if preset not in PRESETS:
+        raise ConfigError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
+    sections: dict[str, dict[str, Any]] = {k: dict(v) for k, v in PRESETS[preset].items()}
+    top: dict[str, Any] = {"preset": preset}
+    for key, value in overrides.items():
+        if value is None:
+            continue
+        if "__" in key:
+            section, name = key.split("__", 1)
+            sections.setdefault(section, {})[name] = value
+        else:
+            top[key] = value
+    base = RunConfig()
+    built = {name: _build(type(getattr(base, name)), {**dataclasses.asdict(getattr(base, name)), **vals})
+             for name, vals in sections.items()}
+    return validate(replace(base, **top, **built))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Validation: one clear line per problem
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def parse_filter(spec: str) -> tuple[str, float]:
+    """'top-p:0.95' -> ('top-p', 0.95); 'top-k:50' -> ('top-k', 50)."""
+    kind, _, value = spec.partition(":")
+    try:
+        number = float(value)
+    except ValueError:
+        raise ConfigError(f"candidate filter {spec!r} must look like top-p:0.95 or top-k:50") from None
+    if kind == "top-p":
+        if not (0.0 < number <= 1.0):
+            raise ConfigError(f"top-p must be in (0, 1], got {value}")
+        return kind, number
+    if kind == "top-k":
+        if number < 1 or number != int(number):
+            raise ConfigError(f"top-k must be a positive integer, got {value}")
+        return kind, int(number)
+    raise ConfigError(f"candidate filter {spec!r} must start with top-p: or top-k:")
+
+
+def validate(cfg: RunConfig) -> RunConfig:
+    p = cfg.privacy
+    eps = p.epsilon
+    if isinstance(eps, str) or eps is None or isinstance(eps, bool):
+        raise ConfigError(f"epsilon must be a positive number or inf, got {eps!r}")
+    if math.isnan(eps) or eps <= 0:
+        raise ConfigError(f"epsilon must be a positive number or inf, got {eps}")
+    if not (0.0 < p.delta < 1.0) or math.isnan(p.delta):
+        raise ConfigError(f"delta must be in (0, 1), got {p.delta}")
+    if p.target not in ("sample", "phrase-avg"):
+        raise ConfigError(f"privacy target must be sample or phrase-avg, got {p.target!r}")
+    if cfg.method not in METHODS:
+        raise ConfigError(f"unknown method {cfg.method!r}; choose one of {', '.join(METHODS)}")
+    s = cfg.seqpate
+    if s.teachers < 1:
+        raise ConfigError(f"teachers must be at least 1, got {s.teachers}")
+    if s.partition not in ("random", "by-user"):
+        raise ConfigError(f"partition must be random or by-user, got {s.partition!r}")
+    if s.ablation not in ABLATIONS:
+        raise ConfigError(f"unknown ablation {s.ablation!r}; choose one of {', '.join(ABLATIONS)}")
+    if s.query_budget < 1:
+        raise ConfigError(f"query budget must be at least 1, got {s.query_budget}")
+    if s.executor not in ("local", "process", "ray"):
+        raise ConfigError(f"executor must be local, process or ray, got {s.executor!r}")
+    parse_filter(s.filter)
+    d = cfg.data
+    if d.min_words < d.prefix_words + 1:
+        raise ConfigError("min_words must exceed prefix_words so every sentence has a continuation")
+    if not (0.0 < d.public_fraction < 1.0):
+        raise ConfigError(f"public_fraction must be in (0, 1), got {d.public_fraction}")
+    if d.private_train is not None and s.teachers > d.private_train and cfg.method == "seqpate":
+        raise ConfigError(f"{s.teachers} teachers but only {d.private_train} private training sentences")
+    if cfg.dpsgd.batching not in ("samples", "users"):
+        raise ConfigError(f"batching must be samples or users, got {cfg.dpsgd.batching!r}")
+    return cfg

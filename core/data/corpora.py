@@ -1,0 +1,261 @@
+"""Corpus loaders: every format becomes a list of `Record(text, user_id, meta)`.
+
+The user id is what the user-level public/private split works on, so each loader says who "owns" a record:
+chitchat: the sender; AirDialog: the customer of the dialogue; Europarl: nobody (one pseudo-user per line);
+tables: the `user_id` column, else one pseudo-user per row.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from core.config import DataConfig
+
+CHITCHAT = "chitchat"
+FORMATS = ("auto", "chitchat", "airdialog", "europarl", "table")
+_EXTENSIONS = {".json": "airdialog", ".txt": "europarl", ".jsonl": "table", ".csv": "table"}
+_SPEAKERS = ("customer", "agent")
+
+
+class CorpusError(ValueError):
+    """A corpus file the loaders refuse; the message is one line naming the file (and line where known)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One utterance or sentence with the id of the user whose data it is; meta stays JSON-able."""
+
+    text: str
+    user_id: str
+    meta: dict[str, Any] = field(default_factory=dict, hash=False)  # hash on text + user only: dicts are unhashable
+
+
+def normalise(text: str) -> str:
+    """Collapse runs of whitespace (tabs, newlines, double spaces) into single spaces."""
+    return " ".join(text.split())
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Reading files
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def read_text(path: Path) -> str:
+    """Whole file as text; bad UTF-8 becomes a CorpusError naming the line (1-based)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise CorpusError(f"corpus file not found: {path}") from None
+    except IsADirectoryError:
+        raise CorpusError(f"corpus path is a directory, not a file: {path}") from None
+    try:
+        return data.decode("utf-8-sig")  # -sig: tolerate the BOM that spreadsheet tools write
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise CorpusError(f"{path} line {line}: not valid UTF-8 (byte 0x{data[e.start]:02x})") from None
+
+
+def _json_lines(path: Path, text: str) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed value) for every non-blank line of a JSON-lines file."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield number, json.loads(line)
+        except json.JSONDecodeError as e:
+            raise CorpusError(f"{path} line {number}: not valid JSON ({e.msg})") from None
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Chitchat (bundled with the chitchat-dataset package)
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def chitchat_path() -> Path:
+    return Path(str(resources.files("chitchat_dataset") / "dataset.json"))
+
+
+def load_chitchat(path: Path | None = None) -> list[Record]:
+    """One record per utterance (a message is a run of utterances by one sender); blank utterances dropped.
+
+    Layout of dataset.json: {conversation_id: {"prompt": str (sometimes missing or empty), "start", "ratings",
+    "messages": [[{"text", "timestamp", "sender"}, ...], ...]}}.
+    """
+    path = path or chitchat_path()
+    data = json.loads(read_text(path))
+    records = []
+    for conversation, conv in data.items():
+        meta = {"conversation": conversation, "prompt": conv.get("prompt") or ""}
+        for message in conv["messages"]:
+            for utterance in message:
+                text = normalise(utterance["text"])
+                if text:
+                    # The meta dict is shared by a conversation's records (saves ~40 MB); treat it as read-only.
+                    records.append(Record(text, utterance["sender"], meta))
+    return records
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# AirDialog (train_data.json / dev_data.json: one JSON object per line, or a JSON list)
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def split_speaker(utterance: str) -> tuple[str, str]:
+    """'customer: Hi.' -> ('customer', 'Hi.'); an untagged utterance gets speaker 'unknown'."""
+    tag, sep, rest = utterance.partition(":")
+    if sep and tag.strip().lower() in _SPEAKERS:
+        return tag.strip().lower(), normalise(rest)
+    return "unknown", normalise(utterance)
+
+
+def _airdialog_entries(path: Path, text: str) -> Iterator[tuple[str, Any]]:
+    """(where, dialogue object) pairs; `where` is 'line N' for JSON lines and 'item N' for a JSON list."""
+    if text.lstrip().startswith("["):
+        try:
+            items = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise CorpusError(f"{path} line {e.lineno}: not valid JSON ({e.msg})") from None
+        for i, item in enumerate(items):
+            yield f"item {i}", item
+    else:
+        for number, item in _json_lines(path, text):
+            yield f"line {number}", item
+
+
+def _airdialog_dialogue(path: Path, where: str, item: Any) -> tuple[str, list[str]]:
+    """(customer name, utterances) of one dialogue, or a CorpusError saying what is wrong with it."""
+    if not isinstance(item, dict) or not isinstance(item.get("dialogue"), list):
+        raise CorpusError(f"{path} {where}: expected an object with a 'dialogue' list")
+    intent = item.get("intent")
+    name = intent.get("name") if isinstance(intent, dict) else None
+    if not isinstance(name, str) or not name.strip():
+        raise CorpusError(f"{path} {where}: no customer name in intent['name']")
+    if not all(isinstance(u, str) for u in item["dialogue"]):
+        raise CorpusError(f"{path} {where}: every utterance of 'dialogue' must be a string")
+    return normalise(name), item["dialogue"]
+
+
+def load_airdialog(path: str | Path) -> list[Record]:
+    """One record per utterance; the whole dialogue (agent turns too) belongs to its customer."""
+    path = Path(path)
+    records = []
+    for index, (where, item) in enumerate(_airdialog_entries(path, read_text(path))):
+        name, dialogue = _airdialog_dialogue(path, where, item)
+        for utterance in dialogue:
+            speaker, text = split_speaker(utterance)
+            if text:
+                records.append(Record(text, name, {"dialogue": index, "speaker": speaker, "name": name}))
+    if not records:
+        raise CorpusError(f"{path}: no dialogues with utterances")
+    return records
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Europarl (plain text, one sentence a line, no user ids)
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def load_europarl(path: str | Path) -> list[Record]:
+    """One record per non-blank line; user_id 'line-N' (N = line number) so a user split is a sentence split."""
+    path = Path(path)
+    records = []
+    for number, line in enumerate(read_text(path).splitlines(), start=1):
+        text = normalise(line)
+        if text:
+            records.append(Record(text, f"line-{number}", {"line": number}))
+    if not records:
+        raise CorpusError(f"{path}: no non-blank lines")
+    return records
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Tables (.jsonl or .csv with a `text` column and an optional `user_id`)
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _table_record(row: dict[str, Any], n: int) -> Record | None:
+    """Record for data row n (1-based); None for a blank text. Extra columns go to meta."""
+    text = normalise(str(row["text"]))
+    if not text:
+        return None
+    user = row.get("user_id")
+    user_id = str(user).strip() if user is not None and str(user).strip() else f"row-{n}"
+    meta = {k: v for k, v in row.items() if k not in ("text", "user_id")}
+    return Record(text, user_id, meta)
+
+
+def _jsonl_rows(path: Path, text: str) -> Iterator[dict[str, Any]]:
+    for number, row in _json_lines(path, text):
+        if not isinstance(row, dict):
+            raise CorpusError(f"{path} line {number}: expected a JSON object, got {type(row).__name__}")
+        if not isinstance(row.get("text"), str):
+            raise CorpusError(f"{path} line {number}: no 'text' string field")
+        yield row
+
+
+def _csv_rows(path: Path, text: str) -> Iterator[dict[str, Any]]:
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    header = reader.fieldnames or []
+    if "text" not in header:
+        raise CorpusError(f"{path}: no 'text' column (columns: {', '.join(header) or 'none'})")
+    try:
+        for row in reader:
+            if None in row or any(v is None for v in row.values()):  # DictReader's marks for a ragged row
+                raise CorpusError(f"{path} line {reader.line_num}: expected {len(header)} fields")
+            yield row
+    except csv.Error as e:
+        raise CorpusError(f"{path} line {reader.line_num}: {e}") from None
+
+
+def load_table(path: str | Path) -> list[Record]:
+    """.jsonl (one object a line) or .csv (header row); rows with blank text are skipped."""
+    path = Path(path)
+    text = read_text(path)
+    if not text.strip():
+        raise CorpusError(f"{path}: file is empty")
+    rows = _csv_rows(path, text) if path.suffix.lower() == ".csv" else _jsonl_rows(path, text)
+    records = [r for n, row in enumerate(rows, start=1) if (r := _table_record(row, n)) is not None]
+    if not records:
+        raise CorpusError(f"{path}: no rows with non-blank text")
+    return records
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Dispatch
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def corpus_format(cfg: DataConfig) -> str:
+    """The concrete format a DataConfig names: 'auto' resolves by name ('chitchat') or file extension."""
+    fmt = cfg.corpus_format
+    if fmt not in FORMATS:
+        raise CorpusError(f"unknown corpus format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if fmt != "auto":
+        return fmt
+    if cfg.corpus == CHITCHAT:
+        return "chitchat"
+    suffix = Path(cfg.corpus).suffix.lower()
+    if suffix not in _EXTENSIONS:
+        raise CorpusError(
+            f"cannot tell the format of {cfg.corpus} from its extension; use .json (AirDialog), .txt (Europarl), "
+            f".jsonl/.csv (table) or set corpus_format"
+        )
+    return _EXTENSIONS[suffix]
+
+
+def load_corpus(cfg: DataConfig) -> list[Record]:
+    fmt = corpus_format(cfg)
+    if fmt == "chitchat" and cfg.corpus == CHITCHAT:
+        return load_chitchat()
+    path = Path(cfg.corpus).expanduser()
+    if not path.is_file():
+        raise CorpusError(f"corpus file not found: {path}")
+    loaders = {"chitchat": load_chitchat, "airdialog": load_airdialog, "europarl": load_europarl, "table": load_table}
+    return loaders[fmt](path)

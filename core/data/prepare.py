@@ -1,0 +1,253 @@
+"""Paper-style preparation (SeqPATE App. E) with a USER-level public/private split.
+
+records -> keep those with >= min_words words -> users split into public (volunteers, ~public_fraction of the
+sentences) and private -> each side shuffled and cut into valid/test/train. No user is on both sides, so
+nothing a private user wrote can reach the public model, the tokenizer or the pseudo data.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.config import DataConfig
+from core.data.corpora import CHITCHAT, Record, chitchat_path, corpus_format, load_corpus
+
+# Overshoot allowed when a user joins the public side, as a share of all sentences: the share lands within about
+# this much of public_fraction even though a few users wrote ~20% of chitchat.
+SPLIT_TOLERANCE = 0.01
+
+
+@dataclass(frozen=True, slots=True)
+class Sentence:
+    text: str
+    user_id: str
+    meta: dict[str, Any] = field(default_factory=dict, hash=False)  # hash on text + user only: dicts are unhashable
+
+    @property
+    def n_words(self) -> int:
+        return word_count(self.text)
+
+
+@dataclass(frozen=True)
+class PreparedData:
+    public_train: tuple[Sentence, ...]
+    public_valid: tuple[Sentence, ...]
+    private_train: tuple[Sentence, ...]
+    private_valid: tuple[Sentence, ...]
+    private_test: tuple[Sentence, ...]
+    public_users: frozenset[str]
+    private_users: frozenset[str]
+    public_pool: int = 0  # sentences available on each side after filtering, before the cut into sizes
+    private_pool: int = 0
+
+    @property
+    def splits(self) -> dict[str, tuple[Sentence, ...]]:
+        return {
+            "public_train": self.public_train,
+            "public_valid": self.public_valid,
+            "private_train": self.private_train,
+            "private_valid": self.private_valid,
+            "private_test": self.private_test,
+        }
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        return {name: len(s) for name, s in self.splits.items()}
+
+    @property
+    def public(self) -> tuple[Sentence, ...]:
+        return self.public_train + self.public_valid
+
+    @property
+    def private(self) -> tuple[Sentence, ...]:
+        return self.private_train + self.private_valid + self.private_test
+
+    def texts(self, split: str) -> list[str]:
+        """Texts of one split by name, e.g. texts('public_train')."""
+        return [s.text for s in self.splits[split]]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Small pure pieces
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def word_count(text: str) -> int:
+    return len(text.split())
+
+
+def filter_records(records: Iterable[Record], min_words: int) -> list[Record]:
+    """Records with at least min_words whitespace words (token truncation happens later, at tokenisation)."""
+    return [r for r in records if word_count(r.text) >= min_words]
+
+
+def split_prefix(text: str, n_words: int) -> tuple[str, str]:
+    """('a b c d', 'e f ...'): the first n words joined by single spaces, and the rest."""
+    words = text.split()
+    return " ".join(words[:n_words]), " ".join(words[n_words:])
+
+
+def split_users(
+    records: Sequence[Record], public_fraction: float, seed: int, tolerance: float = SPLIT_TOLERANCE
+) -> tuple[frozenset[str], frozenset[str]]:
+    """(public users, private users): users in seeded random order join the public side until it holds about
+    public_fraction of the sentences; a user who would overshoot by more than tolerance (share of all
+    sentences) is skipped, so one heavy user cannot push the share far off."""
+    counts = Counter(r.user_id for r in records)
+    users = sorted(counts)  # sorted first: set/hash order differs between processes
+    random.Random(seed).shuffle(users)
+    total = sum(counts.values())
+    # At least one sentence of slack, so that a tiny corpus of one-sentence users still gets a public side.
+    target, slack = public_fraction * total, max(tolerance * total, 1.0)
+    public: set[str] = set()
+    size = 0
+    for user in users:
+        if size >= target:
+            break
+        if size + counts[user] <= target + slack:
+            public.add(user)
+            size += counts[user]
+    return frozenset(public), frozenset(users) - public
+
+
+def _shuffled(records: Iterable[Record], seed: int, side: str) -> list[Sentence]:
+    sentences = [Sentence(r.text, r.user_id, r.meta) for r in records]
+    random.Random(f"{seed}:{side}").shuffle(sentences)  # str seeds are hashed with sha512: stable everywhere
+    return sentences
+
+
+def _cut(
+    side: str, sentences: list[Sentence], sizes: list[tuple[str, int | None]], n_users: int
+) -> dict[str, tuple[Sentence, ...]]:
+    """Consecutive slices in the order given; None takes all that is left (and must leave something)."""
+    asked = sum(n for _, n in sizes if n is not None)
+    if asked > len(sentences):
+        wanted = " + ".join(f"{side}_{name} {n}" for name, n in sizes if n is not None)
+        raise ValueError(
+            f"the {side} side has only {len(sentences)} sentences ({n_users} users) but {wanted} = {asked} were asked for"
+        )
+    out, start = {}, 0
+    for name, n in sizes:
+        stop = len(sentences) if n is None else start + n
+        if n is None and stop == start:
+            raise ValueError(f"the {side} side has no sentences left for {side}_{name} ({len(sentences)} in all)")
+        out[name], start = tuple(sentences[start:stop]), stop
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The pipeline
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def prepare(records: Sequence[Record], cfg: DataConfig, seed: int) -> PreparedData:
+    """Filter, split by user, shuffle each side and cut into the sizes of cfg; deterministic in (records, cfg, seed)."""
+    kept = filter_records(records, cfg.min_words)
+    if not kept:
+        raise ValueError(f"no sentence has {cfg.min_words} or more words ({len(records)} records)")
+    public_users, private_users = split_users(kept, cfg.public_fraction, seed)
+    public = _shuffled((r for r in kept if r.user_id in public_users), seed, "public")
+    private = _shuffled((r for r in kept if r.user_id in private_users), seed, "private")
+    # Held-out splits first, so that growing a train size never changes the valid/test sentences.
+    pub = _cut("public", public, [("valid", cfg.public_valid), ("train", cfg.public_train)], len(public_users))
+    pri = _cut(
+        "private",
+        private,
+        [("valid", cfg.private_valid), ("test", cfg.private_test), ("train", cfg.private_train)],
+        len(private_users),
+    )
+    return PreparedData(
+        public_train=pub["train"],
+        public_valid=pub["valid"],
+        private_train=pri["train"],
+        private_valid=pri["valid"],
+        private_test=pri["test"],
+        public_users=public_users,
+        private_users=private_users,
+        public_pool=len(public),
+        private_pool=len(private),
+    )
+
+
+# In-process caches: loading chitchat takes ~1-2 s, preparing it well under a second more.
+_RECORDS: dict[tuple, list[Record]] = {}
+_PREPARED: dict[tuple, PreparedData] = {}
+
+
+def _source_key(cfg: DataConfig) -> tuple:
+    """Identifies the corpus on disk, so that an edited file is loaded again rather than served stale."""
+    fmt = corpus_format(cfg)
+    path = chitchat_path() if cfg.corpus == CHITCHAT else Path(cfg.corpus).expanduser()
+    try:
+        stat = path.stat()
+    except OSError:
+        return (cfg.corpus, fmt)  # load_corpus will raise the clear "not found" error
+    return (cfg.corpus, fmt, stat.st_mtime_ns, stat.st_size)
+
+
+def load_records(cfg: DataConfig) -> list[Record]:
+    """load_corpus with an in-process cache; do not mutate the returned list."""
+    key = _source_key(cfg)
+    if key not in _RECORDS:
+        _RECORDS[key] = load_corpus(cfg)
+    return _RECORDS[key]
+
+
+def load_prepared(cfg: DataConfig, seed: int) -> PreparedData:
+    key = (cfg, seed, _source_key(cfg))
+    if key not in _PREPARED:
+        _PREPARED[key] = prepare(load_records(cfg), cfg, seed)
+    return _PREPARED[key]
+
+
+def clear_cache() -> None:
+    _RECORDS.clear()
+    _PREPARED.clear()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Statistics (JSON-able)
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def corpus_stats(records: Sequence[Record], min_words: int = 8) -> dict[str, int]:
+    """Before any split: distinct users, records, and records with at least min_words words."""
+    return {
+        "users": len({r.user_id for r in records}),
+        "records": len(records),
+        "records_min_words": sum(word_count(r.text) >= min_words for r in records),
+    }
+
+
+def _side_stats(users: frozenset[str], pool: int, splits: dict[str, tuple[Sentence, ...]]) -> dict[str, Any]:
+    chosen = [s for split in splits.values() for s in split]
+    return {
+        "users": len(users),  # users assigned to this side
+        "users_in_splits": len({s.user_id for s in chosen}),  # of those, users with a chosen sentence
+        "pool": pool,  # sentences available on this side
+        "sentences": len(chosen),
+        "words": sum(s.n_words for s in chosen),
+        "splits": {name: len(split) for name, split in splits.items()},
+    }
+
+
+def data_stats(prepared: PreparedData) -> dict[str, Any]:
+    p = prepared
+    public_ids = {s.user_id for s in p.public} | p.public_users
+    private_ids = {s.user_id for s in p.private} | p.private_users
+    pool = p.public_pool + p.private_pool
+    return {
+        "public": _side_stats(p.public_users, p.public_pool, {"train": p.public_train, "valid": p.public_valid}),
+        "private": _side_stats(
+            p.private_users,
+            p.private_pool,
+            {"train": p.private_train, "valid": p.private_valid, "test": p.private_test},
+        ),
+        "public_share": p.public_pool / pool if pool else 0.0,  # of the filtered sentences, before the cut
+        "disjoint_users": public_ids.isdisjoint(private_ids),
+    }

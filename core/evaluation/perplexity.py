@@ -1,0 +1,33 @@
+"""Corpus-level perplexity: exp(total NLL / total predicted tokens), not a mean of per-batch exponentials."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+
+from core.train import pad_batch, token_nll
+
+
+def perplexity_from_nll(total_nll: float, n_tokens: int) -> float:
+    if n_tokens <= 0:
+        raise ValueError("perplexity needs at least one predicted token")
+    return math.exp(total_nll / n_tokens)
+
+
+@torch.inference_mode()
+def corpus_nll(model, seqs: Sequence[Sequence[int]], pad_id: int, batch_size: int = 64) -> tuple[float, int]:
+    """Summed next-token NLL over every predicted token of every sequence, and the number of those tokens."""
+    model.eval()
+    total, count = 0.0, 0
+    for start in range(0, len(seqs), batch_size):
+        ids, mask = pad_batch(seqs[start : start + batch_size], pad_id)
+        nll, predicted = token_nll(model, ids, mask)
+        total += float((nll.double() * predicted).sum())
+        count += int(predicted.sum())
+    return total, count
+
+
+def corpus_perplexity(model, seqs: Sequence[Sequence[int]], pad_id: int, batch_size: int = 64) -> float:
+    return perplexity_from_nll(*corpus_nll(model, seqs, pad_id, batch_size))

@@ -1,0 +1,63 @@
+"""GPT-2 family models: a tiny config trained here, or a local checkout (never a hub download)."""
+
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+
+import torch
+from transformers import GPT2Config, GPT2LMHeadModel
+
+from core.config import ModelConfig
+from core.tokenizer import ModelLoadError
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def cache_root() -> Path:
+    """Trained artefacts (tokenizer, base model, pseudo data) live here, keyed by config hash; git-ignored."""
+    return Path(os.environ.get("SEQPATE_CACHE", REPO_ROOT / ".cache"))
+
+
+def set_threads() -> None:
+    torch.set_num_threads(max(1, min(int(os.environ.get("SEQPATE_THREADS", os.cpu_count() or 1)), 16)))
+
+
+def build_tiny_gpt2(cfg: ModelConfig, vocab_size: int) -> GPT2LMHeadModel:
+    # Untied embeddings: opacus ghost clipping refuses tied weights, and every method must start from the
+    # same base model for a fair comparison.
+    config = GPT2Config(
+        vocab_size=vocab_size,
+        n_positions=cfg.n_positions,
+        n_embd=cfg.n_embd,
+        n_layer=cfg.n_layer,
+        n_head=cfg.n_head,
+        tie_word_embeddings=False,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
+    return GPT2LMHeadModel(config)
+
+
+def load_local_model(path: str | Path) -> GPT2LMHeadModel:
+    path = Path(path)
+    if not path.is_dir() or not (path / "config.json").exists():
+        raise ModelLoadError(f"not a model directory (no config.json): {path}")
+    try:
+        model = GPT2LMHeadModel.from_pretrained(str(path), local_files_only=True)
+    except Exception as exc:
+        raise ModelLoadError(f"cannot load a GPT-2 model from {path}: {type(exc).__name__}: {str(exc).splitlines()[0]}") from None
+    return untie(model)
+
+
+def untie(model: GPT2LMHeadModel) -> GPT2LMHeadModel:
+    """Give the LM head its own copy of the embedding matrix (needed by ghost clipping)."""
+    if model.lm_head.weight.data_ptr() == model.transformer.wte.weight.data_ptr():
+        model.lm_head.weight = torch.nn.Parameter(model.transformer.wte.weight.detach().clone())
+        model.config.tie_word_embeddings = False
+    return model
+
+
+def clone(model: GPT2LMHeadModel) -> GPT2LMHeadModel:
+    return copy.deepcopy(model)

@@ -1,0 +1,238 @@
+"""Background jobs: launch a run in its own process, a file-lock queue, cancel, delete.
+
+A job is `python -m core job RUN_DIR` started in a new session (so cancel can signal its whole process group),
+with stdout/stderr going to RUN_DIR/log.txt. The job waits in acquire_slot() until fewer than max_parallel jobs
+run; the slots are flock()ed files, so a slot is freed by the kernel even when its holder is killed.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from core.runs.registry import REPO_ROOT, cached_root, is_safe_run_id, live_root, new_run_id, reconcile
+from core.runs.store import (
+    CANCEL_MARKER,
+    TERMINAL,
+    RunDir,
+    RunError,
+    RunFormatError,
+    RunReadOnlyError,
+    now_iso,
+    pid_alive,
+)
+
+# Arguments after sys.executable; the run folder is appended. Tests swap this for a small script.
+JOB_COMMAND: list[str] = ["-m", "core", "job"]
+
+SLOTS_DIR = ".slots"
+POLL_SECONDS = 0.5
+CANCEL_GRACE_SECONDS = 5.0
+
+
+class JobCancelled(RunError):
+    """Raised inside a job that notices a cancel request (e.g. while waiting for a slot)."""
+
+
+def _as_run_dir(run_dir: RunDir | str | os.PathLike[str]) -> RunDir:
+    return run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
+
+
+def max_parallel_jobs() -> int:
+    """$SEQPATE_MAX_JOBS (default 1): how many jobs may run at once."""
+    try:
+        return max(1, int(os.environ.get("SEQPATE_MAX_JOBS", "1")))
+    except ValueError:
+        return 1
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Launch
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def launch(
+    config_dict: dict[str, Any], runs_root: str | os.PathLike[str] | None = None, run_id: str | None = None
+) -> RunDir:
+    """Create a run folder for this config and start its job in the background; returns at once.
+
+    The run is "queued" with the job's pid recorded; the job itself moves it to running when it gets a slot.
+    """
+    root = Path(runs_root) if runs_root is not None else live_root()
+    if run_id is None:
+        privacy = config_dict.get("privacy") or {}
+        run_id = new_run_id(str(config_dict.get("method", "run")), privacy.get("epsilon"))
+    if not is_safe_run_id(run_id):
+        raise ValueError(f"run id must be a plain folder name, got {run_id!r}")
+    root.mkdir(parents=True, exist_ok=True)
+    run = RunDir.create(root / run_id, config_dict, int(config_dict.get("seed", 0)))
+
+    env = dict(os.environ)
+    env["PYTHONUNBUFFERED"] = "1"  # the log shows progress as it happens
+    # The job must import core whatever the command is (tests run a script from a temp folder).
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    command = [sys.executable, *JOB_COMMAND, str(run.path)]
+    try:
+        with open(run.log_path, "ab") as log:
+            log.write(f"[{now_iso()}] launching: {' '.join(command)}\n".encode())
+            log.flush()
+            proc = subprocess.Popen(
+                command,
+                cwd=REPO_ROOT,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,  # own process group: cancel reaches its children, Ctrl-C here does not
+            )
+    except OSError as e:
+        run.set_status(state="failed", error=f"could not start the job: {e}")
+        raise
+    # Only the pid: by now the job may already have moved itself on (it records the same pid when running).
+    run.set_status(pid=proc.pid)
+    return run
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Queue
+# ----------------------------------------------------------------------------------------------------------------
+
+
+@contextmanager
+def acquire_slot(
+    runs_root: str | os.PathLike[str],
+    run_dir: RunDir | str | os.PathLike[str],
+    max_parallel: int | None = None,
+    poll_seconds: float = POLL_SECONDS,
+) -> Iterator[int]:
+    """Block until one of max_parallel slots is free, hold it for the with-block; yields the slot number.
+
+    The run's status is left as it is (queued) while waiting. Raises JobCancelled if the run's cancel marker
+    appears while waiting. Slots are not handed out in FIFO order: whichever waiter polls first gets a free one.
+    """
+    run = _as_run_dir(run_dir)
+    n_slots = max_parallel if max_parallel is not None else max_parallel_jobs()
+    if n_slots < 1:
+        raise ValueError(f"max_parallel must be at least 1, got {n_slots}")
+    slots = Path(runs_root) / SLOTS_DIR
+    slots.mkdir(parents=True, exist_ok=True)
+    while True:
+        if cancel_requested(run):
+            raise JobCancelled(f"run {run.run_id} was cancelled while waiting for a free slot")
+        for index in range(n_slots):
+            fd = os.open(slots / f"slot-{index}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            try:
+                # Who holds the slot, for a human looking at .slots/ (the lock, not this text, is what counts).
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{run.run_id} pid {os.getpid()}\n".encode())
+                yield index
+            finally:
+                os.close(fd)  # releases the flock
+            return
+        time.sleep(poll_seconds)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Cancel and delete
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def cancel_requested(run_dir: RunDir | str | os.PathLike[str]) -> bool:
+    """True once cancel() was called for this run; a job checks it between steps to stop cleanly."""
+    return (_as_run_dir(run_dir).path / CANCEL_MARKER).exists()
+
+
+def _signal_job(pid: int, sig: signal.Signals) -> None:
+    """Signal the job's process group (its children too), but never our own group."""
+    try:
+        pgid = os.getpgid(pid)
+    except ProcessLookupError:
+        return
+    try:
+        if pgid == pid and pgid != os.getpgid(0):
+            os.killpg(pgid, sig)
+        else:
+            os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def cancel(
+    run_dir: RunDir | str | os.PathLike[str], grace_seconds: float = CANCEL_GRACE_SECONDS
+) -> dict[str, Any]:
+    """Stop a queued or running job: SIGTERM its group, SIGKILL after grace_seconds; state becomes cancelled.
+
+    Already-finished runs are left as they are. Returns the resulting status.
+    """
+    run = _as_run_dir(run_dir)
+    if run.read_only:
+        raise RunReadOnlyError(f"{run.run_id} is a cached run and cannot be cancelled")
+    status = run.status() or {}
+    if status.get("state") in TERMINAL:
+        return status
+    # The marker first: a job that has not recorded its pid yet still sees it and stops on its own.
+    (run.path / CANCEL_MARKER).write_text(now_iso() + "\n")
+    pid = status.get("pid")
+    if isinstance(pid, int) and pid != os.getpid() and pid_alive(pid):
+        _signal_job(pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_seconds
+        while pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if pid_alive(pid):
+            _signal_job(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 2.0
+            while pid_alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+
+    def change(current: dict[str, Any]) -> dict[str, Any] | None:
+        # A job that managed to finish properly keeps "done"; anything else (including a "failed" it wrote while
+        # dying from our signal) is a cancellation. The stage is kept to show where it stopped.
+        if current.get("state") == "done":
+            return None
+        return {"state": "cancelled", "error": None}
+
+    return run.update_status(change)
+
+
+def delete(run_dir: RunDir | str | os.PathLike[str]) -> None:
+    """Remove a finished live run folder. Cached runs and runs still queued or running are refused."""
+    run = _as_run_dir(run_dir)
+    path = run.path.resolve()
+    if run.read_only or path.is_relative_to(cached_root().resolve()):
+        raise RunReadOnlyError(f"{run.run_id} is a cached run and cannot be deleted")
+    if not run.exists():
+        raise RunError(f"not a run folder: {run.path}")
+    try:
+        status = reconcile(run) or {}  # a run whose process died becomes failed, hence deletable
+    except RunFormatError:
+        status = {"state": "failed"}  # unreadable status: listed as failed, so deletable too
+    state = status.get("state")
+    if state not in TERMINAL:
+        raise RunError(f"cannot delete run {run.run_id} while it is {state}; cancel it first")
+    shutil.rmtree(path)
+
+
+__all__ = [
+    "JOB_COMMAND",
+    "JobCancelled",
+    "acquire_slot",
+    "cancel",
+    "cancel_requested",
+    "delete",
+    "launch",
+    "max_parallel_jobs",
+]

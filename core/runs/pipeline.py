@@ -1,0 +1,197 @@
+"""One run from config to finished run directory: data -> public base model -> method -> evaluation.
+
+Every method returns a `MethodResult`; evaluation is identical for all of them (same test sentences, same test
+prefixes, same seeded decoding), so the dashboard can compare runs fairly.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from core.base import base_key, load_or_train_base
+from core.config import RunConfig
+from core.data import PreparedData, load_prepared, split_prefix
+from core.evaluation import bleu_scores, complete, corpus_perplexity
+from core.models import clone, set_threads
+from core.runs.store import RunDir
+from core.tokenizer import encode_sentences
+
+
+class Cancelled(Exception):
+    """Raised inside a job when it is asked to stop (SIGTERM or a cancel marker)."""
+
+
+@dataclass
+class Workspace:
+    """Everything a method may use. `private_*` fields are the only door to private data."""
+
+    cfg: RunConfig
+    data: PreparedData
+    tokenizer: object
+    base_model: object
+    base_info: dict
+    log: Callable[..., None]
+    should_stop: Callable[[], bool] = lambda: False
+    progress_span: tuple[float, float] = (0.1, 0.9)
+    notes: dict = field(default_factory=dict)
+
+    def encode(self, texts) -> list[list[int]]:
+        return encode_sentences(self.tokenizer, texts, self.cfg.data.max_tokens)
+
+    def fresh_base(self):
+        """A trainable copy of the public base model (every method starts from the same weights)."""
+        return clone(self.base_model)
+
+    @property
+    def pad_id(self) -> int:
+        return self.tokenizer.pad_token_id
+
+    @cached_property
+    def base_key(self) -> str:
+        return base_key(self.cfg)
+
+    @cached_property
+    def pseudo(self) -> list[str]:
+        """Pseudo sentences from public train prefixes (Sec. 4.1); public information."""
+        from core.seqpate.pseudo import pseudo_sentences
+
+        prefixes = [split_prefix(s.text, self.cfg.data.prefix_words)[0] for s in self.data.public_train]
+        self.log("pseudo-data", message=f"completing {len(prefixes)} public prefixes with the base model")
+        return pseudo_sentences(
+            self.base_model, self.tokenizer, prefixes, self.cfg.decode, self.cfg.seed, self.base_key
+        )
+
+    def method_progress(self, fraction: float) -> float:
+        lo, hi = self.progress_span
+        return lo + (hi - lo) * min(max(fraction, 0.0), 1.0)
+
+
+@dataclass
+class MethodResult:
+    model: object
+    privacy: dict  # body of privacy.json: epsilon, delta, accountant, unit, events, ...
+    metrics: dict = field(default_factory=dict)  # extra metrics (e.g. queries, timings)
+
+
+def public_only_privacy(reason: str) -> dict:
+    return {
+        "epsilon": 0.0,
+        "delta": 0.0,
+        "accountant": "none (public data only)",
+        "unit": "none",
+        "events": [],
+        "note": reason,
+    }
+
+
+def evaluate(model, ws: Workspace) -> tuple[dict, list[dict]]:
+    """Corpus perplexity on private test sentences; seeded completions of test prefixes; BLEU-1..4."""
+    cfg = ws.cfg
+    test = ws.data.private_test
+    ppl = corpus_perplexity(model, ws.encode([s.text for s in test]), ws.pad_id)
+    chosen = test[: cfg.decode.n_completions]
+    pairs = [split_prefix(s.text, cfg.data.prefix_words) for s in chosen]
+    prefixes = [p for p, _ in pairs]
+    references = [r for _, r in pairs]
+    hyps = complete(model, ws.tokenizer, prefixes, cfg.decode, seed=cfg.seed + 1)
+    metrics = {
+        "ppl": ppl,
+        **bleu_scores(hyps, references),
+        "n_test_sentences": len(test),
+        "n_completions": len(chosen),
+    }
+    # Completions quote private test sentences (reference) by design: they are marked so.
+    completions = [
+        {
+            "index": i,
+            "prefix": p,
+            "reference": r,
+            "completion": h,
+            "user_id": s.user_id,
+            "contains_private_text": True,
+        }
+        for i, (s, p, r, h) in enumerate(zip(chosen, prefixes, references, hyps, strict=True))
+    ]
+    return metrics, completions
+
+
+def method_function(name: str) -> Callable[[Workspace], MethodResult]:
+    from core.baselines import METHODS as BASELINES
+
+    if name == "seqpate":
+        from core.seqpate.run import run_seqpate
+
+        return run_seqpate
+    if name in BASELINES:
+        return BASELINES[name]
+    raise ValueError(f"method {name!r} is not implemented yet")
+
+
+def execute(cfg: RunConfig, run: RunDir, should_stop: Callable[[], bool] = lambda: False) -> dict:
+    """Run every stage, writing progress as it goes; returns metrics. Raises on failure (the caller records it)."""
+    set_threads()
+    timings: dict[str, float] = {}
+    t0 = time.time()
+
+    def log(stage: str, progress: float | None = None, **fields) -> None:
+        if should_stop():
+            raise Cancelled()
+        run.log_progress(stage, **({"progress": progress} if progress is not None else {}), **fields)
+
+    run.set_status(state="running", stage="data", progress=0.0)
+    log("data", 0.01, message=f"loading {cfg.data.corpus}")
+    data = load_prepared(cfg.data, cfg.seed)
+    log(
+        "data",
+        0.03,
+        public_train=len(data.public_train),
+        private_train=len(data.private_train),
+        private_test=len(data.private_test),
+    )
+    timings["data_s"] = time.time() - t0
+
+    t = time.time()
+    log("base-model", 0.04)
+    model, tokenizer, base_info = load_or_train_base(cfg, data, log)
+    timings["base_model_s"] = time.time() - t
+
+    ws = Workspace(
+        cfg=cfg,
+        data=data,
+        tokenizer=tokenizer,
+        base_model=model,
+        base_info=base_info,
+        log=log,
+        should_stop=should_stop,
+    )
+    t = time.time()
+    log(cfg.method, 0.1, message=f"method {cfg.method}")
+    result = method_function(cfg.method)(ws)
+    timings["method_s"] = time.time() - t
+
+    t = time.time()
+    log("evaluate", 0.92, message="perplexity and completions on private test data")
+    metrics, completions = evaluate(result.model, ws)
+    timings["evaluate_s"] = time.time() - t
+    timings["total_s"] = time.time() - t0
+    metrics = {**metrics, **result.metrics, "timings": timings, "base_model": base_info}
+
+    run.write_privacy(result.privacy)
+    run.write_completions(completions)
+    run.write_metrics(metrics)
+    run.log_progress("done", progress=1.0, ppl=metrics["ppl"], bleu4=metrics["bleu4"])
+    run.set_status(state="done", stage="done", progress=1.0)
+    return metrics
+
+
+def install_sigterm_handler() -> None:
+    """Turn SIGTERM (a cancel from the dashboard) into a clean Cancelled exception."""
+
+    def handler(signum, frame):
+        raise Cancelled()
+
+    signal.signal(signal.SIGTERM, handler)

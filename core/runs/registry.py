@@ -1,0 +1,273 @@
+"""All runs: where they live, a cheap listing, repair of runs whose process died, lookup by id, new ids."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import secrets
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from core.runs.store import (
+    STATUS,
+    TERMINAL,
+    RunDir,
+    RunFormatError,
+    RunNotFoundError,
+    pid_alive,
+)
+
+# core/runs/registry.py -> the repository root is two folders above core/.
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+# A root is (folder, source); a bare folder counts as a live root.
+Root = tuple[Path, str]
+RootsArg = Sequence[tuple[str | os.PathLike[str], str] | str | os.PathLike[str]] | None
+
+
+def live_root() -> Path:
+    """Where new runs go: $SEQPATE_RUNS_DIR, else runs/ in the repository (read at call time, so tests can set it)."""
+    env = os.environ.get("SEQPATE_RUNS_DIR")
+    return Path(env).expanduser() if env else REPO_ROOT / "runs"
+
+
+def cached_root() -> Path:
+    """Finished runs shipped with the repository ($SEQPATE_CACHED_RUNS_DIR for tests); never written."""
+    env = os.environ.get("SEQPATE_CACHED_RUNS_DIR")
+    return Path(env).expanduser() if env else REPO_ROOT / "cached_runs"
+
+
+def default_roots() -> list[Root]:
+    return [(live_root(), "live"), (cached_root(), "cached")]
+
+
+def _normalise_roots(roots: RootsArg) -> list[Root]:
+    if roots is None:
+        return default_roots()
+    result: list[Root] = []
+    for item in roots:
+        if isinstance(item, tuple):
+            folder, source = item
+        else:
+            folder, source = item, "live"
+        if source not in ("live", "cached"):
+            raise ValueError(f"root source must be live or cached, got {source!r}")
+        result.append((Path(folder), source))
+    return result
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One line of the run list; built from config.json and status.json only."""
+
+    run_id: str
+    path: Path
+    source: str  # "live" | "cached"
+    state: str
+    stage: str | None
+    progress: float
+    method: str | None
+    epsilon: float | None  # requested (config privacy.epsilon), not the accounted one
+    preset: str | None
+    created: str | None
+    updated: str | None
+    error: str | None
+
+    @property
+    def run_dir(self) -> RunDir:
+        return RunDir(self.path, source=self.source)
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in TERMINAL
+
+
+def _as_float(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _mtime_iso(path: Path) -> str | None:
+    try:
+        return datetime.fromtimestamp(path.stat().st_mtime, UTC).isoformat(timespec="milliseconds")
+    except OSError:
+        return None
+
+
+def run_info(run: RunDir) -> RunInfo:
+    """RunInfo for one folder; unreadable files give state "failed" instead of an exception."""
+    try:
+        status = run.status()
+        stored = run.config() or {}
+        if status is None:
+            raise RunFormatError(f"{run.path / STATUS} is missing")
+    except RunFormatError as e:
+        return RunInfo(
+            run_id=run.run_id,
+            path=run.path,
+            source=run.source,
+            state="failed",
+            stage=None,
+            progress=0.0,
+            method=None,
+            epsilon=None,
+            preset=None,
+            created=_mtime_iso(run.path),
+            updated=_mtime_iso(run.path),
+            error=f"unreadable run files: {e}",
+        )
+    config = stored.get("config") if isinstance(stored.get("config"), dict) else {}
+    privacy = config.get("privacy") if isinstance(config.get("privacy"), dict) else {}
+    progress = _as_float(status.get("progress"))
+    state = status.get("state")
+    return RunInfo(
+        run_id=run.run_id,
+        path=run.path,
+        source=run.source,
+        state=state if isinstance(state, str) else "failed",
+        stage=status.get("stage"),
+        progress=progress if progress is not None and not math.isnan(progress) else 0.0,
+        method=config.get("method"),
+        epsilon=_as_float(privacy.get("epsilon")),
+        preset=config.get("preset"),
+        created=status.get("created") or stored.get("created") or _mtime_iso(run.path),
+        updated=status.get("updated"),
+        error=status.get("error"),
+    )
+
+
+def _run_folders(root: Path) -> Iterable[Path]:
+    try:
+        entries = sorted(root.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    # Hidden folders (.slots, temp dirs) are not runs; neither is a folder without status.json or config.json.
+    return [p for p in entries if p.is_dir() and not p.name.startswith(".") and RunDir(p).exists()]
+
+
+def reconcile(run_dir: RunDir) -> dict[str, Any] | None:
+    """Mark a live run failed when its status says it is active but its process is gone; returns the status.
+
+    Active means "running", or "queued" with a recorded pid (a launched job waiting for a slot). A queued run
+    without a pid has not been started by anyone yet and is left alone. Cached runs are never touched.
+    """
+    if run_dir.read_only:
+        return run_dir.status()
+
+    def looks_dead(status: dict[str, Any]) -> bool:
+        state, pid = status.get("state"), status.get("pid")
+        return (state == "running" or (state == "queued" and pid)) and not pid_alive(pid)
+
+    status = run_dir.status()
+    if status is None or not looks_dead(status):
+        return status
+
+    def change(current: dict[str, Any]) -> dict[str, Any] | None:
+        # Check again under the lock: the job may have written a final state in between.
+        if not looks_dead(current):
+            return None
+        stage = current.get("stage") or "unknown"
+        return {"state": "failed", "error": f"process exited without finishing (stage: {stage})"}
+
+    return run_dir.update_status(change)
+
+
+def list_runs(roots: RootsArg = None) -> list[RunInfo]:
+    """Every run under the roots, newest first; live runs with a dead process are reconciled first."""
+    infos: list[RunInfo] = []
+    for folder, source in _normalise_roots(roots):
+        for path in _run_folders(folder):
+            run = RunDir(path, source=source)
+            if source == "live":
+                try:
+                    reconcile(run)
+                except (RunFormatError, OSError):
+                    pass  # run_info reports the unreadable files
+            infos.append(run_info(run))
+    infos.sort(key=lambda info: (info.created or "", info.run_id), reverse=True)
+    return infos
+
+
+def _has_separator(text: str) -> bool:
+    return any(sep in text for sep in ("/", "\\", os.sep, os.altsep or "/"))
+
+
+def resolve_run(
+    id_or_path: str | os.PathLike[str], roots: RootsArg = None, *, allow_paths: bool = True
+) -> RunDir:
+    """A RunDir from a run id (a folder name under one of the roots) or, if allow_paths, a path to a run folder.
+
+    Anything that looks like a path (a separator, '.' or '..') is accepted only if it is an existing run folder,
+    so user input cannot point outside the roots at arbitrary folders. The dashboard should pass
+    allow_paths=False.
+    """
+    text = os.fspath(id_or_path).strip()
+    normalised = _normalise_roots(roots)
+    if not text:
+        raise RunNotFoundError("empty run id")
+    if not _has_separator(text) and text not in (".", ".."):
+        for folder, source in normalised:
+            candidate = folder / text
+            if candidate.is_dir() and RunDir(candidate).exists():
+                return RunDir(candidate, source=source)
+        where = ", ".join(str(folder) for folder, _ in normalised)
+        raise RunNotFoundError(f"no run named {text!r} in {where}")
+    if not allow_paths:
+        raise RunNotFoundError(f"not a run id (ids are plain folder names): {text!r}")
+    path = Path(text).expanduser().resolve()
+    if not (path.is_dir() and RunDir(path).exists()):
+        raise RunNotFoundError(f"not a run folder: {text}")
+    source = "live"
+    for folder, root_source in normalised:
+        if path.is_relative_to(folder.expanduser().resolve()):
+            source = root_source
+            break
+    # A path under the shipped folder is cached whatever roots were passed: those runs are never written.
+    if path.is_relative_to(cached_root().resolve()):
+        source = "cached"
+    return RunDir(path, source=source)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower() or "run"
+
+
+def _eps_label(epsilon: float | str | None) -> str:
+    value = _as_float(epsilon)
+    if value is None or math.isnan(value):
+        return "na"
+    if math.isinf(value):
+        return "inf"
+    return f"{value:g}".replace("+", "")
+
+
+def new_run_id(method: str, epsilon: float | str | None) -> str:
+    """e.g. "20261122-071500-seqpate-eps3-ab12": UTC time, method, epsilon, 4 random hex digits."""
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    return f"{stamp}-{_slug(method)}-eps{_eps_label(epsilon)}-{secrets.token_hex(2)}"
+
+
+def is_safe_run_id(run_id: str) -> bool:
+    """A run id must be a plain, visible folder name."""
+    return bool(run_id) and not _has_separator(run_id) and not run_id.startswith(".") and "\0" not in run_id
+
+
+__all__ = [
+    "REPO_ROOT",
+    "RunInfo",
+    "cached_root",
+    "default_roots",
+    "is_safe_run_id",
+    "list_runs",
+    "live_root",
+    "new_run_id",
+    "reconcile",
+    "resolve_run",
+    "run_info",
+]

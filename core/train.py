@@ -1,0 +1,79 @@
+"""Plain (non-private) causal language-model training shared by the base model, teachers and baselines."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+
+def pad_batch(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad token lists; returns (input_ids, mask) where mask marks real tokens."""
+    length = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), length), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(seqs), length), dtype=torch.bool)
+    for i, s in enumerate(seqs):
+        ids[i, : len(s)] = torch.as_tensor(s, dtype=torch.long)
+        mask[i, : len(s)] = True
+    return ids, mask
+
+
+def batch_indices(n: int, batch_size: int, rng: np.random.Generator | None) -> list[np.ndarray]:
+    order = rng.permutation(n) if rng is not None else np.arange(n)
+    return [order[i : i + batch_size] for i in range(0, n, batch_size)]
+
+
+def next_token_logits(model, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Logits for predicting token t+1 from tokens <= t: shape (B, L-1, V)."""
+    return model(input_ids=ids, attention_mask=mask.long()).logits[:, :-1]
+
+
+def token_nll(model, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-position NLL of the next token and the mask of positions that are predicted (target is real)."""
+    logits = next_token_logits(model, ids, mask)
+    targets = ids[:, 1:]
+    nll = F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1), reduction="none")
+    return nll.view_as(targets), mask[:, 1:]
+
+
+def lm_loss(model, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    nll, predicted = token_nll(model, ids, mask)
+    return (nll * predicted).sum() / predicted.sum().clamp(min=1)
+
+
+def train_lm(
+    model,
+    seqs: Sequence[Sequence[int]],
+    *,
+    pad_id: int,
+    epochs: int,
+    lr: float,
+    batch_size: int,
+    seed: int,
+    on_epoch: Callable[[int, float], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+):
+    """Fine-tune with Adam on next-token NLL; returns the model (trained in place)."""
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    model.train()
+    for epoch in range(epochs):
+        total, count = 0.0, 0
+        for idx in batch_indices(len(seqs), batch_size, rng):
+            if should_stop is not None and should_stop():
+                model.eval()
+                return model
+            ids, mask = pad_batch([seqs[i] for i in idx], pad_id)
+            loss = lm_loss(model, ids, mask)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            total += float(loss.detach()) * len(idx)
+            count += len(idx)
+        if on_epoch is not None:
+            on_epoch(epoch, total / max(count, 1))
+    model.eval()
+    return model

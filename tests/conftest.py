@@ -1,0 +1,37 @@
+"""Shared fixtures: a micro configuration (seconds, not minutes) and an isolated artefact cache."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.config import preset_config
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_cache(tmp_path_factory):
+    """Trained artefacts go to a per-session folder, never the developer's .cache."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("SEQPATE_CACHE", str(tmp_path_factory.mktemp("cache")))
+    mp.setenv("SEQPATE_RUNS_DIR", str(tmp_path_factory.mktemp("runs")))
+    yield
+    mp.undo()
+
+
+MICRO = dict(
+    data__private_train=400, data__private_valid=50, data__private_test=60,
+    data__public_train=400, data__public_valid=50,
+    model__vocab_size=2048, model__pretrain_epochs=2, model__n_positions=48,
+    decode__n_completions=30, decode__max_new_tokens=12,
+    seqpate__teachers=4, seqpate__distill_sentences=80, seqpate__query_budget=200, seqpate__teacher_epochs=1,
+    seqpate__warmup_epochs=1, seqpate__student_epochs=1,
+    dpsgd__epochs=1,
+)
+
+
+def micro_config(**overrides):
+    return preset_config("tiny", **{**MICRO, **overrides})
+
+
+@pytest.fixture
+def micro():
+    return micro_config

@@ -1,0 +1,178 @@
+"""Loaders for AirDialog, Europarl and tables on small files written here, and the dispatch."""
+
+import json
+
+import pytest
+
+from core.config import DataConfig
+from core.data import CorpusError, load_airdialog, load_corpus, load_europarl, load_table, split_speaker
+
+DIALOGUES = [
+    {
+        "dialogue": ["customer: Hi, I am Jason Lee.", "agent: Hello Jason,  how can I help you?"],
+        "intent": {"name": "Jason Lee", "goal": "book"},
+        "action": {"status": "book"},
+        "correct_sample": True,
+    },
+    {
+        "dialogue": ["customer: My name is Ann  Smith.", "agent: Sure.", "customer: Thanks"],
+        "intent": {"name": "Ann Smith", "goal": "cancel"},
+    },
+    {
+        "dialogue": ["customer: Jason again here."],
+        "intent": {"name": "Jason Lee"},
+    },
+]
+
+
+def write_lines(path, objects):
+    path.write_text("\n".join(json.dumps(o) for o in objects) + "\n")
+    return path
+
+
+# --- AirDialog ---------------------------------------------------------------------------------------------------
+
+
+def test_airdialog_json_lines(tmp_path):
+    records = load_airdialog(write_lines(tmp_path / "train_data.json", DIALOGUES))
+    assert len(records) == 6
+    assert [r.user_id for r in records] == ["Jason Lee"] * 2 + ["Ann Smith"] * 3 + ["Jason Lee"]
+    assert records[0].text == "Hi, I am Jason Lee."
+    assert records[1].text == "Hello Jason, how can I help you?"
+    assert records[1].meta == {"dialogue": 0, "speaker": "agent", "name": "Jason Lee"}
+    assert records[2].meta == {"dialogue": 1, "speaker": "customer", "name": "Ann Smith"}
+    assert records[5].meta["dialogue"] == 2
+
+
+def test_airdialog_json_list(tmp_path):
+    path = tmp_path / "dev.json"
+    path.write_text(json.dumps(DIALOGUES, indent=2))
+    assert load_airdialog(path) == load_airdialog(write_lines(tmp_path / "lines.json", DIALOGUES))
+
+
+def test_airdialog_malformed_line(tmp_path):
+    path = tmp_path / "train_data.json"
+    path.write_text(json.dumps(DIALOGUES[0]) + "\n{not json\n")
+    with pytest.raises(CorpusError, match=r"train_data\.json line 2: not valid JSON"):
+        load_airdialog(path)
+
+
+def test_airdialog_missing_name(tmp_path):
+    path = write_lines(tmp_path / "a.json", [DIALOGUES[0], {"dialogue": ["customer: hi"], "intent": {}}])
+    with pytest.raises(CorpusError, match=r"a\.json line 2: no customer name"):
+        load_airdialog(path)
+
+
+def test_split_speaker():
+    assert split_speaker("customer: Hi there") == ("customer", "Hi there")
+    assert split_speaker("Agent:Sure") == ("agent", "Sure")
+    assert split_speaker("time: 5pm") == ("unknown", "time: 5pm")
+
+
+# --- Europarl ----------------------------------------------------------------------------------------------------
+
+
+def test_europarl(tmp_path):
+    path = tmp_path / "europarl.txt"
+    path.write_text("Resumption of the session\n\n  I declare   resumed the session.\n")
+    records = load_europarl(path)
+    assert [(r.text, r.user_id) for r in records] == [
+        ("Resumption of the session", "line-1"),
+        ("I declare resumed the session.", "line-3"),
+    ]
+
+
+# --- Tables ------------------------------------------------------------------------------------------------------
+
+
+def test_jsonl_with_and_without_user_id(tmp_path):
+    path = write_lines(tmp_path / "d.jsonl", [{"text": "a b", "user_id": "u1", "topic": "x"}, {"text": "c  d"}])
+    records = load_table(path)
+    assert [(r.text, r.user_id, r.meta) for r in records] == [("a b", "u1", {"topic": "x"}), ("c d", "row-2", {})]
+
+
+def test_jsonl_bad_line(tmp_path):
+    path = tmp_path / "data.jsonl"
+    path.write_text('{"text": "ok"}\n' * 6 + "oops\n")
+    with pytest.raises(CorpusError, match=r"data\.jsonl line 7: not valid JSON"):
+        load_table(path)
+
+
+def test_csv_with_user_id(tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_text('user_id,text,label\nu1,"hello, world",pos\n,second row,neg\n')
+    records = load_table(path)
+    assert [(r.text, r.user_id, r.meta) for r in records] == [
+        ("hello, world", "u1", {"label": "pos"}),
+        ("second row", "row-2", {"label": "neg"}),
+    ]
+
+
+def test_csv_without_user_id(tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_text("text\nfirst\nsecond\n")
+    assert [r.user_id for r in load_table(path)] == ["row-1", "row-2"]
+
+
+def test_csv_without_text_column(tmp_path):
+    path = tmp_path / "notext.csv"
+    path.write_text("user_id,body\nu1,hello\n")
+    with pytest.raises(CorpusError, match=r"notext\.csv: no 'text' column"):
+        load_table(path)
+
+
+def test_csv_ragged_row(tmp_path):
+    path = tmp_path / "r.csv"
+    path.write_text("user_id,text\nu1,hi\nu2,hi,extra\n")
+    with pytest.raises(CorpusError, match=r"r\.csv line 3"):
+        load_table(path)
+
+
+def test_non_utf8(tmp_path):
+    path = tmp_path / "latin.csv"
+    path.write_bytes(b"text\nfine\ncaf\xe9\n")
+    with pytest.raises(CorpusError, match=r"latin\.csv line 3: not valid UTF-8"):
+        load_table(path)
+
+
+@pytest.mark.parametrize("content", ["", "\n\n", "text\n", "text\n  \n"])
+def test_empty_tables(tmp_path, content):
+    path = tmp_path / "empty.csv"
+    path.write_text(content)
+    with pytest.raises(CorpusError, match=r"empty\.csv"):
+        load_table(path)
+
+
+def test_empty_jsonl(tmp_path):
+    path = tmp_path / "empty.jsonl"
+    path.write_text("")
+    with pytest.raises(CorpusError, match=r"empty\.jsonl: file is empty"):
+        load_table(path)
+
+
+# --- Dispatch ----------------------------------------------------------------------------------------------------
+
+
+def test_load_corpus_dispatch(tmp_path):
+    air = write_lines(tmp_path / "train_data.json", DIALOGUES)
+    txt = tmp_path / "e.txt"
+    txt.write_text("one\ntwo\n")
+    table = write_lines(tmp_path / "t.jsonl", [{"text": "x", "user_id": 1}])
+    assert load_corpus(DataConfig(corpus=str(air)))[0].user_id == "Jason Lee"
+    assert [r.user_id for r in load_corpus(DataConfig(corpus=str(txt)))] == ["line-1", "line-2"]
+    assert load_corpus(DataConfig(corpus=str(table)))[0].user_id == "1"
+    # An explicit format overrides the extension.
+    assert load_corpus(DataConfig(corpus=str(txt), corpus_format="europarl"))[1].text == "two"
+
+
+def test_missing_file(tmp_path):
+    missing = tmp_path / "nope.jsonl"
+    with pytest.raises(CorpusError, match=r"corpus file not found: .*nope\.jsonl"):
+        load_corpus(DataConfig(corpus=str(missing)))
+
+
+def test_unknown_extension(tmp_path):
+    path = tmp_path / "data.xml"
+    path.write_text("<x/>")
+    with pytest.raises(CorpusError, match="cannot tell the format"):
+        load_corpus(DataConfig(corpus=str(path)))

@@ -1,0 +1,95 @@
+"""Preparation on small synthetic corpora: prefixes, filtering, the user split, sizes and errors."""
+
+import pytest
+
+from core.config import DataConfig
+from core.data import Record, data_stats, filter_records, load_prepared, prepare, split_prefix, split_users
+
+
+def corpus(users: dict[str, int], words: int = 10) -> list[Record]:
+    text = " ".join(f"w{i}" for i in range(words))
+    return [Record(f"{u} {k} {text}", u, {}) for u, n in users.items() for k in range(n)]
+
+
+def test_split_prefix():
+    assert split_prefix("I am  going to the\tbeach tomorrow", 4) == ("I am going to", "the beach tomorrow")
+    assert split_prefix("short one", 4) == ("short one", "")
+
+
+def test_filter_records_counts_whitespace_words():
+    records = [Record("one two three", "u", {}), Record("a  b\tc d", "u", {}), Record("", "u", {})]
+    assert [r.text for r in filter_records(records, 4)] == ["a  b\tc d"]
+
+
+def test_split_users_skips_heavy_user():
+    # One user holds 60% of the sentences: it must never land on the public side at a 25% target.
+    records = corpus({"heavy": 600, **{f"u{i}": 10 for i in range(40)}})
+    for seed in range(10):
+        public, private = split_users(records, 0.25, seed)
+        assert "heavy" in private
+        assert public.isdisjoint(private)
+        share = sum(r.user_id in public for r in records) / len(records)
+        assert abs(share - 0.25) <= 0.02
+
+
+def test_split_users_one_sentence_users():
+    # Europarl-like: every user has one sentence, so the split is a sentence split.
+    records = corpus({f"line-{i}": 1 for i in range(1, 101)})
+    public, _ = split_users(records, 0.25, 0)
+    assert len(public) == 25
+
+
+def test_prepare_sizes_and_order():
+    records = corpus({f"u{i}": 10 for i in range(40)})
+    cfg = DataConfig(private_train=None, private_valid=20, private_test=30, public_train=None, public_valid=10)
+    p = prepare(records, cfg, seed=0)
+    assert (len(p.private_valid), len(p.private_test), len(p.public_valid)) == (20, 30, 10)
+    assert len(p.public) + len(p.private) == 400
+    assert len(p.public) == 100
+    stats = data_stats(p)
+    assert stats["disjoint_users"] is True
+    assert stats["public"]["users"] + stats["private"]["users"] == 40
+    assert stats["private"]["splits"] == {"train": len(p.private_train), "valid": 20, "test": 30}
+
+
+def test_prepare_held_out_splits_do_not_move_with_train_size():
+    records = corpus({f"u{i}": 10 for i in range(40)})
+    small = prepare(records, DataConfig(private_train=10, public_train=5, private_valid=5, private_test=5,
+                                        public_valid=5), 0)
+    big = prepare(records, DataConfig(private_train=100, public_train=50, private_valid=5, private_test=5,
+                                      public_valid=5), 0)
+    assert small.private_test == big.private_test and small.public_valid == big.public_valid
+    assert big.private_train[:10] == small.private_train
+
+
+def test_prepare_filters_short_sentences():
+    records = corpus({f"u{i}": 10 for i in range(40)}, words=2) + corpus({f"v{i}": 10 for i in range(40)})
+    p = prepare(records, DataConfig(private_train=None, public_train=None, private_valid=1, private_test=1,
+                                    public_valid=1), 0)
+    assert len(p.public) + len(p.private) == 400
+    assert all(s.user_id.startswith("v") for s in p.public + p.private)
+
+
+def test_prepare_too_few_sentences():
+    records = corpus({f"u{i}": 10 for i in range(8)})
+    with pytest.raises(ValueError, match=r"public side has only 20 sentences \(2 users\)"):
+        prepare(records, DataConfig(), 0)
+
+
+def test_prepare_nothing_left():
+    records = corpus({"a": 3}, words=2)
+    with pytest.raises(ValueError, match="no sentence has 8 or more words"):
+        prepare(records, DataConfig(), 0)
+
+
+def test_load_prepared_on_a_file(tmp_path):
+    path = tmp_path / "e.txt"
+    path.write_text("".join(f"sentence number {i} has more than eight words in it\n" for i in range(200)))
+    cfg = DataConfig(corpus=str(path), private_train=None, private_valid=10, private_test=10, public_train=None,
+                     public_valid=10)
+    p = load_prepared(cfg, 0)
+    assert len(p.public) == 50 and len(p.private) == 150
+    assert load_prepared(cfg, 0) is p
+    # Editing the file invalidates the cache.
+    path.write_text(path.read_text() + "one more sentence that is long enough to be kept here\n")
+    assert len(load_prepared(cfg, 0).private) + len(load_prepared(cfg, 0).public) == 201

@@ -1,0 +1,162 @@
+"""jobs.py: launching background jobs, the slot queue, cancel and delete (with tiny scripts for the engine)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from core.config import RunConfig
+from core.runs import RunDir, RunError, acquire_slot, cancel, cancel_requested, delete, launch, pid_alive
+from core.runs.jobs import JobCancelled
+
+
+def _config(method: str = "seqpate") -> dict:
+    cfg = RunConfig().to_dict()
+    cfg["method"] = method
+    return cfg
+
+
+def test_launch_runs_the_job_to_done(roots: dict[str, Path], job_script, waiter) -> None:
+    job_script(
+        """
+        with jobs.acquire_slot(root, run):
+            run.set_status(state="running", stage="train")
+            print("training")
+            run.log_progress("train", step=1, progress=0.5)
+            run.set_status(state="done", stage="done", progress=1.0)
+        """
+    )
+    run = launch(_config(), roots["live"])
+    assert run.path.parent == roots["live"] and "-seqpate-eps3-" in run.run_id
+    assert run.config()["config"]["method"] == "seqpate"
+    assert waiter(lambda: run.state() == "done"), run.log_tail()
+    status = run.status()
+    assert status["progress"] == 1.0 and isinstance(status["pid"], int)
+    assert "training" in run.log_tail()  # stdout goes to log.txt
+    assert waiter(lambda: not pid_alive(status["pid"]))
+
+
+def test_launch_with_a_run_id_refuses_duplicates_and_unsafe_ids(roots: dict[str, Path], job_script) -> None:
+    job_script("pass")
+    launch(_config(), roots["live"], run_id="mine")
+    with pytest.raises(RunError, match="already exists"):
+        launch(_config(), roots["live"], run_id="mine")
+    with pytest.raises(ValueError):
+        launch(_config(), roots["live"], run_id="../escape")
+
+
+def test_cancel_kills_a_sleeping_job(roots: dict[str, Path], job_script, waiter, tmp_path: Path) -> None:
+    child_pid_file = tmp_path / "child.pid"
+    job_script(
+        f"""
+        import subprocess
+        run.set_status(state="running", stage="teachers")
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        Path({str(child_pid_file)!r}).write_text(str(child.pid))
+        time.sleep(60)
+        """
+    )
+    run = launch(_config(), roots["live"])
+    assert waiter(lambda: run.state() == "running" and child_pid_file.exists()), run.log_tail()
+    pid = run.status()["pid"]
+    grandchild = int(child_pid_file.read_text())
+    start = time.monotonic()
+    status = cancel(run)
+    assert time.monotonic() - start < 5
+    assert status["state"] == "cancelled" and status["error"] is None and status["stage"] == "teachers"
+    assert cancel_requested(run)
+    assert not pid_alive(pid)
+    assert waiter(lambda: not pid_alive(grandchild), timeout=5)  # the whole process group went
+    assert cancel(run)["state"] == "cancelled"  # already terminal: no-op
+
+
+def test_cancel_a_job_that_ignores_sigterm(roots: dict[str, Path], job_script, waiter) -> None:
+    job_script(
+        """
+        import signal
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        run.set_status(state="running", stage="stubborn")
+        time.sleep(60)
+        """
+    )
+    run = launch(_config(), roots["live"])
+    assert waiter(lambda: run.state() == "running"), run.log_tail()
+    pid = run.status()["pid"]
+    status = cancel(run, grace_seconds=0.5)
+    assert status["state"] == "cancelled" and not pid_alive(pid)
+
+
+def test_cancel_leaves_finished_runs_alone(roots: dict[str, Path]) -> None:
+    run = RunDir.create(roots["live"] / "done", {}, seed=0)
+    run.set_status(state="done")
+    assert cancel(run)["state"] == "done"
+    assert not cancel_requested(run)
+
+
+def test_second_job_waits_for_the_slot(
+    roots: dict[str, Path],
+    job_script,
+    waiter: Callable[..., bool],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    monkeypatch.setenv("SEQPATE_MAX_JOBS", "1")
+    job_script(
+        f"""
+        with jobs.acquire_slot(root, run):
+            run.set_status(state="running", stage="work")
+            release = Path({str(tmp_path)!r}) / ("release-" + run.run_id)
+            while not release.exists():
+                time.sleep(0.05)
+            run.set_status(state="done", stage="done", progress=1.0)
+        """
+    )
+    first = launch(_config(), roots["live"], run_id="first")
+    assert waiter(lambda: first.state() == "running"), first.log_tail()
+    second = launch(_config(), roots["live"], run_id="second")
+    time.sleep(1.5)  # several polling rounds
+    assert second.state() == "queued"
+    assert pid_alive(second.status()["pid"])
+    (tmp_path / "release-first").touch()
+    assert waiter(lambda: first.state() == "done"), first.log_tail()
+    assert waiter(lambda: second.state() == "running"), second.log_tail()
+    (tmp_path / "release-second").touch()
+    assert waiter(lambda: second.state() == "done"), second.log_tail()
+
+
+def test_slots_allow_max_parallel_holders(tmp_path: Path) -> None:
+    run = RunDir.create(tmp_path / "runs" / "r", {}, seed=0)
+    with (
+        acquire_slot(tmp_path / "runs", run, max_parallel=2) as a,
+        acquire_slot(tmp_path / "runs", run, max_parallel=2) as b,
+    ):
+        assert {a, b} == {0, 1}
+    with acquire_slot(tmp_path / "runs", run, max_parallel=1) as c:  # released on exit
+        assert c == 0
+
+
+def test_waiting_for_a_slot_stops_on_cancel(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    holder = RunDir.create(root / "holder", {}, seed=0)
+    waiting = RunDir.create(root / "waiting", {}, seed=0)
+    with acquire_slot(root, holder, max_parallel=1):
+        cancel(waiting)  # queued, no pid: just marked
+        assert waiting.state() == "cancelled"
+        with pytest.raises(JobCancelled):
+            with acquire_slot(root, waiting, max_parallel=1, poll_seconds=0.01):
+                pass
+
+
+def test_delete_only_finished_live_runs(roots: dict[str, Path]) -> None:
+    run = RunDir.create(roots["live"] / "r", {}, seed=0)
+    run.set_status(state="running", pid=os.getpid())
+    with pytest.raises(RunError, match="while it is running"):
+        delete(run)
+    assert run.path.exists()
+    run.set_status(state="failed", error="x")
+    delete(run)
+    assert not run.path.exists()

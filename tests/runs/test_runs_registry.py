@@ -1,0 +1,145 @@
+"""registry.py: listing, reconcile of dead processes, cached runs left alone, safe lookup, run ids."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from core.config import RunConfig, preset_config
+from core.runs import (
+    RunDir,
+    RunNotFoundError,
+    RunReadOnlyError,
+    cached_root,
+    delete,
+    is_safe_run_id,
+    list_runs,
+    live_root,
+    new_run_id,
+    reconcile,
+    resolve_run,
+)
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def _roots(roots: dict[str, Path]) -> list[tuple[Path, str]]:
+    return [(roots["live"], "live"), (roots["cached"], "cached")]
+
+
+def test_default_roots_follow_the_environment(roots: dict[str, Path]) -> None:
+    assert live_root() == roots["live"]
+    assert cached_root() == Path(__file__).resolve().parents[2] / "cached_runs"
+
+
+def test_reconcile_marks_a_dead_running_job_failed(roots: dict[str, Path]) -> None:
+    run = RunDir.create(roots["live"] / "r1", RunConfig().to_dict(), seed=0)
+    run.set_status(state="running", stage="teachers", pid=_dead_pid())
+    status = reconcile(run)
+    assert status["state"] == "failed"
+    assert status["error"] == "process exited without finishing (stage: teachers)"
+    assert run.status() == status
+
+
+def test_reconcile_handles_queued_runs(roots: dict[str, Path]) -> None:
+    waiting = RunDir.create(roots["live"] / "w", {}, seed=0)
+    assert reconcile(waiting)["state"] == "queued"  # no pid: nobody started it yet
+    waiting.set_status(pid=_dead_pid())
+    assert reconcile(waiting)["state"] == "failed"
+    alive = RunDir.create(roots["live"] / "a", {}, seed=0)
+    alive.set_status(state="running", pid=os.getpid())
+    assert reconcile(alive)["state"] == "running"
+
+
+def test_cached_runs_are_never_modified(roots: dict[str, Path]) -> None:
+    RunDir.create(roots["cached"] / "shipped", RunConfig().to_dict(), seed=0)
+    # A cached run frozen mid-way with a dead pid: the listing must not "repair" it.
+    RunDir(roots["cached"] / "shipped").set_status(state="running", stage="student", pid=_dead_pid())
+    before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in (roots["cached"] / "shipped").iterdir()}
+
+    infos = list_runs(_roots(roots))
+    assert [(i.run_id, i.source, i.state) for i in infos] == [("shipped", "cached", "running")]
+    run = resolve_run("shipped", _roots(roots))
+    assert run.source == "cached" and run.read_only
+    assert reconcile(run)["state"] == "running"
+    with pytest.raises(RunReadOnlyError):
+        run.set_status(state="failed")
+    with pytest.raises(RunReadOnlyError):
+        run.write_metrics({})
+    with pytest.raises(RunReadOnlyError):
+        delete(run)
+
+    after = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in (roots["cached"] / "shipped").iterdir()}
+    assert after == before
+
+
+def test_list_runs_newest_first_with_config_fields(roots: dict[str, Path]) -> None:
+    cfg = preset_config("tiny", method="seqpate", privacy__epsilon=float("inf")).to_dict()
+    RunDir.create(roots["live"] / "old", RunConfig().to_dict(), seed=0)
+    RunDir.create(roots["live"] / "new", cfg, seed=0)
+    (roots["live"] / ".slots").mkdir()
+    (roots["live"] / "not-a-run").mkdir()
+    infos = list_runs(_roots(roots))
+    assert [i.run_id for i in infos] == ["new", "old"]
+    new = infos[0]
+    assert new.method == "seqpate" and new.preset == "tiny" and new.epsilon == float("inf")
+    assert new.state == "queued" and new.source == "live" and new.progress == 0.0
+    assert new.run_dir.path == roots["live"] / "new"
+
+
+def test_list_runs_survives_corrupt_files(roots: dict[str, Path]) -> None:
+    good = RunDir.create(roots["live"] / "good", {}, seed=0)
+    bad = RunDir.create(roots["live"] / "bad", {}, seed=0)
+    (bad.path / "status.json").write_text("{truncated")
+    no_status = RunDir.create(roots["live"] / "nostatus", {}, seed=0)
+    (no_status.path / "status.json").unlink()
+    infos = {i.run_id: i for i in list_runs(_roots(roots))}
+    assert infos["good"].state == "queued"
+    assert infos["bad"].state == "failed"
+    assert infos["bad"].error.startswith("unreadable run files: ") and "status.json" in infos["bad"].error
+    assert infos["nostatus"].state == "failed" and "status.json" in infos["nostatus"].error
+    assert good.state() == "queued"
+    delete(bad)  # an unreadable run can still be removed
+    assert not bad.path.exists()
+
+
+def test_resolve_run_by_id_and_path(roots: dict[str, Path]) -> None:
+    live = RunDir.create(roots["live"] / "r1", {}, seed=0)
+    RunDir.create(roots["cached"] / "c1", {}, seed=0)
+    assert resolve_run("r1", _roots(roots)) == live
+    assert resolve_run("c1", _roots(roots)).source == "cached"
+    assert resolve_run(str(live.path), _roots(roots)) == RunDir(live.path.resolve())
+    assert resolve_run(str(roots["cached"] / "c1"), _roots(roots)).source == "cached"
+    assert resolve_run("r1").path == live.path  # default roots use $SEQPATE_RUNS_DIR
+    with pytest.raises(RunNotFoundError, match="not a run id"):
+        resolve_run(str(live.path), _roots(roots), allow_paths=False)
+
+
+@pytest.mark.parametrize("bad", ["../etc", "a/b", "..", ".", "", "unknown-run", "/etc", "a\\b"])
+def test_resolve_run_refuses_traversal_and_unknown_ids(roots: dict[str, Path], bad: str) -> None:
+    (roots["live"] / "a").mkdir()
+    (roots["live"] / "a" / "b").mkdir()  # exists, but is not a run folder
+    with pytest.raises(RunNotFoundError):
+        resolve_run(bad, _roots(roots))
+
+
+def test_new_run_id_is_safe_and_unique() -> None:
+    run_id = new_run_id("seqpate", 3.0)
+    assert re.fullmatch(r"\d{8}-\d{6}-seqpate-eps3-[0-9a-f]{4}", run_id)
+    assert re.fullmatch(
+        r"\d{8}-\d{6}-noisysgd-gc-pseudo-epsinf-[0-9a-f]{4}", new_run_id("noisysgd-gc+pseudo", "inf")
+    )
+    assert "eps0.5-" in new_run_id("adp", 0.5)
+    ids = {new_run_id("x", 1) for _ in range(50)}
+    assert len(ids) > 40
+    assert all(is_safe_run_id(i) for i in ids)
+    assert not is_safe_run_id("../x") and not is_safe_run_id(".slots") and not is_safe_run_id("")
