@@ -153,7 +153,7 @@ def cmd_runs(args) -> int:
                 print(f"{r.run_id:50s} {r.source:6s} {r.state:9s} {r.stage or '':16s} {r.method or '':20s} eps={r.epsilon}")
         return 0
     run = resolve_run(args.run)
-    reconcile(run.path)
+    reconcile(run)
     out = {"run_dir": str(run.path), **(run.status() or {})}
     if args.full:
         out.update({"metrics": run.metrics(), "privacy": run.privacy()})

@@ -65,6 +65,10 @@ class DecodeConfig:
     temperature: float = 0.7
     max_new_tokens: int = 32
     n_completions: int = 200  # test prefixes completed for BLEU and the side-by-side view
+    # Pseudo data (Sec. 4.1) is sampled closer to the base model's own distribution: a low temperature would
+    # make the warm-up sharpen the student and raise its perplexity on real text.
+    pseudo_top_k: int = 50
+    pseudo_temperature: float = 1.0
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,65 @@
+"""Disjoint partitions of the private train set into teacher data sets (paper Sec. 5.2-5.3, App. F)."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def partition_random(n_sentences: int, n_teachers: int, seed: int) -> np.ndarray:
+    """Teacher index of every sentence: a seeded shuffle cut into equal parts (sample-level privacy)."""
+    if n_teachers > n_sentences:
+        raise ValueError(f"{n_teachers} teachers but only {n_sentences} private training sentences")
+    order = np.random.default_rng(seed).permutation(n_sentences)
+    teacher = np.empty(n_sentences, dtype=np.int64)
+    teacher[order] = np.arange(n_sentences) % n_teachers
+    return teacher
+
+
+def partition_by_user(user_ids: Sequence[str], n_teachers: int, seed: int) -> np.ndarray:
+    """Each user in as few teachers as possible, teacher sizes balanced (App. F).
+
+    Best-fit decreasing with splitting: users from largest to smallest go whole into the fullest teacher that
+    still has room; a user larger than any remaining room fills the emptiest teacher and the rest continues.
+    Every teacher holds at most ceil(n / M) sentences, so sizes stay balanced.
+    """
+    n = len(user_ids)
+    if n_teachers > n:
+        raise ValueError(f"{n_teachers} teachers but only {n} private training sentences")
+    capacity = math.ceil(n / n_teachers)
+    by_user: dict[str, list[int]] = defaultdict(list)
+    for i, u in enumerate(user_ids):
+        by_user[u].append(i)
+    rng = np.random.default_rng(seed)
+    users = list(by_user)
+    rng.shuffle(users)  # seeded tie-break among users of equal size
+    users.sort(key=lambda u: -len(by_user[u]))
+    room = np.full(n_teachers, capacity, dtype=np.int64)
+    teacher = np.empty(n, dtype=np.int64)
+    for u in users:
+        rows = by_user[u]
+        while rows:
+            fits = np.flatnonzero(room >= len(rows))
+            if len(fits):
+                j = fits[np.argmin(room[fits])]  # best fit keeps big rooms for big users
+            else:
+                j = int(np.argmax(room))
+            take = min(len(rows), int(room[j]))
+            teacher[rows[:take]] = j
+            room[j] -= take
+            rows = rows[take:]
+    return teacher
+
+
+def teachers_per_user(user_ids: Sequence[str], teacher: np.ndarray) -> dict[str, int]:
+    """Histogram as in the paper's Table 5: how many users have data in 1, 2, 3 or more than 3 teachers."""
+    sets: dict[str, set[int]] = defaultdict(set)
+    for u, t in zip(user_ids, teacher.tolist(), strict=True):
+        sets[u].add(t)
+    counts = Counter(len(s) for s in sets.values())
+    return {"1": counts.get(1, 0), "2": counts.get(2, 0), "3": counts.get(3, 0),
+            ">3": sum(v for k, v in counts.items() if k > 3),
+            "mean": float(np.mean([len(s) for s in sets.values()])) if sets else 0.0}

@@ -1,0 +1,128 @@
+"""SeqPATE end to end: pseudo data -> partition -> calibrate -> teachers -> warm-up -> distillation -> privacy."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from core.config import parse_filter
+from core.privacy import epsilon_from_events, events_to_dicts, gaussian_std, laplace_scale
+from core.runs.pipeline import MethodResult, Workspace
+from core.seqpate.aggregate import L1_SENSITIVITY, L2_SENSITIVITY, TeacherOracle
+from core.seqpate.partition import partition_by_user, partition_random, teachers_per_user
+from core.seqpate.student import DistillSettings, distill
+from core.seqpate.teachers import TeacherJob, count_rows, get_executor
+from core.train import train_lm
+
+# Table 3 ablations: which of the paper's strategies each one turns off.
+ABLATION_SWITCHES = {
+    "none": {},
+    "-merge_p": {"use_votes": True},
+    "-kl": {"teacher_loss": "ce"},
+    "-pseudo": {"pseudo_loss": False},
+    "-effi_kd": {"efficient_kd": False},
+    "-gaussian": {"noise": "laplace"},
+    "-all": {"use_votes": True, "teacher_loss": "ce", "pseudo_loss": False, "efficient_kd": False, "noise": "laplace"},
+}
+
+
+def calibrate_noise(noise: str, epsilon: float, delta: float, budget: int) -> tuple[str, float]:
+    """Noise fixed BEFORE the first query from (epsilon, delta, query budget Q)."""
+    if math.isinf(epsilon):
+        return "none", 0.0
+    if noise == "laplace":
+        return "laplace", laplace_scale(epsilon, delta, budget, L1_SENSITIVITY)
+    return "gaussian", gaussian_std(epsilon, delta, budget, L2_SENSITIVITY)
+
+
+def run_seqpate(ws: Workspace) -> MethodResult:
+    cfg, sp = ws.cfg, ws.cfg.seqpate
+    switches = ABLATION_SWITCHES[sp.ablation]
+    timings: dict[str, float] = {}
+
+    # 1. Pseudo data from public prefixes (public).
+    t = time.time()
+    pseudo = ws.pseudo
+    distill_seqs = ws.encode(pseudo[: sp.distill_sentences])
+    n_rows = count_rows(distill_seqs)
+    timings["pseudo_s"] = time.time() - t
+
+    # 2. Disjoint partitions of the private train set.
+    private = ws.data.private_train
+    users = [s.user_id for s in private]
+    if sp.partition == "by-user":
+        teacher_of = partition_by_user(users, sp.teachers, cfg.seed)
+    else:
+        teacher_of = partition_random(len(private), sp.teachers, cfg.seed)
+    histogram = teachers_per_user(users, teacher_of)
+    private_seqs = ws.encode([s.text for s in private])
+    teacher_data = [(m, [private_seqs[i] for i in np.flatnonzero(teacher_of == m)]) for m in range(sp.teachers)]
+    ws.log("partition", ws.method_progress(0.05), teachers=sp.teachers, partition=sp.partition,
+           teachers_per_user=histogram, distill_positions=n_rows)
+
+    # 3. Calibrate before any query.
+    noise, scale = calibrate_noise(switches.get("noise", "gaussian"), cfg.privacy.epsilon, cfg.privacy.delta,
+                                   sp.query_budget)
+    ws.log("calibrate", ws.method_progress(0.06), noise=noise, noise_scale=scale, query_budget=sp.query_budget)
+
+    # 4. Teachers: train, infer once over the distillation positions, fold into the running sum, discard.
+    t = time.time()
+    job = TeacherJob(
+        base_state={k: v.detach().clone() for k, v in ws.base_model.state_dict().items()},
+        base_config=ws.base_model.config.to_dict(), distill_seqs=distill_seqs, n_rows=n_rows, pad_id=ws.pad_id,
+        epochs=sp.teacher_epochs, lr=sp.teacher_lr, batch_size=sp.batch_size, seed=cfg.seed,
+        want_votes=switches.get("use_votes", False),
+    )
+
+    def on_teacher(index: int) -> None:
+        done = on_teacher.count = getattr(on_teacher, "count", 0) + 1
+        ws.log("teachers", ws.method_progress(0.06 + 0.64 * done / sp.teachers), teacher=done, teachers=sp.teachers)
+
+    teacher_sum, teacher_votes = get_executor(sp.executor).run(job, teacher_data, on_teacher, ws.should_stop)
+    timings["teachers_s"] = time.time() - t
+
+    # 5. Student: warm-up on pseudo data, then distillation with noisy teacher answers.
+    t = time.time()
+    student = ws.fresh_base()
+    pseudo_seqs = ws.encode(pseudo)
+    train_lm(student, pseudo_seqs, pad_id=ws.pad_id, epochs=sp.warmup_epochs, lr=sp.student_lr,
+             batch_size=sp.batch_size, seed=cfg.seed, should_stop=ws.should_stop,
+             on_epoch=lambda e, loss: ws.log("warm-up", ws.method_progress(0.72), epoch=e + 1, loss=round(loss, 4)))
+    timings["warmup_s"] = time.time() - t
+
+    oracle = TeacherOracle(teacher_sum, noise, scale, sp.query_budget, seed=cfg.seed + 7, teacher_votes=teacher_votes)
+    kind, value = parse_filter(sp.filter)
+    settings = DistillSettings(
+        filter_kind=kind, filter_value=value, rank_threshold=sp.rank_threshold, kd_lambda=sp.kd_lambda,
+        epochs=sp.student_epochs, lr=sp.student_lr, batch_size=sp.batch_size, seed=cfg.seed,
+        teacher_loss=switches.get("teacher_loss", "kl"), pseudo_loss=switches.get("pseudo_loss", True),
+        efficient_kd=switches.get("efficient_kd", True), use_votes=switches.get("use_votes", False),
+    )
+
+    def on_epoch(epoch: int, stats: dict) -> None:
+        spent = epsilon_from_events(oracle.events(), cfg.privacy.delta).epsilon
+        ws.log("student", ws.method_progress(0.75 + 0.25 * (epoch + 1) / sp.student_epochs), epoch=epoch + 1,
+               epochs=sp.student_epochs, queries_spent=oracle.spent, query_budget=sp.query_budget,
+               epsilon_spent=spent, **stats)
+
+    t = time.time()
+    stats = distill(student, distill_seqs, oracle, settings, ws.pad_id, on_epoch, ws.should_stop)
+    timings["distill_s"] = time.time() - t
+
+    # 6. Privacy: recomputed from what was actually released.
+    events = oracle.events()
+    report = epsilon_from_events(events, cfg.privacy.delta)
+    privacy = {
+        "epsilon": report.epsilon, "delta": report.delta, "accountant": report.accountant,
+        "unit": "sample" if noise != "none" else "none", "events": events_to_dicts(events),
+        "target_epsilon": cfg.privacy.epsilon, "mechanism": noise, "noise_scale": scale,
+        "sensitivity": L1_SENSITIVITY if noise == "laplace" else L2_SENSITIVITY,
+        "query_budget": sp.query_budget, "queries_spent": oracle.spent, "vanished_answers": oracle.vanished,
+        "teachers": sp.teachers, "partition": sp.partition, "teachers_per_user": histogram,
+        "non_private": noise == "none",
+    }
+    metrics = {"queries_spent": oracle.spent, "query_budget": sp.query_budget, **stats,
+               "distill_positions": n_rows, "teachers": sp.teachers, "seqpate_timings": timings}
+    return MethodResult(student, privacy, metrics)

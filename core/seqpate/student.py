@@ -1,0 +1,106 @@
+"""Student distillation (paper Sec. 4.3, Eq. 2-4, Algorithm 1 lines 10-26).
+
+A position is "hard" when the pseudo label's rank under the student exceeds the threshold (efficient KD); hard
+positions get a teacher answer while the budget lasts. Loss per batch:
+    mean NLL(pseudo label) + lambda * mean over answered positions of KL(p_agg || p_student restricted to C),
+with the KL summed over the candidate set C (not divided by |V| as the published code does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from core.seqpate.aggregate import TeacherOracle, candidate_set
+from core.train import batch_indices, pad_batch
+
+
+@dataclass(frozen=True)
+class DistillSettings:
+    filter_kind: str  # top-k | top-p
+    filter_value: float
+    rank_threshold: int
+    kd_lambda: float
+    epochs: int
+    lr: float
+    batch_size: int
+    seed: int
+    teacher_loss: str = "kl"  # kl | ce (cross-entropy on the noisy top-1: the -KL ablation)
+    pseudo_loss: bool = True  # False: the -L_pseudo ablation
+    efficient_kd: bool = True  # False: query every position (the -Effi KD ablation)
+    use_votes: bool = False  # True: aggregate votes instead of distributions (the -Merge_P ablation)
+
+
+def pseudo_label_rank(probs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """1-based rank of each target under the student (1 = the student's top choice)."""
+    target_p = probs.gather(-1, targets.unsqueeze(-1))
+    return (probs > target_p).sum(-1) + 1
+
+
+def teacher_term(logits_c: torch.Tensor, dist: torch.Tensor, kind: str) -> torch.Tensor:
+    """Loss between a released distribution over C and the student renormalised over C."""
+    log_student = torch.log_softmax(logits_c, dim=-1)
+    if kind == "ce":
+        return -log_student[int(dist.argmax())]
+    return (torch.xlogy(dist, dist) - dist * log_student).sum()
+
+
+def row_offsets(seqs: Sequence[Sequence[int]]) -> np.ndarray:
+    """Row of position 0 of each sequence in the teacher-sum table (len(seq) - 1 rows per sequence)."""
+    return np.concatenate([[0], np.cumsum([len(s) - 1 for s in seqs])[:-1]]).astype(np.int64)
+
+
+def distill(
+    student,
+    seqs: Sequence[Sequence[int]],
+    oracle: TeacherOracle,
+    s: DistillSettings,
+    pad_id: int,
+    on_epoch: Callable[[int, dict], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> dict:
+    torch.manual_seed(s.seed)
+    rng = np.random.default_rng(s.seed)
+    offsets = row_offsets(seqs)
+    opt = torch.optim.Adam(student.parameters(), lr=s.lr)
+    stats = {"answered_positions": 0, "hard_positions": 0, "positions": 0}
+    for epoch in range(s.epochs):
+        student.train()
+        for idx in batch_indices(len(seqs), s.batch_size, rng):
+            if should_stop is not None and should_stop():
+                return stats
+            ids, mask = pad_batch([seqs[i] for i in idx], pad_id)
+            logits = student(input_ids=ids, attention_mask=mask.long()).logits[:, :-1]
+            targets, predicted = ids[:, 1:], mask[:, 1:]
+            nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), targets, reduction="none")
+            with torch.no_grad():
+                probs = torch.softmax(logits.float(), dim=-1)
+                hard = predicted & (pseudo_label_rank(probs, targets) > s.rank_threshold) if s.efficient_kd else predicted
+            terms = []
+            for b, t in predicted.nonzero().tolist():
+                row = int(offsets[idx[b]]) + t
+                answer = oracle.cached(row)  # answers released earlier are reused at no privacy cost
+                if answer is None and hard[b, t]:
+                    cands = candidate_set(probs[b, t], s.filter_kind, s.filter_value)
+                    answer = oracle.release(row, cands, use_votes=s.use_votes)
+                if answer is not None and answer.distribution is not None:
+                    terms.append(teacher_term(logits[b, t, answer.candidates], answer.distribution, s.teacher_loss))
+            n_pred = predicted.sum().clamp(min=1)
+            loss = (nll * predicted).sum() / n_pred if s.pseudo_loss else torch.zeros(())
+            if terms:
+                loss = loss + s.kd_lambda * torch.stack(terms).mean()
+            if loss.requires_grad:
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+            if epoch == 0:
+                stats["positions"] += int(predicted.sum())
+                stats["hard_positions"] += int(hard.sum())
+            stats["answered_positions"] += len(terms)
+        if on_epoch is not None:
+            on_epoch(epoch, dict(stats))
+    student.eval()
+    return stats

@@ -1,0 +1,122 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.config import ModelConfig
+from core.models import build_tiny_gpt2
+from core.privacy import epsilon_from_events
+from core.seqpate.aggregate import TeacherOracle, candidate_set, to_distribution
+from core.seqpate.student import pseudo_label_rank, row_offsets, teacher_term
+from core.seqpate.teachers import TeacherJob, add_teacher_output, count_rows
+
+
+def test_top_k_and_top_p_candidate_sets():
+    probs = torch.tensor([0.05, 0.5, 0.3, 0.15])
+    assert candidate_set(probs, "top-k", 2).tolist() == [1, 2]
+    assert candidate_set(probs, "top-p", 0.8).tolist() == [1, 2]  # 0.5 + 0.3 reaches 0.8
+    assert candidate_set(probs, "top-p", 0.81).tolist() == [1, 2, 3]
+    assert candidate_set(probs, "top-p", 1.0).tolist() == [1, 2, 3, 0]
+
+
+def test_release_clips_negatives_and_renormalises():
+    assert to_distribution(np.array([2.0, -1.0, 2.0])).tolist() == [0.5, 0.0, 0.5]
+    assert to_distribution(np.array([-1.0, -2.0])) is None
+
+
+def make_oracle(budget=3, noise="gaussian", scale=1.0):
+    table = torch.zeros(4, 5)
+    table[:, 0] = 10.0
+    table[:, 1] = 5.0
+    return TeacherOracle(table, noise, scale, budget, seed=0)
+
+
+def test_fresh_noise_per_released_answer():
+    oracle = make_oracle()
+    cands = torch.tensor([0, 1])
+    a, b = oracle.release(0, cands), oracle.release(1, cands)  # identical teacher sums on both rows
+    assert not torch.allclose(a.distribution, b.distribution)
+
+
+def test_cached_answers_are_reused_without_new_accounting():
+    oracle = make_oracle(budget=2)
+    cands = torch.tensor([0, 1])
+    first = oracle.release(0, cands)
+    again = oracle.release(0, torch.tensor([0, 1, 2]))
+    assert again is first and oracle.spent == 1
+    assert oracle.events()[0].count == 1
+
+
+def test_budget_stops_queries_and_events_count_releases():
+    oracle = make_oracle(budget=2, scale=0.5)
+    cands = torch.tensor([0, 1])
+    assert oracle.release(0, cands) is not None and oracle.release(1, cands) is not None
+    assert oracle.release(2, cands) is None and oracle.exhausted
+    (event,) = oracle.events()
+    assert (event.noise_std, event.sensitivity, event.count) == (0.5, math.sqrt(2), 2)
+    # the epsilon reported is recomputed from the 2 releases
+    assert epsilon_from_events(oracle.events(), 1e-6).epsilon > 0
+
+
+def test_no_noise_release_is_exact_and_non_private():
+    oracle = make_oracle(noise="none", scale=0.0)
+    answer = oracle.release(0, torch.tensor([0, 1]))
+    assert answer.distribution.tolist() == pytest.approx([2 / 3, 1 / 3])
+    assert math.isinf(epsilon_from_events(oracle.events(), 1e-6).epsilon)
+
+
+def tiny_job(distill, vocab=50):
+    cfg = ModelConfig(n_layer=1, n_embd=16, n_head=2, n_positions=16)
+    base = build_tiny_gpt2(cfg, vocab)
+    return base, TeacherJob(base_state=base.state_dict(), base_config=base.config.to_dict(), distill_seqs=distill,
+                            n_rows=count_rows(distill), pad_id=0, epochs=1, lr=1e-3, batch_size=4, seed=0,
+                            want_votes=True)
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.integers(0, 10_000))
+def test_changing_one_teacher_moves_the_sum_by_at_most_sqrt2(seed):
+    """Sensitivity (Sec. 5.2): swap one teacher for any other model; every row of the sum moves <= sqrt(2) in L2."""
+    rng = np.random.default_rng(seed)
+    distill = [rng.integers(1, 50, size=rng.integers(3, 9)).tolist() for _ in range(5)]
+    _, job = tiny_job(distill)
+    torch.manual_seed(seed)
+    teachers = [build_tiny_gpt2(ModelConfig(n_layer=1, n_embd=16, n_head=2, n_positions=16), 50) for _ in range(4)]
+    replacement = build_tiny_gpt2(ModelConfig(n_layer=1, n_embd=16, n_head=2, n_positions=16), 50)
+    with torch.no_grad():  # make the replacement very different: sharp random logits
+        replacement.lm_head.weight.mul_(50)
+
+    def total(models):
+        s = torch.zeros(job.n_rows, 50)
+        v = torch.zeros(job.n_rows, 50)
+        for m in models:
+            add_teacher_output(m, job, s, v)
+        return s, v
+
+    s1, v1 = total(teachers)
+    s2, v2 = total(teachers[:-1] + [replacement])
+    assert (s1 - s2).norm(dim=1).max() <= math.sqrt(2) + 1e-5
+    assert (v1 - v2).norm(dim=1).max() <= math.sqrt(2) + 1e-6
+    assert torch.allclose(s1.sum(1), torch.full((job.n_rows,), 4.0), atol=1e-4)
+
+
+def test_rows_follow_sentence_order():
+    seqs = [[1, 2, 3], [4, 5], [6, 7, 8, 9]]
+    assert row_offsets(seqs).tolist() == [0, 2, 3]
+    assert count_rows(seqs) == 6
+
+
+def test_pseudo_label_rank_and_kl_term():
+    probs = torch.tensor([[0.1, 0.6, 0.3]])
+    assert pseudo_label_rank(probs, torch.tensor([1])).tolist() == [1]
+    assert pseudo_label_rank(probs, torch.tensor([0])).tolist() == [3]
+    dist = torch.tensor([0.25, 0.75])
+    logits = torch.log(dist)
+    assert teacher_term(logits, dist, "kl").item() == pytest.approx(0.0, abs=1e-6)
+    # KL summed over C, not divided by |V|: KL((.25,.75) || (.5,.5))
+    expected = 0.25 * math.log(0.5) + 0.75 * math.log(1.5)
+    assert teacher_term(torch.zeros(2), dist, "kl").item() == pytest.approx(expected, rel=1e-5)
+    assert teacher_term(torch.zeros(2), dist, "ce").item() == pytest.approx(math.log(2))

@@ -1,0 +1,56 @@
+import math
+from collections import defaultdict
+
+import numpy as np
+import pytest
+
+from core.seqpate.partition import partition_by_user, partition_random, teachers_per_user
+
+
+def test_random_partition_is_disjoint_complete_and_balanced():
+    teacher = partition_random(103, 10, seed=1)
+    sizes = np.bincount(teacher, minlength=10)
+    assert sizes.sum() == 103 and sizes.max() - sizes.min() <= 1
+    assert not np.array_equal(teacher, partition_random(103, 10, seed=2))
+    assert np.array_equal(teacher, partition_random(103, 10, seed=1))
+
+
+def test_more_teachers_than_sentences_is_refused():
+    with pytest.raises(ValueError, match="teachers"):
+        partition_random(5, 6, seed=0)
+
+
+def skewed_users(seed=0):
+    rng = np.random.default_rng(seed)
+    users = []
+    for u in range(300):
+        users += [f"u{u}"] * int(rng.zipf(1.8) if u else 400)  # one very large user, many small ones
+    return users
+
+
+def test_by_user_keeps_small_users_in_one_teacher_and_balances_sizes():
+    users = skewed_users()
+    m = 20
+    teacher = partition_by_user(users, m, seed=0)
+    sizes = np.bincount(teacher, minlength=m)
+    assert sizes.max() <= math.ceil(len(users) / m)
+    spans = defaultdict(set)
+    for u, t in zip(users, teacher, strict=True):
+        spans[u].add(int(t))
+    cap = math.ceil(len(users) / m)
+    for u in spans:
+        size = users.count(u)
+        if size <= cap // 2:
+            assert len(spans[u]) == 1, u
+    # the big user needs at least ceil(400 / cap) teachers and uses close to that
+    assert math.ceil(400 / cap) <= len(spans["u0"]) <= math.ceil(400 / cap) + 1
+    hist = teachers_per_user(users, teacher)
+    assert hist["1"] + hist["2"] + hist["3"] + hist[">3"] == len(spans)
+    assert hist["1"] / len(spans) > 0.9
+
+
+def test_by_user_beats_random_on_teachers_per_user():
+    users = skewed_users(1)
+    by_user = teachers_per_user(users, partition_by_user(users, 20, seed=0))["mean"]
+    random = teachers_per_user(users, partition_random(len(users), 20, seed=0))["mean"]
+    assert by_user < random

@@ -1,0 +1,72 @@
+"""SeqPATE end to end on a micro configuration, through the same pipeline the CLI and dashboard use."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from core.privacy import epsilon_from_events, events_from_dicts, gaussian_std
+from core.runs.pipeline import execute
+from core.runs.store import RunDir
+from tests.conftest import micro_config
+
+
+def run(tmp_path, name, **overrides):
+    cfg = micro_config(method="seqpate", **overrides)
+    run_dir = RunDir.create(tmp_path / name, cfg.to_dict(), cfg.seed)
+    execute(cfg, run_dir)
+    return cfg, run_dir
+
+
+@pytest.fixture(scope="module")
+def seqpate_run(tmp_path_factory):
+    return run(tmp_path_factory.mktemp("seqpate"), "eps3", privacy__epsilon=3.0)
+
+
+def test_privacy_is_recomputed_from_released_queries(seqpate_run):
+    cfg, run_dir = seqpate_run
+    privacy = run_dir.privacy()
+    assert privacy["accountant"].startswith("analytic-gaussian")
+    assert 0 < privacy["queries_spent"] <= privacy["query_budget"] == cfg.seqpate.query_budget
+    # sigma was calibrated for the whole budget before the first query
+    assert privacy["noise_scale"] == pytest.approx(gaussian_std(3.0, cfg.privacy.delta, cfg.seqpate.query_budget))
+    (event,) = privacy["events"]
+    assert event["count"] == privacy["queries_spent"] and event["sensitivity"] == pytest.approx(math.sqrt(2))
+    recomputed = epsilon_from_events(events_from_dicts(privacy["events"]), cfg.privacy.delta).epsilon
+    assert privacy["epsilon"] == pytest.approx(recomputed, abs=1e-9)
+    assert privacy["epsilon"] <= 3.0 + 1e-9
+
+
+def test_progress_shows_each_teacher_and_student_epochs(seqpate_run):
+    cfg, run_dir = seqpate_run
+    progress = run_dir.progress()
+    teachers = [p["teacher"] for p in progress if p["stage"] == "teachers"]
+    assert teachers == list(range(1, cfg.seqpate.teachers + 1))
+    student = [p for p in progress if p["stage"] == "student"]
+    assert student and student[-1]["queries_spent"] == run_dir.privacy()["queries_spent"]
+    assert student[-1]["epsilon_spent"] == pytest.approx(run_dir.privacy()["epsilon"])
+    assert run_dir.status()["state"] == "done"
+
+
+def test_metrics_and_completions_are_complete(seqpate_run):
+    _, run_dir = seqpate_run
+    metrics = run_dir.metrics()
+    assert math.isfinite(metrics["ppl"]) and metrics["ppl"] > 1
+    assert len(run_dir.completions()) == metrics["n_completions"]
+    assert run_dir.is_complete()
+
+
+def test_laplace_ablation_is_accounted_with_pld(tmp_path):
+    cfg, run_dir = run(tmp_path, "laplace", privacy__epsilon=3.0, seqpate__ablation="-gaussian",
+                       seqpate__query_budget=50)
+    privacy = run_dir.privacy()
+    assert privacy["mechanism"] == "laplace" and privacy["events"][0]["mechanism"] == "laplace"
+    assert privacy["accountant"].startswith("pld")
+    assert privacy["epsilon"] <= 3.0 + 1e-9 and privacy["queries_spent"] <= 50
+
+
+def test_infinite_epsilon_is_labelled_non_private(tmp_path):
+    _, run_dir = run(tmp_path, "inf", privacy__epsilon=math.inf, seqpate__query_budget=30)
+    privacy = run_dir.privacy()
+    assert math.isinf(privacy["epsilon"]) and privacy["non_private"] is True and privacy["unit"] == "none"

@@ -1,0 +1,112 @@
+"""The command line as a user drives it: real subprocesses, one-line errors, complete run directories."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from core.runs.store import REQUIRED_FILES, RunDir
+from tests.conftest import micro_config
+
+
+def cli(*args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "core", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_data_stats_reports_disjoint_user_split():
+    out = cli("data-stats", "--corpus", "chitchat", "--preset", "tiny", "--json")
+    assert out.returncode == 0, out.stderr
+    stats = json.loads(out.stdout)
+    assert stats["corpus"]["users"] == 1315
+    assert stats["disjoint_users"] is True
+    assert stats["private"]["splits"]["private_train"]["sentences"] == 2000 if "private_train" in stats["private"]["splits"] else True
+    assert 0.2 < stats["public_share"] < 0.3
+
+
+@pytest.fixture(scope="module")
+def pub_gpt_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli")
+    config = root / "micro.json"
+    config.write_text(json.dumps(micro_config().to_dict()))
+    run_dir = root / "pub"
+    out = cli("run", "--method", "pub-gpt", "--config", str(config), "--run-dir", str(run_dir))
+    assert out.returncode == 0, out.stderr
+    return run_dir, json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_pub_gpt_run_writes_every_file_of_the_format(pub_gpt_run):
+    run_dir, summary = pub_gpt_run
+    run = RunDir(run_dir)
+    assert run.missing_files() == [] and run.is_complete()
+    assert set(REQUIRED_FILES) <= {p.name for p in run_dir.iterdir()}
+    metrics, privacy, status = run.metrics(), run.privacy(), run.status()
+    assert status["state"] == "done" and status["progress"] == 1.0
+    vocab = metrics["base_model"]["vocab_size"]
+    assert math.isfinite(metrics["ppl"]) and 1 < metrics["ppl"] < vocab
+    assert summary["ppl"] == pytest.approx(metrics["ppl"])
+    assert privacy["epsilon"] == 0.0 and privacy["unit"] == "none" and privacy["events"] == []
+    assert all(0 <= metrics[f"bleu{n}"] <= 100 for n in range(1, 5))
+    completions = run.completions()
+    assert len(completions) == metrics["n_completions"] == 30
+    assert all(len(c["prefix"].split()) == 4 for c in completions)
+    config = run.config()
+    assert config["config"]["method"] == "pub-gpt" and len(config["config_hash"]) == 16
+    assert "torch" in config["versions"]
+
+
+def test_same_config_gives_same_metrics(pub_gpt_run, tmp_path):
+    run_dir, summary = pub_gpt_run
+    out = cli("run", "--config", str(run_dir / "config.json"), "--run-dir", str(tmp_path / "again"))
+    assert out.returncode == 0, out.stderr
+    again = json.loads(out.stdout.strip().splitlines()[-1])
+    assert again["ppl"] == pytest.approx(summary["ppl"], rel=1e-6)
+    assert again["bleu4"] == pytest.approx(summary["bleu4"], rel=1e-6)
+
+
+def test_runs_show_prints_status_json(pub_gpt_run):
+    run_dir, _ = pub_gpt_run
+    out = cli("runs", "show", str(run_dir))
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["state"] == "done"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--epsilon", "abc"], "epsilon must be a number"),
+        (["--epsilon", "-1"], "epsilon must be a positive number"),
+        (["--epsilon", "nan"], "epsilon must be a positive number"),
+        (["--delta", "2"], "delta must be in (0, 1)"),
+        (["--method", "seqpate", "--filter", "top-k:0"], "top-k must be a positive integer"),
+        (["--method", "seqpate", "--filter", "top-p:1.5"], "top-p must be in (0, 1]"),
+        (["--method", "seqpate", "--teachers", "5000"], "5000 teachers but only 2000"),
+        (["--method", "nonsense"], "unknown method"),
+    ],
+)
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path, args, message):
+    run_dir = tmp_path / "never"
+    out = cli("run", "--preset", "tiny", "--run-dir", str(run_dir), *args)
+    assert out.returncode == 2
+    assert out.stderr.strip().count("\n") == 0 and message in out.stderr
+    assert "Traceback" not in out.stderr
+    assert not run_dir.exists()
+
+
+def test_existing_run_dir_is_refused(pub_gpt_run):
+    run_dir, _ = pub_gpt_run
+    out = cli("run", "--method", "pub-gpt", "--preset", "tiny", "--run-dir", str(run_dir))
+    assert out.returncode == 2 and "already exists" in out.stderr
+
+
+def test_privacy_calibrate_reproduces_the_known_multiplier():
+    out = cli("privacy", "calibrate", "--queries", "1000", "--epsilon", "3", "--delta", "1e-6")
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["noise_multiplier"] == pytest.approx(48.8212, abs=1e-3)
+    assert result["noise_std"] == pytest.approx(69.04, abs=1e-2)
+    back = json.loads(cli("privacy", "calibrate", "--queries", "1000", "--sigma", str(result["noise_std"])).stdout)
+    assert back["epsilon"] == pytest.approx(3.0, abs=1e-6)
