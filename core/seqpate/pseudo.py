@@ -6,8 +6,8 @@ Only public prefixes and the public model are used, so the pseudo data carries n
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from core.config import DecodeConfig, stable_hash
