@@ -26,8 +26,8 @@ def load_or_train_base(
 ) -> tuple[GPT2LMHeadModel, object, dict]:
     """(model, tokenizer, info). A local checkout is loaded as is; the tiny model is trained once per config."""
     if cfg.model.source != "tiny":
-        tokenizer = load_tokenizer(cfg.model.source)
         model = load_local_model(cfg.model.source)
+        tokenizer = load_tokenizer(cfg.model.source)
         return model, tokenizer, {"source": cfg.model.source, "cached": True}
 
     folder = cache_root() / "base" / base_key(cfg)

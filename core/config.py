@@ -11,6 +11,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any
 
 
@@ -181,7 +182,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "data": dict(private_train=20000, private_valid=1000, private_test=1000, public_train=8000, public_valid=500),
         "model": dict(pretrain_epochs=4),
         "decode": dict(n_completions=300),
-        "seqpate": dict(teachers=100, distill_sentences=2000, query_budget=8000, teacher_epochs=3),
+        "seqpate": dict(teachers=100, distill_sentences=2000, query_budget=500, teacher_epochs=3),
     },
     # the whole corpus
     "paper": {
@@ -281,6 +282,8 @@ def validate(cfg: RunConfig) -> RunConfig:
         raise ConfigError(f"public_fraction must be in (0, 1), got {d.public_fraction}")
     if d.private_train is not None and s.teachers > d.private_train and cfg.method == "seqpate":
         raise ConfigError(f"{s.teachers} teachers but only {d.private_train} private training sentences")
+    if cfg.model.source != "tiny" and not (Path(cfg.model.source) / "config.json").is_file():
+        raise ConfigError(f"model path is not a model directory (no config.json): {cfg.model.source}")
     if cfg.dpsgd.batching not in ("samples", "users"):
         raise ConfigError(f"batching must be samples or users, got {cfg.dpsgd.batching!r}")
     return cfg

@@ -1,0 +1,57 @@
+"""Loading a local GPT-2 checkout (the real-model path) and refusing paths that are not models."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from core.config import ModelConfig
+from core.models import build_tiny_gpt2, load_local_model, untie
+from core.runs.pipeline import execute
+from core.runs.store import RunDir
+from core.tokenizer import ModelLoadError, load_tokenizer, train_tokenizer
+from tests.conftest import micro_config
+
+
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory):
+    """A GPT-2 checkout on disk as save_pretrained writes it, with TIED embeddings like the real GPT-2."""
+    path = tmp_path_factory.mktemp("gpt2")
+    tok = train_tokenizer(["hello there how are you today my friend"] * 50 + ["a public sentence of words"] * 50, 300)
+    model = build_tiny_gpt2(ModelConfig(n_layer=1, n_embd=32, n_head=2, n_positions=64), len(tok))
+    model.config.tie_word_embeddings = True
+    model.tie_weights()
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+def test_local_checkout_loads_untied_with_its_tokenizer(checkout):
+    model = load_local_model(checkout)
+    assert model.lm_head.weight.data_ptr() != model.transformer.wte.weight.data_ptr()
+    assert (model.lm_head.weight == model.transformer.wte.weight).all()  # same values, separate tensors
+    tok = load_tokenizer(checkout)
+    assert tok.pad_token is not None and tok.decode(tok("hello there")["input_ids"]) == "hello there"
+    assert untie(model) is model
+
+
+def test_run_with_a_local_model_uses_it(checkout, tmp_path):
+    cfg = micro_config(method="pub-gpt", model__source=str(checkout))
+    run = RunDir.create(tmp_path / "local", cfg.to_dict(), cfg.seed)
+    metrics = execute(cfg, run)
+    assert metrics["base_model"]["source"] == str(checkout)
+    assert metrics["ppl"] > 1 and run.is_complete()
+
+
+def test_a_path_that_is_not_a_model_is_one_clear_line(tmp_path):
+    (tmp_path / "notes.txt").write_text("not a model")
+    with pytest.raises(ModelLoadError, match="not a model directory"):
+        load_local_model(tmp_path)
+    out = subprocess.run([sys.executable, "-m", "core", "run", "--method", "pub-gpt", "--preset", "tiny",
+                          "--model", str(tmp_path), "--run-dir", str(tmp_path / "run")],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1
+    assert "not a model directory" in out.stderr and "Traceback" not in out.stderr
+    assert not (tmp_path / "run").exists()
