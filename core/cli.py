@@ -127,6 +127,14 @@ def cmd_job(args) -> int:
         return 130
 
 
+def cmd_sweep(args) -> int:
+    from core.runs.sweep import run_plan
+
+    done = run_plan(args.plan, args.preset, Path(args.out), seed=args.seed)
+    print(f"{len(done)} runs finished in {args.out}")
+    return 0
+
+
 def cmd_data_stats(args) -> int:
     from core.data import corpus_stats, data_stats, load_corpus, load_prepared
 
@@ -217,6 +225,13 @@ def build_parser() -> argparse.ArgumentParser:
     job = sub.add_parser("job", help="run a queued run directory (used by background launches)")
     job.add_argument("run_dir")
     job.set_defaults(func=cmd_job)
+
+    sweep = sub.add_parser("sweep", help="run a named plan of runs (resumable)")
+    sweep.add_argument("--plan", required=True, help="tradeoff, ablation, filtering or teachers")
+    sweep.add_argument("--preset", default="quick", choices=["tiny", "quick", "paper"])
+    sweep.add_argument("--seed", type=int, default=0)
+    sweep.add_argument("--out", default="cached_runs")
+    sweep.set_defaults(func=cmd_sweep)
 
     stats = sub.add_parser("data-stats", help="users, sentences and words on each side of the user split")
     add_config_flags(stats)

@@ -1,0 +1,95 @@
+"""Named plans of runs that reproduce the paper's experiments (resumable: finished runs are skipped)."""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from core.config import RunConfig, preset_config
+
+EPSILONS = (0.5, 1.0, 2.0, 3.0, 5.0, 8.0)
+REFERENCES = ("pri-gpt", "pub-gpt", "pub-gpt+pseudo")
+DP_METHODS = ("seqpate", "noisysgd", "noisysgd+pseudo", "noisysgd-gc+pseudo")
+
+
+def eps_name(eps: float) -> str:
+    return "inf" if math.isinf(eps) else f"{eps:g}"
+
+
+def plan_tradeoff() -> Iterator[tuple[str, dict]]:
+    """Table 1 / Fig. 2: every DP method at every epsilon, plus the non-private references."""
+    for method in REFERENCES:
+        yield method, {"method": method}
+    for method in DP_METHODS:
+        for eps in EPSILONS:
+            yield f"{method}-eps{eps_name(eps)}", {"method": method, "privacy__epsilon": eps}
+
+
+def plan_ablation() -> Iterator[tuple[str, dict]]:
+    """Table 3 at epsilon 3."""
+    for ablation in ("none", "-merge_p", "-kl", "-pseudo", "-effi_kd", "-gaussian", "-all"):
+        yield f"seqpate-ablation{ablation}", {"method": "seqpate", "privacy__epsilon": 3.0, "seqpate__ablation": ablation}
+
+
+def plan_filtering() -> Iterator[tuple[str, dict]]:
+    """Table 4 at epsilon 3: top-p 0.95 against top-k for several k."""
+    for spec in ("top-p:0.95", "top-k:1", "top-k:10", "top-k:50", "top-k:100", "top-k:200"):
+        yield f"seqpate-filter-{spec.replace(':', '')}", {"method": "seqpate", "privacy__epsilon": 3.0,
+                                                         "seqpate__filter": spec}
+
+
+def plan_teachers() -> Iterator[tuple[str, dict]]:
+    """App. H at epsilon 3: more teachers, less noise per teacher, less data per teacher."""
+    for m in (1, 10, 100, 1000):
+        yield f"seqpate-teachers{m}", {"method": "seqpate", "privacy__epsilon": 3.0, "seqpate__teachers": m}
+
+
+PLANS: dict[str, Callable[[], Iterator[tuple[str, dict]]]] = {
+    "tradeoff": plan_tradeoff,
+    "ablation": plan_ablation,
+    "filtering": plan_filtering,
+    "teachers": plan_teachers,
+}
+
+
+def plan_configs(plan: str, preset: str, seed: int = 0) -> list[tuple[str, RunConfig]]:
+    if plan not in PLANS:
+        raise ValueError(f"unknown plan {plan!r}; choose one of {', '.join(PLANS)}")
+    return [(f"{preset}-{name}", preset_config(preset, seed=seed, **overrides)) for name, overrides in PLANS[plan]()]
+
+
+def run_plan(plan: str, preset: str, out: Path, seed: int = 0, execute=None, echo=print) -> list[str]:
+    """Run every config of the plan into out/<name>; a finished run is skipped, a broken one is redone."""
+    from core.runs.pipeline import execute as default_execute
+    from core.runs.store import RunDir
+
+    execute = execute or default_execute
+    configs = plan_configs(plan, preset, seed)
+    done: list[str] = []
+    for i, (name, cfg) in enumerate(configs, 1):
+        path = out / name
+        if path.exists() and RunDir(path).is_complete():
+            echo(f"[{i}/{len(configs)}] {name}: already done, skipped")
+            done.append(name)
+            continue
+        if path.exists():
+            import shutil
+
+            shutil.rmtree(path)  # partial files of a run that died are never kept as results
+        t = time.time()
+        run = RunDir.create(path, cfg.to_dict(), cfg.seed)
+        try:
+            metrics = execute(cfg, run)
+        except Exception as exc:  # one failed run must not stop the plan
+            run.set_status(state="failed", error=f"{type(exc).__name__}: {exc}")
+            echo(f"[{i}/{len(configs)}] {name}: FAILED {type(exc).__name__}: {exc}")
+            continue
+        eps = (run.privacy() or {}).get("epsilon")
+        echo(f"[{i}/{len(configs)}] {name}: ppl {metrics['ppl']:.2f} bleu4 {metrics['bleu4']:.2f} "
+             f"eps {eps} ({time.time() - t:.0f} s)")
+        sys.stdout.flush()
+        done.append(name)
+    return done
