@@ -1,0 +1,32 @@
+from core.runs.store import RunDir
+from core.runs.sweep import plan_configs, run_plan
+
+
+def fake_execute(cfg, run):
+    """Stands in for training: writes a finished run so resumability can be checked quickly."""
+    run.write_privacy({"epsilon": cfg.privacy.epsilon, "delta": cfg.privacy.delta, "accountant": "fake",
+                       "unit": "sample", "events": []})
+    run.write_metrics({"ppl": 10.0, "bleu4": 1.0})
+    run.write_completions([])
+    run.log_progress("done", progress=1.0)
+    run.set_status(state="done", stage="done", progress=1.0)
+    return {"ppl": 10.0, "bleu4": 1.0}
+
+
+def test_tradeoff_plan_covers_every_method_and_epsilon():
+    names = [name for name, _ in plan_configs("tradeoff", "tiny")]
+    assert len(names) == 3 + 4 * 6 and "tiny-seqpate-eps0.5" in names and "tiny-pri-gpt" in names
+    cfg = dict(plan_configs("tradeoff", "tiny"))["tiny-noisysgd-gc+pseudo-eps8"]
+    assert cfg.method == "noisysgd-gc+pseudo" and cfg.privacy.epsilon == 8.0
+
+
+def test_sweep_skips_finished_runs_and_redoes_broken_ones(tmp_path):
+    lines = []
+    run_plan("teachers", "tiny", tmp_path, execute=fake_execute, echo=lines.append)
+    assert len(lines) == 4 and all("ppl 10.00" in line for line in lines)
+    # break one run (as a killed job would leave it), then resume
+    RunDir(tmp_path / "tiny-seqpate-teachers10").set_status(state="failed")
+    lines.clear()
+    run_plan("teachers", "tiny", tmp_path, execute=fake_execute, echo=lines.append)
+    assert sum("skipped" in line for line in lines) == 3
+    assert any("teachers10: ppl" in line for line in lines)
