@@ -1,0 +1,40 @@
+"""Input checks shared by the privacy modules: one-line ValueErrors, since the numbers come from configs."""
+
+from __future__ import annotations
+
+import math
+
+
+def is_number(x: object) -> bool:
+    # bool is an int subclass; True as a noise level is a bug, not 1.0
+    return not isinstance(x, bool) and isinstance(x, (int, float)) and not math.isnan(x)
+
+
+def check_epsilon(epsilon: float) -> None:
+    if not is_number(epsilon) or not epsilon > 0:
+        raise ValueError(f"epsilon must be > 0 (inf allowed), got {epsilon!r}")
+
+
+def check_delta(delta: float) -> None:
+    if not is_number(delta) or not 0 < delta < 1:
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+
+
+def check_int(name: str, value: int, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+def check_rate(sampling_rate: float) -> None:
+    if not is_number(sampling_rate) or not 0 < sampling_rate <= 1:
+        raise ValueError(f"sampling_rate must be in (0, 1], got {sampling_rate!r}")
+
+
+def check_positive_finite(name: str, value: float) -> None:
+    if not is_number(value) or not 0 < value < math.inf:
+        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
+
+
+def check_nonneg_finite(name: str, value: float) -> None:
+    if not is_number(value) or not 0 <= value < math.inf:
+        raise ValueError(f"{name} must be finite and >= 0, got {value!r}")

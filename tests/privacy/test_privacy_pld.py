@@ -1,0 +1,134 @@
+"""DP-SGD and Laplace through the PLD accountant, cross-checked against independent libraries (opacus)."""
+
+import inspect
+import math
+import time
+
+import pytest
+from dp_accounting.pld import privacy_loss_distribution
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.privacy import (
+    ACCOUNTANT_PLD,
+    GaussianEvent,
+    LaplaceEvent,
+    SubsampledGaussianEvent,
+    delta_for_epsilon,
+    dpsgd_epsilon,
+    dpsgd_noise_multiplier,
+    epsilon_from_events,
+    laplace_scale,
+)
+
+opacus_accountants = pytest.importorskip("opacus.accountants")  # tests may use torch; core.privacy may not
+
+
+def opacus_rdp(z: float, q: float, steps: int, delta: float) -> float:
+    acc = opacus_accountants.RDPAccountant()
+    acc.history = [(z, q, steps)]
+    return acc.get_epsilon(delta)
+
+
+def opacus_prv(z: float, q: float, steps: int, delta: float) -> float:
+    acc = opacus_accountants.PRVAccountant()
+    acc.history = [(z, q, steps)]
+    return acc.get_epsilon(delta)  # opacus returns the PRV upper bound
+
+
+def test_pld_matches_facts_and_an_independent_prv_accountant():
+    report = epsilon_from_events([SubsampledGaussianEvent(1.0, 0.01, 1000)], 1e-6)
+    assert report.accountant == ACCOUNTANT_PLD
+    assert report.epsilon == pytest.approx(2.1245, abs=0.02)
+    prv = opacus_prv(1.0, 0.01, 1000, 1e-6)
+    assert prv == pytest.approx(2.1346, abs=0.01)
+    assert abs(report.epsilon - prv) < 0.05
+    rdp = opacus_rdp(1.0, 0.01, 1000, 1e-6)
+    assert rdp == pytest.approx(2.4367, abs=1e-3)
+    assert report.epsilon < rdp and prv < rdp  # the tight accountants beat RDP by ~13% here
+
+
+@pytest.mark.parametrize(
+    ("z", "q", "steps", "delta", "golden_rdp"),
+    [(1.5, 0.04, 2250, 1e-5, 7.3291), (1.3, 0.0025, 6000, 1e-5, 0.7242)],
+)
+def test_golden_rdp_values_bound_our_pld(z, q, steps, delta, golden_rdp):
+    rdp = opacus_rdp(z, q, steps, delta)
+    assert rdp == pytest.approx(golden_rdp, abs=1e-4)  # checks our use of opacus against its own tests
+    pld = dpsgd_epsilon(z, q, steps, delta)
+    assert pld <= rdp
+    assert abs(pld - opacus_prv(z, q, steps, delta)) < 0.05
+
+
+def test_pld_discretisation_is_pessimistic_by_default():
+    # the accountant never passes pessimistic_estimate, so the library default decides: it must stay True
+    for builder in (
+        privacy_loss_distribution.from_gaussian_mechanism,
+        privacy_loss_distribution.from_laplace_mechanism,
+    ):
+        assert inspect.signature(builder).parameters["pessimistic_estimate"].default is True
+    # and on a case with an exact answer (Gaussian through PLD) the PLD number sits just above the truth
+    exact = epsilon_from_events([GaussianEvent(2.0, 1.0, 1)], 1e-6).epsilon
+    mixed = epsilon_from_events([GaussianEvent(2.0, 1.0, 1), SubsampledGaussianEvent(5.0, 0.1, 1)], 1e-6)
+    assert mixed.accountant == ACCOUNTANT_PLD and mixed.epsilon >= exact
+
+
+def test_ten_thousand_steps_is_fast():
+    start = time.perf_counter()
+    eps = dpsgd_epsilon(1.0, 0.01, 10_000, 1e-6)
+    assert time.perf_counter() - start < 10.0  # about 0.6 s here; composes with count, never loops
+    assert 6.0 < eps < 8.0
+
+
+def test_full_batch_is_plain_gaussian_and_delta_inverts_epsilon():
+    # q = 1: no amplification, exact Gaussian composition with mu = sqrt(T)/z
+    assert dpsgd_epsilon(4.0, 1.0, 16, 1e-5) == pytest.approx(
+        epsilon_from_events([GaussianEvent(1.0, 1.0, 1)], 1e-5).epsilon, rel=1e-12
+    )
+    events = [SubsampledGaussianEvent(1.0, 0.01, 1000)]
+    eps = epsilon_from_events(events, 1e-6).epsilon
+    assert delta_for_epsilon(events, eps) == pytest.approx(1e-6, rel=0.01)
+    assert delta_for_epsilon(events, eps + 0.5) < 1e-6 < delta_for_epsilon(events, eps - 0.5)
+
+
+@settings(max_examples=3, deadline=None, derandomize=True, database=None)
+@given(
+    eps=st.floats(0.5, 10.0),
+    q=st.floats(0.001, 0.1),
+    steps=st.integers(10, 2000),
+)
+def test_dpsgd_calibration_never_overshoots(eps, q, steps):
+    z = dpsgd_noise_multiplier(eps, 1e-5, q, steps)
+    achieved = dpsgd_epsilon(z, q, steps, 1e-5)
+    assert achieved <= eps
+    assert achieved >= eps * (1 - 1e-3)
+
+
+@pytest.mark.parametrize(("eps", "q", "steps"), [(1.0, 0.01, 1000), (3.0, 0.004, 5000)])
+def test_dpsgd_calibration_on_typical_runs(eps, q, steps):
+    start = time.perf_counter()
+    z = dpsgd_noise_multiplier(eps, 1e-6, q, steps)
+    assert time.perf_counter() - start < 20.0  # about 1-2 s here
+    achieved = dpsgd_epsilon(z, q, steps, 1e-6)
+    assert eps * (1 - 1e-3) <= achieved <= eps
+    assert dpsgd_epsilon(z * 0.99, q, steps, 1e-6) > eps  # and not much more noise than needed
+
+
+@pytest.mark.parametrize(("scale", "sens"), [(0.5, 1.0), (2.0, 2.0), (10.0, 2.0)])
+def test_single_laplace_release_is_pure_dp(scale, sens):
+    eps0 = sens / scale
+    assert epsilon_from_events([LaplaceEvent(scale, sens, 1)], 1e-12).epsilon == pytest.approx(eps0, rel=1e-4)
+    # exact curve of one Laplace release: delta(eps) = 1 - exp((eps - eps0) / 2)
+    exact = eps0 + 2 * math.log1p(-1e-3)
+    assert exact <= epsilon_from_events([LaplaceEvent(scale, sens, 1)], 1e-3).epsilon <= exact + 1e-3
+
+
+@pytest.mark.parametrize(("eps", "delta", "count"), [(1.0, 1e-6, 1), (3.0, 1e-6, 1000), (0.5, 1e-5, 100)])
+def test_laplace_scale_never_overshoots(eps, delta, count):
+    b = laplace_scale(eps, delta, count)
+    achieved = epsilon_from_events([LaplaceEvent(b, 2.0, count)], delta).epsilon
+    assert eps * (1 - 1e-5) <= achieved <= eps
+    if count == 1:
+        assert b == pytest.approx(2.0 / eps, rel=1e-3)
+    else:
+        assert b < 2.0 * count / eps  # composition through PLD beats basic composition
