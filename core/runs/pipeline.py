@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from core.base import base_key, load_or_train_base
-from core.config import RunConfig
+from core.config import RunConfig, check_private_size
 from core.data import PreparedData, load_prepared, split_prefix
 from core.evaluation import bleu_scores, complete, corpus_perplexity
 from core.models import clone, set_threads
@@ -75,6 +75,8 @@ class MethodResult:
     model: object
     privacy: dict  # body of privacy.json: epsilon, delta, accountant, unit, events, ...
     metrics: dict = field(default_factory=dict)  # extra metrics (e.g. queries, timings)
+    # applied to every generated completion before scoring (e.g. the blacklist baseline's placeholder)
+    postprocess: Callable[[str], str] | None = None
 
 
 def public_only_privacy(reason: str) -> dict:
@@ -88,7 +90,7 @@ def public_only_privacy(reason: str) -> dict:
     }
 
 
-def evaluate(model, ws: Workspace) -> tuple[dict, list[dict]]:
+def evaluate(model, ws: Workspace, postprocess: Callable[[str], str] | None = None) -> tuple[dict, list[dict]]:
     """Corpus perplexity on private test sentences; seeded completions of test prefixes; BLEU-1..4."""
     cfg = ws.cfg
     test = ws.data.private_test
@@ -98,6 +100,8 @@ def evaluate(model, ws: Workspace) -> tuple[dict, list[dict]]:
     prefixes = [p for p, _ in pairs]
     references = [r for _, r in pairs]
     hyps = complete(model, ws.tokenizer, prefixes, cfg.decode, seed=cfg.seed + 1)
+    if postprocess is not None:
+        hyps = [postprocess(h) for h in hyps]
     metrics = {
         "ppl": ppl,
         **bleu_scores(hyps, references),
@@ -145,6 +149,7 @@ def execute(cfg: RunConfig, run: RunDir, should_stop: Callable[[], bool] = lambd
     run.set_status(state="running", stage="data", progress=0.0)
     log("data", 0.01, message=f"loading {cfg.data.corpus}")
     data = load_prepared(cfg.data, cfg.seed)
+    check_private_size(cfg, len(data.private_train))  # delta < 1/n etc., when the preset left n open
     log(
         "data",
         0.03,
@@ -175,10 +180,13 @@ def execute(cfg: RunConfig, run: RunDir, should_stop: Callable[[], bool] = lambd
 
     t = time.time()
     log("evaluate", 0.92, message="perplexity and completions on private test data")
-    metrics, completions = evaluate(result.model, ws)
+    metrics, completions = evaluate(result.model, ws, result.postprocess)
     timings["evaluate_s"] = time.time() - t
     timings["total_s"] = time.time() - t0
     metrics = {**metrics, **result.metrics, "timings": timings, "base_model": base_info}
+    from core.analysis.audit import audit_run  # phrases.csv, statement.md, r_name, exposure
+
+    metrics = audit_run(ws, result, metrics, completions, run)
 
     run.write_privacy(result.privacy)
     run.write_completions(completions)

@@ -1,0 +1,49 @@
+"""Noise calibration of the DP-SGD baselines and the two epsilons of adaptive DP."""
+
+import numpy as np
+import pytest
+
+from core.baselines.adp import adp_accounting, batch_gammas, privacy_probabilities
+from core.baselines.dpsgd import Plan, poisson_shape
+from core.privacy import dpsgd_epsilon, dpsgd_noise_multiplier, epsilon_from_events, gaussian_noise_multiplier
+
+DELTA = 1e-6
+
+
+@pytest.mark.parametrize("n,batch,epochs,eps", [(2000, 32, 2, 3.0), (400, 128, 1, 1.0), (100, 100, 3, 8.0)])
+def test_calibrated_noise_never_overshoots(n, batch, epochs, eps):
+    q, steps = poisson_shape(n, batch, epochs)
+    z = dpsgd_noise_multiplier(eps, DELTA, q, steps)
+    plan = Plan([[0]] * steps, steps // epochs, z, q)
+    report = epsilon_from_events(plan.events(steps), DELTA)
+    assert z > 0 and report.epsilon <= eps
+    assert report.epsilon >= 0.99 * eps  # and does not waste budget either
+
+
+def test_users_batching_is_one_exact_gaussian_per_epoch():
+    z = gaussian_noise_multiplier(3.0, DELTA, 4)
+    plan = Plan([[0]] * 40, 10, z, None)
+    assert [e.to_dict() for e in plan.events(35)] == [
+        {"mechanism": "gaussian", "noise_std": z, "sensitivity": 1.0, "count": 4}  # a partial epoch counts in full
+    ]
+    assert epsilon_from_events(plan.events(40), DELTA).epsilon <= 3.0
+
+
+def test_privacy_probabilities_min_max_normalised():
+    rho = privacy_probabilities(np.array([10.0, 20.0, 30.0]))
+    assert rho.tolist() == [0.0, 0.5, 1.0]
+    assert privacy_probabilities(np.array([5.0, 5.0])).tolist() == [1.0, 1.0]
+    gammas = batch_gammas([[0, 2], [], [1]], rho)
+    assert gammas.tolist() == [0.5, 1.0, 0.5]  # empty batch: full noise
+
+
+def test_adp_valid_epsilon_never_below_dpsgd_and_claimed_below_valid():
+    sigma, q, steps = 1.2, 0.05, 60
+    gammas = np.random.default_rng(0).uniform(0.3, 1.0, steps)
+    acc = adp_accounting(sigma, gammas, q, DELTA)
+    dpsgd = dpsgd_epsilon(sigma, q, steps, DELTA)
+    assert acc["valid"].epsilon >= dpsgd
+    assert acc["claimed"].epsilon < acc["valid"].epsilon
+    # all gammas 1: ADP is plain DP-SGD and both numbers agree with it
+    ones = adp_accounting(sigma, np.ones(steps), q, DELTA)
+    assert ones["valid"].epsilon == pytest.approx(dpsgd) and ones["claimed"].epsilon == pytest.approx(dpsgd)

@@ -1,0 +1,65 @@
+"""One micro run per baseline through core.runs.pipeline.execute: privacy.json and metrics.json as promised."""
+
+import json
+import math
+
+import pytest
+
+from core.runs.pipeline import execute
+from core.runs.store import RunDir
+from tests.conftest import micro_config
+
+# smaller than the micro preset: these runs check the plumbing, not the quality (a 1-layer, 32-wide model)
+FAST = dict(data__private_train=160, data__private_test=20, data__public_train=160, decode__n_completions=8,
+            decode__max_new_tokens=6, model__vocab_size=512, model__n_layer=1, model__n_embd=32, model__n_head=2,
+            model__n_positions=32, model__pretrain_epochs=1, data__max_tokens=24, dpsgd__ghost_batch_size=64)
+
+
+def run_method(tmp_path, method, **overrides):
+    cfg = micro_config(method=method, privacy__epsilon=3.0, **{**FAST, **overrides})
+    run = RunDir.create(tmp_path / method.replace("+", "_"), cfg.to_dict(), cfg.seed)
+    metrics = execute(cfg, run)
+    privacy = json.loads((run.path / "privacy.json").read_text())
+    return cfg, privacy, metrics
+
+
+def check_dp(privacy, metrics, target=3.0):
+    for key in ("epsilon", "delta", "accountant", "unit", "events"):
+        assert key in privacy
+    assert math.isfinite(privacy["epsilon"]) and 0 < privacy["epsilon"] <= target
+    assert privacy["unit"] == "sample" and privacy["events"]
+    for key in ("steps", "noise_multiplier", "sampling_rate", "dp_timings"):
+        assert key in metrics
+    assert metrics["steps"] > 0 and metrics["noise_multiplier"] > 0
+    assert math.isfinite(metrics["ppl"])
+
+
+@pytest.mark.parametrize("method", ["noisysgd", "noisysgd+pseudo", "noisysgd-gc+pseudo"])
+def test_dpsgd_methods_poisson(tmp_path, method):
+    _, privacy, metrics = run_method(tmp_path, method)
+    check_dp(privacy, metrics)
+    assert privacy["events"][0]["mechanism"] == "subsampled_gaussian"
+    assert privacy["events"][0]["steps"] == metrics["steps"]
+
+
+def test_ghost_clipping_batching_users(tmp_path):
+    cfg, privacy, metrics = run_method(tmp_path, "noisysgd-gc+pseudo", dpsgd__batching="users")
+    check_dp(privacy, metrics)
+    assert privacy["events"] == [{"mechanism": "gaussian", "noise_std": metrics["noise_multiplier"],
+                                  "sensitivity": 1.0, "count": cfg.dpsgd.epochs}]
+    owner = metrics["batch_of_sentence"]
+    assert len(owner) == cfg.data.private_train and min(owner) == 0 and max(owner) == metrics["n_batches"] - 1
+
+
+def test_adp_reports_valid_and_claimed_epsilon(tmp_path):
+    _, privacy, metrics = run_method(tmp_path, "adp")
+    check_dp(privacy, metrics)
+    assert privacy["epsilon_claimed"] <= privacy["epsilon"]
+    assert "statement" in privacy and "accountant_claimed" in privacy
+
+
+def test_pri_gpt_blacklist(tmp_path):
+    _, privacy, metrics = run_method(tmp_path, "pri-gpt-blacklist")
+    assert privacy["epsilon"] == math.inf and privacy["unit"] == "none"
+    assert privacy["accountant"].startswith("none")
+    assert metrics["postprocess"] == "blacklist" and metrics["blacklist_size"] > 0
