@@ -16,9 +16,13 @@ from core.models import build_tiny_gpt2, cache_root, load_local_model
 from core.tokenizer import encode_sentences, load_tokenizer, train_tokenizer
 from core.train import train_lm
 
+# Canaries only touch private train data, which the public base model never sees: they do not change its key.
+PRIVATE_ONLY_DATA_FIELDS = ("canaries", "canary_seed", "canary_digits")
+
 
 def base_key(cfg: RunConfig) -> str:
-    return stable_hash({"data": cfg.to_dict()["data"], "model": cfg.to_dict()["model"], "seed": cfg.seed})
+    data = {k: v for k, v in cfg.to_dict()["data"].items() if k not in PRIVATE_ONLY_DATA_FIELDS}
+    return stable_hash({"data": data, "model": cfg.to_dict()["model"], "seed": cfg.seed})
 
 
 def load_or_train_base(

@@ -65,6 +65,11 @@ def run_seqpate(ws: Workspace) -> MethodResult:
     # 3. Calibrate before any query.
     noise, scale = calibrate_noise(switches.get("noise", "gaussian"), cfg.privacy.epsilon, cfg.privacy.delta,
                                    sp.query_budget)
+    if cfg.privacy.target == "phrase-avg" and noise == "gaussian":
+        # Table 2: the AVERAGE secret-phrase epsilon (sensitivity sqrt(2) * n_s) hits the target instead
+        from core.analysis.phrases import seqpate_phrase_avg_std_for
+
+        scale = seqpate_phrase_avg_std_for(ws, teacher_of, sp.query_budget)
     ws.log("calibrate", ws.method_progress(0.06), noise=noise, noise_scale=scale, query_budget=sp.query_budget)
 
     # 4. Teachers: train, infer once over the distillation positions, fold into the running sum, discard.

@@ -1,0 +1,206 @@
+"""The privacy audit of a run: phrases.csv, phrase summary, R_name, canary exposure, statement.md.
+
+Two entry points:
+- audit_run(ws, result, metrics, completions, run): the pipeline hook (core.runs.pipeline.execute), called after
+  evaluation and before the run's files are written; returns the metrics with the audit's numbers added.
+- audit_run_dir(path): `python -m core audit --run-dir DIR`, for a finished run. It rebuilds the data from the
+  run's config and recomputes everything that does not need the model. Runs do not keep weights, so canary
+  exposure is reported as computed at run time (metrics.json).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from core.analysis.leak import name_leak_rate
+from core.analysis.phrases import PhraseTable, phrase_summary, phrase_table
+from core.analysis.statement import privacy_statement
+from core.data.secrets import (
+    SecretPhrase,
+    canaries_in,
+    canary_from_dict,
+    canary_spec_from_config,
+    insert_canary_list,
+    secret_phrases,
+)
+
+STATEMENT = "statement.md"
+CANARIES = "canaries.json"
+BATCHES = "batches.json"
+EXPOSURE_FROM_RUN = ("exposure needs the trained model, which runs do not keep: the value shown is the one "
+                     "computed at run time (metrics.json), not recomputed")
+
+
+def load_private_records(cfg, data) -> list | None:
+    """All records of the corpus (names are searched in private users' records only); None if unavailable."""
+    try:
+        from core.data import load_records
+
+        return load_records(cfg.data)
+    except Exception:
+        return None
+
+
+def batch_assignment(metrics: dict[str, Any] | None, run=None) -> list[int] | None:
+    """Fixed batch of every private train sentence (batching users): metrics["batch_of_sentence"], or the run's
+    batches.json (a list, {"batch_of_sentence": [...]}, or {"<sentence index>": batch})."""
+    value = (metrics or {}).get("batch_of_sentence")
+    if value is None and run is not None:
+        text = run.read_text(BATCHES)
+        if text:
+            value = json.loads(text)
+    if isinstance(value, dict):
+        if "batch_of_sentence" in value:
+            value = value["batch_of_sentence"]
+        else:
+            pairs = {int(k): int(v) for k, v in value.items()}
+            value = [pairs.get(i, -1) for i in range(max(pairs) + 1)] if pairs else []
+    return [int(b) for b in value] if isinstance(value, list) else None
+
+
+def _sample_epsilon(privacy: dict[str, Any]) -> float | None:
+    eps = privacy.get("epsilon")
+    return float(eps) if isinstance(eps, (int, float)) else None
+
+
+def _phrase_part(cfg, privacy, phrases, private_train, batches) -> tuple[PhraseTable, dict[str, Any]]:
+    table = phrase_table(cfg, privacy, phrases, private_train, batches)
+    return table, phrase_summary(table.rows, _sample_epsilon(privacy))
+
+
+def _names(phrases: Sequence[SecretPhrase]) -> list[str]:
+    return [p.phrase for p in phrases if p.kind == "name"]
+
+
+def _with_leaks(rows: list[dict[str, Any]], per_name: dict[str, int]) -> list[dict[str, Any]]:
+    """Column in_completions: completions of this run containing the name (names only; '' for canaries)."""
+    return [{**r, "in_completions": per_name.get(r["phrase"]) if r["kind"] == "name" else None} for r in rows]
+
+
+def _canary_record(cfg, data) -> dict[str, Any]:
+    spec = canary_spec_from_config(cfg)
+    return {"spec": spec.to_dict() if spec else None, "canaries": [c.to_dict() for c in canaries_in(data)],
+            "note": "synthetic secrets inserted into private train (Carlini's secret sharer)"}
+
+
+def audit_run(ws, result, metrics: dict[str, Any], completions: list[dict[str, Any]], run) -> dict[str, Any]:
+    """Pipeline hook: writes phrases.csv, statement.md (and canaries.json), returns metrics + audit numbers.
+
+    A failing part is recorded under metrics["audit"]["errors"] instead of failing the finished run.
+    """
+    from core.runs.pipeline import Cancelled
+
+    t0 = time.time()
+    cfg, data = ws.cfg, ws.data
+    out = dict(metrics)
+    errors: dict[str, str] = {}
+    info: dict[str, Any] = {}
+    ws.log("audit", 0.93, message="secret phrases, name leak rate, canary exposure")
+
+    def attempt(name: str, fn):
+        try:
+            return fn()
+        except Cancelled:
+            raise
+        except Exception as exc:  # the run itself is done: keep it, say what failed
+            errors[name] = f"{type(exc).__name__}: {exc}"
+            return None
+
+    phrases = attempt("secrets", lambda: secret_phrases(data, load_private_records(cfg, data))) or []
+    leak = attempt("r_name", lambda: name_leak_rate(completions, _names(phrases)))
+    per_name = leak.pop("per_name", {}) if leak else {}
+    if leak:
+        out.update(leak)
+    batches = batch_assignment(result.metrics, run)
+    part = attempt("phrases", lambda: _phrase_part(cfg, result.privacy, phrases, data.private_train, batches))
+    if part is not None:
+        table, summary = part
+        run.write_phrases(_with_leaks(table.rows, per_name))
+        out["phrase_summary"] = summary
+        info.update(table.info)
+    canaries = canaries_in(data)
+    if canaries:
+        run.write_text(CANARIES, json.dumps(_canary_record(cfg, data), indent=2) + "\n")
+        ws.log("audit", 0.95, message=f"canary exposure of {len(canaries)} canaries")
+        exp = attempt("exposure", lambda: _exposures(result.model, ws.tokenizer, canaries, cfg))
+        if exp:
+            out.update(exp)
+    else:
+        out["exposure_note"] = "no canaries in this run's data (data option canaries, e.g. 1,10,100)"
+    info["phrases"] = len(phrases)
+    info["errors"] = errors
+    out["audit"] = info
+    statement = attempt("statement", lambda: privacy_statement(cfg, result.privacy, out, info, run.run_id))
+    if statement:
+        run.write_text(STATEMENT, statement)
+    if isinstance(out.get("timings"), dict):
+        out["timings"] = {**out["timings"], "audit_s": time.time() - t0}
+    return out
+
+
+def _exposures(model, tokenizer, canaries, cfg) -> dict[str, Any]:
+    from core.analysis.exposure import EXACT_LIMIT, SAMPLES, canary_exposures
+
+    data = cfg.data
+    return canary_exposures(model, tokenizer, canaries, max_tokens=data.max_tokens,
+                            exact_limit=int(getattr(data, "exposure_exact_limit", EXACT_LIMIT) or EXACT_LIMIT),
+                            samples=int(getattr(data, "exposure_samples", SAMPLES) or SAMPLES), seed=cfg.seed)
+
+
+def restore_canaries(data, run):
+    """The data as the run saw it: canaries recorded in the run's canaries.json are inserted again when the
+    rebuilt data lacks them (e.g. inserted by a config option this checkout does not have), the same way."""
+    text = run.read_text(CANARIES)
+    if not text:
+        return data
+    recorded = [canary_from_dict(d) for d in json.loads(text).get("canaries") or []]
+    present = canaries_in(data)
+    if not present:
+        return insert_canary_list(data, recorded)
+    if [c.to_dict() for c in present] != [c.to_dict() for c in recorded]:
+        raise ValueError(f"{run.path}: the rebuilt data holds other canaries than the run recorded in {CANARIES}")
+    return data
+
+
+def audit_run_dir(path: str | Path) -> dict[str, Any]:
+    """`python -m core audit`: recompute phrases.csv, the phrase summary, R_name and statement.md of a run."""
+    from core.data import load_prepared
+    from core.runs.store import RunDir
+
+    run = RunDir(Path(path))
+    if not run.exists():
+        raise FileNotFoundError(f"not a run directory: {path}")
+    cfg = run.run_config()
+    privacy, metrics = run.privacy(), run.metrics()
+    if privacy is None or metrics is None:
+        raise ValueError(f"{path}: the run has no privacy.json/metrics.json yet (state {run.state()})")
+    data = restore_canaries(load_prepared(cfg.data, cfg.seed), run)
+    phrases = secret_phrases(data, load_private_records(cfg, data))
+    table, summary = _phrase_part(cfg, privacy, phrases, data.private_train, batch_assignment(metrics, run))
+    leak = name_leak_rate(run.completions(), _names(phrases))
+    run.write_phrases(_with_leaks(table.rows, leak.pop("per_name")))
+    canaries = canaries_in(data)
+    if canaries:
+        run.write_text(CANARIES, json.dumps(_canary_record(cfg, data), indent=2) + "\n")
+    info = {**(metrics.get("audit") or {}), **table.info, "phrases": len(phrases), "recomputed_by": "core audit"}
+    updated = {**metrics, "phrase_summary": summary, **leak, "audit": info}
+    if metrics.get("exposure"):
+        updated["exposure_note"] = EXPOSURE_FROM_RUN
+    run.write_metrics(updated)
+    run.write_text(STATEMENT, privacy_statement(cfg, privacy, updated, info, run.run_id))
+    return {
+        "run_dir": str(run.path),
+        "method": cfg.method,
+        "phrases": len(table.rows),
+        "phrase_summary": {k: v for k, v in summary.items() if k != "by_kind"},
+        "r_name": leak["r_name"],
+        "r_name_bad_case": leak["r_name_bad_case"],
+        "exposure": metrics.get("exposure"),
+        "exposure_note": EXPOSURE_FROM_RUN if metrics.get("exposure") else "no exposure recorded at run time",
+        "partition_check": table.info.get("partition_check"),
+        "written": ["phrases.csv", "metrics.json", STATEMENT] + ([CANARIES] if canaries else []),
+    }

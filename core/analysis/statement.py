@@ -1,0 +1,218 @@
+"""A run's privacy statement in plain language (statement.md): what is protected, how strongly, and what is not.
+
+Built only from what the run recorded (privacy.json, metrics, the phrase table's info), so it can be rebuilt at
+any time by `python -m core audit`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from core.analysis.phrases import (
+    KIND_DPSGD,
+    KIND_NOT_PRIVATE,
+    KIND_PUBLIC,
+    KIND_SEQPATE,
+    KIND_USER_BATCHES,
+    mechanism_kind,
+)
+
+PUBLIC_METHODS = ("pub-gpt", "pub-gpt+pseudo")
+
+
+def _num(x: Any, digits: int = 3) -> str:
+    if x is None:
+        return "n/a"
+    if isinstance(x, float):
+        if math.isnan(x):
+            return "n/a"
+        if math.isinf(x):
+            return "infinite" if x > 0 else "-infinite"
+        return f"{x:.{digits}g}"
+    return str(x)
+
+
+def _pct(x: Any) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}%"
+
+
+def privacy_statement(
+    cfg,
+    privacy: dict[str, Any],
+    metrics: dict[str, Any],
+    phrase_info: dict[str, Any] | None = None,
+    run_id: str = "",
+) -> str:
+    method = cfg.method
+    kind = mechanism_kind(method, privacy)
+    eps = privacy.get("epsilon")
+    delta = privacy.get("delta")
+    accountant = privacy.get("accountant", "n/a")
+    lines: list[str] = [f"# Privacy statement: {run_id or 'run'} ({method})", ""]
+
+    # ---------------------------------------------------------------- the guarantee
+    lines += ["## What is protected, and how strongly", ""]
+    if method == "pri-gpt-blacklist":
+        lines += [
+            "**Protected unit: none (no formal guarantee).** The model is Pri-GPT, fine-tuned on the private "
+            "training data without noise; its completions have blacklisted words (names and places absent from "
+            "public text, digit strings, month names found in the private training set) replaced.",
+            "",
+            "What the blacklist does NOT give (SeqPATE App. P):",
+            "- it only covers the listed types of item (names, places, digit strings, dates);",
+            "- even for those types it only removes the items that were found: the list is finite, and a name "
+            "spelled differently, split over tokens or not capitalised passes through;",
+            "- the model itself still memorises the private data: anyone with the weights, or with access to "
+            "its probabilities (as the canary exposure below measures), gets around the filter;",
+            "- its strength cannot be measured: there is no epsilon. The epsilon recorded (infinite) says so.",
+        ]
+    elif kind == KIND_PUBLIC or method in PUBLIC_METHODS:
+        lines += [
+            "**Protected unit: none needed.** This model never trained on private data (public text and "
+            "pseudo data completed from public prefixes only), so nothing about any private user is released "
+            "through it: epsilon = 0 by convention (paper footnote 8).",
+            "",
+            "Private test sentences are still used to evaluate it (perplexity, completions), and the evaluation "
+            "files quote them.",
+        ]
+    elif kind == KIND_NOT_PRIVATE:
+        lines += [
+            "**Not private.** The model was trained on the private data without noise (epsilon infinite): "
+            "nothing bounds what it reveals about any sentence, user or phrase. Expect memorisation: the name "
+            "leak rate and canary exposure below show how much.",
+        ]
+    else:
+        unit = privacy.get("unit", "sample")
+        lines += [
+            f"**Protected unit: one {unit if unit != 'sample' else 'sentence (sample)'}.** "
+            f"(epsilon, delta) = ({_num(eps, 4)}, {_num(delta)}): for any one private training sentence, "
+            "adding or removing it changes the probability of anything this run released by at most a factor "
+            f"e^epsilon = {_num(math.exp(eps) if isinstance(eps, (int, float)) and eps < 700 else math.inf)}, "
+            "except with probability delta.",
+            f"- Accountant: {accountant}. The epsilon is recomputed from the recorded mechanism events "
+            "(privacy.json), not typed in.",
+        ]
+        if kind == KIND_SEQPATE:
+            lines += [
+                f"- Mechanism: {privacy.get('mechanism', 'gaussian')} noise with scale "
+                f"{_num(privacy.get('noise_scale'), 5)} on the averaged teacher distributions, fixed before the "
+                f"first query for a budget of {privacy.get('query_budget')} queries; "
+                f"{privacy.get('queries_spent')} answers were released. One sentence sits in one teacher's data, "
+                "so it moves one teacher's distribution: sensitivity sqrt(2) per answer.",
+            ]
+        elif kind == KIND_DPSGD:
+            lines += [
+                f"- Mechanism: DP-SGD with Poisson sampling (rate {_num(privacy.get('sampling_rate'), 4)}), "
+                f"per-sentence gradient clipping and Gaussian noise (multiplier "
+                f"{_num(privacy.get('noise_multiplier'), 4)}) over {privacy.get('steps')} steps.",
+            ]
+        elif kind == KIND_USER_BATCHES:
+            lines += [
+                "- Mechanism: DP-SGD with fixed batches that keep each user's sentences together (\"batching "
+                "users\", App. M), each batch one Gaussian release per epoch; no subsampling amplification.",
+            ]
+        if method == "adp":
+            lines += ["", "**ADP caveat.** " + str(privacy.get("statement", "")).strip(),
+                      f"- The ADP paper's own accounting would claim epsilon "
+                      f"{_num(privacy.get('epsilon_claimed'), 4)}; that number is not a guarantee."]
+        if privacy.get("target_epsilon") is not None and getattr(cfg.privacy, "target", "sample") == "phrase-avg":
+            lines += [
+                "",
+                "**Calibrated for the average phrase epsilon** (privacy.target = phrase-avg): the noise was chosen "
+                "so that the AVERAGE epsilon over the secret phrases hits the target, as in the paper's Table 2. "
+                "That choice depends on private statistics (how many teachers or sentences hold each phrase), "
+                "which no epsilon above accounts for; the sample-level epsilon itself is still valid.",
+            ]
+
+    # ---------------------------------------------------------------- phrases
+    summary = metrics.get("phrase_summary") or {}
+    lines += ["", "## Secret phrases (phrases.csv)", ""]
+    lines += [
+        "A secret phrase is a private user's name (found where users introduce themselves, or the customer "
+        "name of a dialogue) or an inserted canary (\"my ID is <number>\"). Each row of phrases.csv gives how "
+        "many private training sentences contain it (occurrences), how many users wrote those sentences, how many "
+        "SeqPATE teachers saw them (SeqPATE runs only), and the epsilon at which this run protects the phrase as a whole, i.e. all "
+        "its occurrences together, at the same delta. A phrase repeated in many sentences is protected less than "
+        "one sentence: that is group privacy. phrases.csv quotes private text (the names).",
+        "",
+    ]
+    if summary.get("count") and (kind == KIND_NOT_PRIVATE or method == "pri-gpt-blacklist"):
+        lines += [f"All {summary['count']} phrases are unprotected (epsilon infinite)."]
+    elif summary.get("count") and kind == KIND_PUBLIC:
+        lines += [f"All {summary['count']} phrases have epsilon 0: the model never saw the private data."]
+    elif summary.get("count"):
+        lines += [
+            f"Over {summary['count']} phrases: average epsilon {_num(summary.get('avg'))}, min "
+            f"{_num(summary.get('min'))}, max {_num(summary.get('max'))}; {_pct(summary.get('share_below_avg'))} "
+            f"of phrases at or below the average, {_pct(summary.get('share_at_or_below_sample'))} at or below the "
+            f"sample-level epsilon {_num(summary.get('sample_epsilon'))}.",
+        ]
+        for k, sub in (summary.get("by_kind") or {}).items():
+            lines.append(f"- {k} phrases: {sub.get('count')}, average {_num(sub.get('avg'))}, max "
+                         f"{_num(sub.get('max'))}.")
+    else:
+        lines += ["No secret phrase was found in the private training sentences of this run."]
+    info = phrase_info or {}
+    if kind == KIND_SEQPATE or (method == "seqpate" and kind == KIND_NOT_PRIVATE):
+        part = cfg.seqpate.partition
+        hist = privacy.get("teachers_per_user") or {}
+        if part == "by-user":
+            lines += [
+                "",
+                "SeqPATE with the by-user partition puts each user's data into as few teachers as possible "
+                f"(users in 1/2/3/>3 teachers: {hist.get('1')}/{hist.get('2')}/{hist.get('3')}/{hist.get('>3')}). "
+                "A phrase only one user writes is then held by one or two teachers, and a phrase held by n_s "
+                "teachers has sensitivity sqrt(2) * n_s: with n_s = 1 it gets exactly the sample-level epsilon, "
+                "however often the user repeats it (Sec. 5.3, App. D, F).",
+            ]
+        else:
+            lines += [
+                "",
+                "SeqPATE with the random partition spreads a phrase's sentences over teachers at random: a phrase "
+                "in n sentences is usually held by about min(n, teachers) teachers, each of which multiplies its "
+                "sensitivity (sqrt(2) * n_s). Partition by user to protect users' phrases at the sample level.",
+            ]
+        if info.get("partition_check") not in (None, "ok"):
+            lines.append(f"- Partition check: {info['partition_check']}")
+    elif kind == KIND_DPSGD:
+        lines += ["", "DP-SGD protects a phrase only through group privacy: its epsilon grows quickly with the "
+                  "number of sentences that contain it (two valid bounds, the smaller one taken, PLD accountant)."]
+    elif kind == KIND_USER_BATCHES:
+        lines += ["", "With batching users a phrase pays for every batch holding it, in every epoch: a user who fits "
+                  "in one batch is protected like one sentence per epoch, but the epochs compose (App. M)."]
+    if info.get("error"):
+        lines.append(f"- Not computed: {info['error']}")
+
+    # ---------------------------------------------------------------- empirical checks
+    lines += ["", "## Empirical checks (measurements, not guarantees)", ""]
+    r = metrics.get("r_name")
+    counts = metrics.get("r_name_counts") or {}
+    if r is not None:
+        lines.append(
+            f"- Name leak rate R_name (App. O): {_pct(r)} of {counts.get('completions')} completions contain one "
+            f"of {counts.get('names')} private users' names that occur in the training data."
+        )
+        bad = metrics.get("r_name_bad_case")
+        if bad is not None:
+            lines.append(f"- Bad case: of the {counts.get('references_with_name')} test sentences whose true "
+                         f"continuation contains such a name, {_pct(bad)} of completions reproduce it.")
+    exposure = metrics.get("exposure")
+    if exposure:
+        details = {str(d.get("inserted")): d for d in metrics.get("exposure_detail") or []}
+        for count, value in exposure.items():
+            d = details.get(str(count), {})
+            how = d.get("method", "?")
+            extra = (f", 95% interval {_num(d.get('exposure_low'))}..{_num(d.get('exposure_high'))}"
+                     if how == "sampled" else "")
+            lines.append(f"- Canary inserted {count}x: exposure {_num(value)} bits of a possible "
+                         f"{_num(math.log2(d['candidates']) if d.get('candidates') else None)} "
+                         f"({how} rank{extra}).")
+        lines.append("  Exposure = log2|R| - log2(rank of the true number among all candidates by model "
+                     "perplexity); about 1 bit means the model does not prefer it, log2|R| means it ranks first.")
+    elif metrics.get("exposure_note"):
+        lines.append(f"- Canary exposure: {metrics['exposure_note']}")
+    if r is None and not exposure:
+        lines.append("- none computed for this run.")
+    lines += ["", "Completions and phrases.csv quote private text; share them as you would the private data.", ""]
+    return "\n".join(lines)

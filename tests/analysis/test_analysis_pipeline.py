@@ -1,0 +1,94 @@
+"""The audit hook in a real (micro) SeqPATE run: phrases.csv, statement.md, r_name and exposure in metrics, and
+`python -m core audit` recomputing the same files from the run directory."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import core.runs.pipeline as pipeline
+from core.cli import main
+from core.data.secrets import CanarySpec, insert_canaries
+from core.privacy import seqpate_phrase_epsilon
+from core.runs.store import PHRASE_COLUMNS, RunDir
+from tests.conftest import micro_config
+
+# digits=2: |R| = 100 candidates per canary, ranked exactly (a second, not minutes)
+SPEC = CanarySpec((1, 10, 30), seed=0, digits=2)
+
+
+def with_canaries(load):
+    return lambda cfg, seed: insert_canaries(load(cfg, seed), SPEC)
+
+
+@pytest.fixture(scope="module")
+def audited(tmp_path_factory):
+    mp = pytest.MonkeyPatch()
+    # until DataConfig has the canaries field, insert them where the pipeline loads the data (the audit command
+    # restores them from the run's canaries.json)
+    mp.setattr(pipeline, "load_prepared", with_canaries(pipeline.load_prepared))
+    # smaller than the micro preset (about a minute on two cores): the audit, not SeqPATE, is under test here
+    cfg = micro_config(method="seqpate", seqpate__partition="by-user", seqpate__teachers=2,
+                       seqpate__distill_sentences=30, seqpate__query_budget=30, decode__n_completions=15,
+                       decode__max_new_tokens=8, data__public_train=120, data__public_valid=20,
+                       data__private_train=150, data__private_valid=20, data__private_test=30,
+                       model__pretrain_epochs=1)
+    run = RunDir.create(tmp_path_factory.mktemp("audit") / "seqpate", cfg.to_dict(), cfg.seed)
+    metrics = pipeline.execute(cfg, run)
+    yield cfg, run, metrics
+    mp.undo()
+
+
+def test_phrases_csv_is_written_with_the_contract_columns(audited):
+    _, run, metrics = audited
+    header = run.file("phrases.csv").read_text().splitlines()[0].split(",")
+    assert header[: len(PHRASE_COLUMNS)] == list(PHRASE_COLUMNS) == ["phrase", "occurrences", "users", "teachers",
+                                                                       "epsilon"]
+    assert metrics["audit"]["errors"] == {}
+    assert run.is_complete()
+
+
+def test_phrase_epsilons_follow_from_the_recorded_noise_and_partition(audited):
+    cfg, run, metrics = audited
+    privacy, rows = run.privacy(), run.phrases()
+    canaries = [r for r in rows if r["kind"] == "canary"]
+    assert sorted(r["inserted"] for r in canaries) == [1, 10, 30]
+    assert all(r["occurrences"] == r["inserted"] and r["users"] == 1 for r in canaries)
+    for r in rows:
+        assert 1 <= r["teachers"] <= min(r["occurrences"], cfg.seqpate.teachers)
+        assert r["epsilon"] == seqpate_phrase_epsilon(privacy["noise_scale"], privacy["queries_spent"], r["teachers"],
+                                                      cfg.privacy.delta)
+    summary = metrics["phrase_summary"]
+    assert summary["count"] == len(rows) and summary["sample_epsilon"] == privacy["epsilon"]
+    assert metrics["audit"]["partition_check"] == "ok"  # same partition as the run recorded
+
+
+def test_r_name_exposure_and_statement(audited):
+    _, run, metrics = audited
+    assert 0.0 <= metrics["r_name"] <= 1.0
+    assert metrics["r_name_counts"]["completions"] == metrics["n_completions"]
+    assert set(metrics["exposure"]) == {"1", "10", "30"}
+    assert all(0.0 <= v <= 6.65 for v in metrics["exposure"].values())  # log2(100) = 6.64
+    assert all(d["method"] == "exact" and d["candidates"] == 100 for d in metrics["exposure_detail"])
+    saved = run.metrics()
+    assert saved["exposure"] == metrics["exposure"] and saved["r_name"] == metrics["r_name"]
+    statement = run.read_text("statement.md")
+    assert "Protected unit: one sentence" in statement and "by-user partition" in statement
+    assert "exposure" in statement
+    canaries = json.loads(run.read_text("canaries.json"))
+    assert canaries["canaries"][0]["digits"] == 2
+
+
+def test_audit_command_recomputes_the_same_files(audited, capsys):
+    _, run, metrics = audited
+    before = run.file("phrases.csv").read_text()
+    run.file("phrases.csv").unlink()
+    run.file("statement.md").unlink()
+    assert main(["audit", "--run-dir", str(run.path)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert run.file("phrases.csv").read_text() == before
+    assert run.read_text("statement.md")
+    assert out["exposure"] == metrics["exposure"] and "computed at run time" in out["exposure_note"]
+    assert out["r_name"] == metrics["r_name"] and out["phrases"] == len(run.phrases())
+    assert run.metrics()["exposure"] == metrics["exposure"]  # kept, not recomputed

@@ -1,0 +1,47 @@
+"""The plain-language privacy statement for each kind of run."""
+
+from __future__ import annotations
+
+import math
+
+from core.analysis.statement import privacy_statement
+from tests.conftest import micro_config
+
+SUMMARY = {"avg": 3.2, "min": 3.0, "max": 4.1, "share_below_avg": 0.9, "count": 10, "share_at_or_below_sample": 0.9,
+           "sample_epsilon": 3.0, "by_kind": {"name": {"count": 10, "avg": 3.2, "max": 4.1}}}
+
+
+def test_seqpate_by_user_states_the_sample_unit_and_phrase_protection():
+    cfg = micro_config(method="seqpate", seqpate__partition="by-user")
+    privacy = {"epsilon": 3.0, "delta": 1e-6, "accountant": "analytic-gaussian (exact composition)", "unit": "sample",
+               "mechanism": "gaussian", "noise_scale": 69.0, "query_budget": 1000, "queries_spent": 1000,
+               "teachers_per_user": {"1": 50, "2": 2, "3": 0, ">3": 0}}
+    metrics = {"phrase_summary": SUMMARY, "r_name": 0.01, "r_name_counts": {"completions": 100, "names": 5},
+               "exposure": {"10": 1.5},
+               "exposure_detail": [{"inserted": 10, "method": "exact", "candidates": 10_000}]}
+    text = privacy_statement(cfg, privacy, metrics, {"partition_check": "ok"}, "r1")
+    assert "Protected unit: one sentence" in text and "(epsilon, delta) = (3, 1e-06)" in text
+    assert "analytic-gaussian" in text and "by-user partition" in text and "50/2/0/0" in text
+    assert "R_name" in text and "1.0%" in text and "Canary inserted 10x: exposure 1.5" in text
+
+
+def test_non_private_public_and_blacklist_runs():
+    inf = {"epsilon": math.inf, "delta": 0.0, "accountant": "none", "unit": "none", "events": []}
+    text = privacy_statement(micro_config(method="pri-gpt"), inf, {"phrase_summary": {**SUMMARY, "avg": math.inf}})
+    assert "Not private" in text and "unprotected (epsilon infinite)" in text
+    black = privacy_statement(micro_config(method="pri-gpt-blacklist"), inf, {})
+    assert "no formal guarantee" in black and "does NOT give" in black and "cannot be measured" in black
+    public = {"epsilon": 0.0, "delta": 0.0, "unit": "none", "events": []}
+    text = privacy_statement(micro_config(method="pub-gpt"), public, {"phrase_summary": {**SUMMARY, "avg": 0.0}})
+    assert "never trained on private data" in text and "epsilon 0" in text
+
+
+def test_dpsgd_and_adp_runs():
+    privacy = {"epsilon": 2.9, "delta": 1e-6, "accountant": "pld (dp_accounting)", "unit": "sample",
+               "events": [{"mechanism": "subsampled_gaussian", "noise_multiplier": 0.8, "sampling_rate": 0.02,
+                           "steps": 100}], "noise_multiplier": 0.8, "sampling_rate": 0.02, "steps": 100}
+    text = privacy_statement(micro_config(method="noisysgd"), privacy, {"phrase_summary": SUMMARY})
+    assert "DP-SGD with Poisson sampling" in text and "group privacy" in text
+    adp = privacy_statement(micro_config(method="adp"), {**privacy, "statement": "Treat the ADP run as a heuristic.",
+                                                          "epsilon_claimed": 1.2}, {})
+    assert "ADP caveat" in adp and "heuristic" in adp and "not a guarantee" in adp
