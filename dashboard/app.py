@@ -1,0 +1,43 @@
+"""SeqPATE bench dashboard: `streamlit run dashboard/app.py` (from the repository root).
+
+Sets the page config and the navigation; every page lives in dashboard/views/ and reads runs only through
+core.runs (via dashboard/common.py).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import streamlit as st
+
+_ROOT = Path(__file__).resolve().parents[1]
+if str(_ROOT) not in sys.path:  # `streamlit run dashboard/app.py` puts dashboard/ on the path, not the repo root
+    sys.path.insert(0, str(_ROOT))
+
+_VIEWS = Path(__file__).resolve().parent / "views"
+
+st.set_page_config(page_title="SeqPATE bench", page_icon=":material/shield_lock:", layout="wide")
+
+PAGES = {
+    "Results": [
+        st.Page(_VIEWS / "overview.py", title="Overview", icon=":material/home:", default=True),
+        st.Page(_VIEWS / "privacy_utility.py", title="Privacy-utility", icon=":material/show_chart:",
+                url_path="privacy-utility"),
+        st.Page(_VIEWS / "phrases.py", title="Phrases", icon=":material/key:", url_path="phrases"),
+        st.Page(_VIEWS / "completions.py", title="Completions", icon=":material/chat:", url_path="completions"),
+    ],
+    "Experiments": [
+        st.Page(_VIEWS / "launch.py", title="Launch", icon=":material/rocket_launch:", url_path="launch"),
+        st.Page(_VIEWS / "runs.py", title="Runs", icon=":material/list:", url_path="runs"),
+    ],
+    "Tools": [
+        st.Page(_VIEWS / "calculator.py", title="Calculator", icon=":material/calculate:", url_path="calculator"),
+        st.Page(_VIEWS / "export.py", title="Export", icon=":material/download:", url_path="export"),
+    ],
+}
+
+from dashboard.common import warm_privacy_import  # noqa: E402 (needs the path above)
+
+warm_privacy_import()
+st.navigation(PAGES).run()

@@ -1,0 +1,176 @@
+"""Plotly figures built from run frames; shared by the pages and the HTML report (plotly is imported here only)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from dashboard.common import METHOD_COLORS, NON_PRIVATE_REFERENCES, fmt_eps, method_label, method_order
+
+METRIC_LABELS = {"bleu4": "BLEU-4", "ppl": "Perplexity (lower is better)", "bleu1": "BLEU-1", "r_name": "R_name"}
+_LAYOUT = dict(margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.2), template="plotly_white")
+
+
+
+
+def _finite(values: pd.Series) -> pd.Series:
+    return values.apply(lambda v: v is not None and isinstance(v, (int, float)) and math.isfinite(v))
+
+
+def privacy_utility_figure(df: pd.DataFrame, metric: str = "bleu4", title: str | None = None) -> go.Figure:
+    """Metric vs epsilon (log x) per private method; non-private references as flat dashed lines (Fig. 2).
+
+    df: finished runs (run_record rows). Private points carry the run id in customdata (shown on hover).
+    """
+    fig = go.Figure()
+    label = METRIC_LABELS.get(metric, metric)
+    data = df[df[metric].notna()] if not df.empty else df
+    private = data[_finite(data["epsilon"]) & (data["epsilon"] > 0)] if not data.empty else data
+    refs = data[data["method"].isin(NON_PRIVATE_REFERENCES) | ~_finite(data["epsilon"]) | (data["epsilon"] == 0)] \
+        if not data.empty else data
+    private = private[~private.index.isin(refs.index)] if not private.empty else private
+    xs = list(private["epsilon"]) if not private.empty else []
+    x_lo = min(xs) / 2 if xs else 0.1
+    x_hi = max(xs) * 2 if xs else 100.0
+    for method in sorted(private["method"].dropna().unique(), key=method_order) if not private.empty else []:
+        rows = private[private["method"] == method].sort_values("epsilon")
+        color = METHOD_COLORS.get(method, "#4a5568")
+        mean = rows.groupby("epsilon")[metric].mean().reset_index()
+        fig.add_trace(go.Scatter(
+            x=mean["epsilon"], y=mean[metric], mode="lines", line=dict(color=color), name=method_label(method),
+            legendgroup=method, hoverinfo="skip", showlegend=False,
+        ))
+        fig.add_trace(go.Scatter(
+            x=rows["epsilon"], y=rows[metric], mode="markers", marker=dict(color=color, size=9),
+            name=method_label(method), legendgroup=method, customdata=rows[["run_id"]].to_numpy(),
+            hovertemplate=(f"<b>{method_label(method)}</b><br>ε=%{{x:.3g}}<br>{label}=%{{y:.3f}}"
+                           "<br>run %{customdata[0]}<extra></extra>"),
+        ))
+    for method in sorted(refs["method"].dropna().unique(), key=method_order) if not refs.empty else []:
+        rows = refs[refs["method"] == method]
+        value = float(rows[metric].mean())
+        eps_text = fmt_eps(float(rows["epsilon"].iloc[0])) if rows["epsilon"].notna().any() else "–"
+        color = METHOD_COLORS.get(method, "#4a5568")
+        ids = ", ".join(rows["run_id"].astype(str).tolist()[:5])
+        fig.add_trace(go.Scatter(
+            x=[x_lo, x_hi], y=[value, value], mode="lines", line=dict(color=color, dash="dash", width=2),
+            name=f"{method_label(method)} (ε={eps_text}, reference)", legendgroup=method,
+            customdata=[[ids], [ids]],
+            hovertemplate=(f"<b>{method_label(method)}</b> (non-private reference, ε={eps_text})<br>"
+                           f"{label}=%{{y:.3f}}<br>run %{{customdata[0]}}<extra></extra>"),
+        ))
+    fig.update_layout(title=title or f"{label} vs ε", xaxis_title="ε (log scale)", yaxis_title=label, **_LAYOUT)
+    fig.update_xaxes(type="log")
+    if metric == "ppl":
+        fig.update_yaxes(type="log")
+    return fig
+
+
+def teacher_curve_figure(df: pd.DataFrame, metric: str = "bleu4") -> go.Figure:
+    """SeqPATE metric vs teacher count, one line per epsilon (App. H)."""
+    fig = go.Figure()
+    label = METRIC_LABELS.get(metric, metric)
+    for eps in sorted(df["epsilon"].dropna().unique()):
+        rows = df[df["epsilon"] == eps].sort_values("teachers")
+        fig.add_trace(go.Scatter(
+            x=rows["teachers"], y=rows[metric], mode="lines+markers", name=f"ε={fmt_eps(eps)}",
+            customdata=rows[["run_id"]].to_numpy(),
+            hovertemplate=f"teachers=%{{x}}<br>{label}=%{{y:.3f}}<br>run %{{customdata[0]}}<extra></extra>",
+        ))
+    fig.update_layout(title=f"SeqPATE: {label} vs number of teachers", xaxis_title="teachers (M)",
+                      yaxis_title=label, **_LAYOUT)
+    fig.update_xaxes(type="log")
+    return fig
+
+
+def phrase_epsilon_histogram(per_method: Mapping[str, Sequence[float]]) -> go.Figure:
+    fig = go.Figure()
+    for method, values in per_method.items():
+        finite = [v for v in values if v is not None and math.isfinite(v)]
+        fig.add_trace(go.Histogram(x=finite, name=method_label(method), opacity=0.65, nbinsx=40,
+                                   marker_color=METHOD_COLORS.get(method)))
+    fig.update_layout(barmode="overlay", title="ε per secret phrase", xaxis_title="ε of the phrase",
+                      yaxis_title="phrases", **_LAYOUT)
+    return fig
+
+
+def teachers_per_user_figure(hist: Mapping[str, Any]) -> go.Figure:
+    keys = [k for k in ("1", "2", "3", ">3") if k in hist]
+    fig = go.Figure(go.Bar(x=keys, y=[hist[k] for k in keys], marker_color="#2b6cb0",
+                           text=[hist[k] for k in keys], textposition="outside"))
+    mean = hist.get("mean")
+    title = "Users by number of teachers holding their data"
+    if isinstance(mean, (int, float)):
+        title += f" (mean {mean:.2f})"
+    fig.update_layout(title=title, xaxis_title="teachers holding the user's sentences", yaxis_title="users",
+                      **_LAYOUT)
+    return fig
+
+
+def relative_noise_figure(noise_std: float, teachers: int, max_teachers: int | None = None) -> go.Figure:
+    """Noise relative to the AVERAGE teacher distribution, std / M, for M teachers at a fixed std."""
+    top = max(max_teachers or 0, teachers * 10, 100)
+    ms = sorted({int(round(10 ** (i / 20))) for i in range(0, int(20 * math.log10(top)) + 1)} | {teachers})
+    fig = go.Figure(go.Scatter(x=ms, y=[noise_std / m for m in ms], mode="lines", name="std / M",
+                               hovertemplate="M=%{x}<br>std/M=%{y:.4f}<extra></extra>"))
+    fig.add_trace(go.Scatter(x=[teachers], y=[noise_std / teachers], mode="markers", marker=dict(size=11),
+                             name=f"M = {teachers}"))
+    fig.add_hline(y=1.0, line_dash="dot", annotation_text="noise std = 1 (a whole probability mass)")
+    fig.update_layout(title="Noise on the average teacher distribution vs teachers",
+                      xaxis_title="teachers (M)", yaxis_title="noise std / M", **_LAYOUT)
+    fig.update_xaxes(type="log", dtick=1)
+    fig.update_yaxes(type="log", dtick=1)
+    return fig
+
+
+def epsilon_vs_queries_figure(points: Sequence[tuple[int, float]], marker: int | None = None) -> go.Figure:
+    fig = go.Figure(go.Scatter(x=[q for q, _ in points], y=[e for _, e in points], mode="lines",
+                               hovertemplate="Q=%{x}<br>ε=%{y:.3f}<extra></extra>", name="ε"))
+    if marker is not None:
+        match = [e for q, e in points if q == marker]
+        if match:
+            fig.add_trace(go.Scatter(x=[marker], y=match, mode="markers", marker=dict(size=11), name=f"Q = {marker}"))
+    fig.update_layout(title="ε spent vs queries at this noise", xaxis_title="queries (Q)", yaxis_title="ε",
+                      **_LAYOUT)
+    fig.update_xaxes(type="log", dtick=1)
+    return fig
+
+
+def run_progress_figure(progress: Sequence[Mapping[str, Any]]) -> go.Figure | None:
+    """Loss (and epsilon spent, where logged) over minutes since the run started; None if nothing to plot."""
+    from datetime import datetime
+
+    rows = [p for p in progress if isinstance(p, Mapping)]
+
+    def minutes(row: Mapping[str, Any], i: int) -> float:
+        try:
+            return (datetime.fromisoformat(row["time"]) - start).total_seconds() / 60
+        except (KeyError, TypeError, ValueError):
+            return float(i)
+
+    try:
+        start = datetime.fromisoformat(rows[0]["time"]) if rows else None
+    except (KeyError, TypeError, ValueError):
+        start = None
+    losses = [(minutes(p, i), p["loss"], p.get("stage")) for i, p in enumerate(rows)
+              if isinstance(p.get("loss"), (int, float))]
+    spent = [(minutes(p, i), p["epsilon_spent"]) for i, p in enumerate(rows)
+             if isinstance(p.get("epsilon_spent"), (int, float))]
+    if not losses and not spent:
+        return None
+    fig = go.Figure()
+    if losses:
+        fig.add_trace(go.Scatter(x=[x for x, _, _ in losses], y=[v for _, v, _ in losses], mode="lines+markers",
+                                 name="loss", text=[s for _, _, s in losses],
+                                 hovertemplate="%{x:.1f} min<br>loss=%{y:.4f}<br>%{text}<extra></extra>"))
+    if spent:
+        fig.add_trace(go.Scatter(x=[x for x, _ in spent], y=[v for _, v in spent], mode="lines+markers",
+                                 name="ε spent", yaxis="y2"))
+        fig.update_layout(yaxis2=dict(title="ε spent", overlaying="y", side="right", rangemode="tozero"))
+    x_title = "minutes since start" if start is not None else "progress line"
+    fig.update_layout(title="Training progress", xaxis_title=x_title, yaxis_title="loss", **_LAYOUT)
+    return fig

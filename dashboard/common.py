@@ -1,0 +1,851 @@
+"""Shared loading, caching and formatting for the dashboard pages.
+
+Rules kept here so that pages stay thin:
+- runs are read only through core.runs (registry.list_runs, resolve_run(..., allow_paths=False), RunDir readers);
+- reads of run files are cached with st.cache_data keyed on the files' (mtime_ns, size), so a page reload costs
+  a few stat() calls per run and a changed file is read again at once;
+- nothing imports torch; core.privacy (autodp, scipy) is imported lazily, only by pages that compute noise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import math
+import re
+import threading
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from core.config import METHODS, PRESETS, ConfigError, RunConfig, parse_filter, validate
+from core.runs import registry, store
+from core.runs.registry import RunInfo
+from core.runs.store import RunDir, RunFormatError
+
+# ----------------------------------------------------------------------------------------------------------------
+# Methods: names, groups, colours
+# ----------------------------------------------------------------------------------------------------------------
+
+METHOD_LABELS: dict[str, str] = {
+    "pub-gpt": "Pub-GPT",
+    "pri-gpt": "Pri-GPT",
+    "pub-gpt+pseudo": "Pub-GPT + pseudo",
+    "seqpate": "SeqPATE",
+    "noisysgd": "NoisySGD",
+    "noisysgd+pseudo": "NoisySGD + pseudo",
+    "noisysgd-gc+pseudo": "NoisySGD-GC + pseudo",
+    "pri-gpt-blacklist": "Pri-GPT + blacklist",
+    "adp": "Adaptive DP",
+}
+METHOD_HELP: dict[str, str] = {
+    "pub-gpt": "public base model only (no private data: a lower bound)",
+    "pri-gpt": "fine-tuned on private data without noise (NOT private: an upper bound)",
+    "pub-gpt+pseudo": "public model fine-tuned on its own completions of public prefixes (no private data)",
+    "seqpate": "teachers on private data, noisy aggregation on the student's candidates",
+    "noisysgd": "DP-SGD fine-tuning on private data",
+    "noisysgd+pseudo": "DP-SGD on private data after pseudo-data pre-training",
+    "noisysgd-gc+pseudo": "DP-SGD with ghost clipping (large logical batch) after pseudo data",
+    "pri-gpt-blacklist": "private fine-tuning with a blacklist of names removed (heuristic, not DP)",
+    "adp": "adaptive DP (noise scaled by a privacy probability per batch)",
+}
+NON_PRIVATE_REFERENCES = ("pub-gpt", "pub-gpt+pseudo", "pri-gpt")
+DPSGD_METHODS = ("noisysgd", "noisysgd+pseudo", "noisysgd-gc+pseudo", "adp")
+_PALETTE = ("#2b6cb0", "#c53030", "#2f855a", "#b7791f", "#6b46c1", "#319795", "#d53f8c", "#4a5568", "#dd6b20")
+METHOD_COLORS: dict[str, str] = {m: _PALETTE[i % len(_PALETTE)] for i, m in enumerate(METHODS)}
+ACTIVE_STATES = ("queued", "running")
+PHRASE_NOTE = "Completions, references and phrase tables quote private text by design: do not share them."
+
+
+def method_label(method: str | None) -> str:
+    if not method:
+        return "unknown"
+    return METHOD_LABELS.get(method, method)
+
+
+def method_order(method: str | None) -> int:
+    return METHODS.index(method) if method in METHODS else len(METHODS)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Formatting
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def fmt_eps(eps: float | None) -> str:
+    if eps is None or (isinstance(eps, float) and math.isnan(eps)):
+        return "–"
+    if math.isinf(eps):
+        return "∞"
+    return f"{eps:.3g}"
+
+
+def fmt_delta(delta: float | None) -> str:
+    if delta is None or (isinstance(delta, float) and math.isnan(delta)):
+        return "–"
+    if delta == 0:
+        return "0"
+    return f"{delta:.0e}" if delta < 1e-3 else f"{delta:g}"
+
+
+def fmt_num(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return "–"
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if math.isnan(number):
+        return "–"
+    if math.isinf(number):
+        return "∞"
+    return f"{number:,.{digits}f}"
+
+
+def fmt_duration(seconds: float | None) -> str:
+    if seconds is None or (isinstance(seconds, float) and (math.isnan(seconds) or math.isinf(seconds))):
+        return "–"
+    seconds = max(0, int(round(seconds)))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    if minutes:
+        return f"{minutes}m {secs:02d}s"
+    return f"{secs}s"
+
+
+def present(value: Any) -> bool:
+    """Not None and not NaN (DataFrame rows turn missing numbers into NaN)."""
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+def privacy_kind(epsilon: float | None, unit: str | None = None) -> str:
+    """'private', 'not-private' (private data, no protection), 'public-only' (no private data used) or 'unknown'."""
+    if epsilon is None or (isinstance(epsilon, float) and math.isnan(epsilon)):
+        return "unknown"
+    if math.isinf(epsilon):
+        return "not-private"
+    if epsilon == 0:
+        return "public-only"
+    return "private"
+
+
+def privacy_statement(epsilon: float | None, delta: float | None, unit: str | None) -> str:
+    kind = privacy_kind(epsilon, unit)
+    if kind == "not-private":
+        return "NOT PRIVATE: trained on private data without noise (ε = ∞)"
+    if kind == "public-only":
+        return "No private data used (ε = 0): a public-only reference"
+    if kind == "unknown":
+        return "no privacy record"
+    unit_text = {"sample": "one training sentence", "user": "all sentences of one user"}.get(unit or "", unit or "?")
+    return f"(ε = {fmt_eps(epsilon)}, δ = {fmt_delta(delta)})-DP, protecting {unit_text}"
+
+
+def epsilon_reading(epsilon: float, delta: float, unit: str = "training sentence") -> str:
+    """A plain-language reading of (epsilon, delta)."""
+    if epsilon is None or math.isnan(epsilon) or epsilon <= 0:
+        return "ε must be a positive number."
+    if math.isinf(epsilon):
+        return (f"ε = ∞ gives no formal protection: the model may memorise and repeat any {unit}, "
+                "names and secrets included.")
+    ratio = math.exp(min(epsilon, 700))
+    posterior = ratio / (1 + ratio)
+    tier = ("strong" if epsilon <= 1 else "moderate (common in published work)" if epsilon <= 10
+            else "weak: the bound alone says little")
+    ratio_text = f"{ratio:.3g}" if ratio < 1e6 else f"{ratio:.1e}"
+    return (
+        f"Whatever anyone can observe about the result is at most e^ε ≈ {ratio_text}× more likely with any one "
+        f"{unit} in the private data than without it, except with probability δ = {fmt_delta(delta)}. "
+        f"An attacker who starts 50/50 unsure whether a given {unit} was used can end at most "
+        f"{posterior:.1%} sure. Protection: {tier}."
+    )
+
+
+def parse_number(text: Any, name: str) -> float:
+    """A user-typed number ('3', '1e-6', 'inf'); ConfigError (one line) otherwise."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return float(text)
+    try:
+        value = float(str(text).strip())
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be a number (or inf), got {text!r}") from None
+    if math.isnan(value):
+        raise ConfigError(f"{name} must be a number (or inf), got {text!r}")
+    return value
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Reading runs (cached on file mtimes)
+# ----------------------------------------------------------------------------------------------------------------
+
+_RECORD_FILES = (store.CONFIG, store.STATUS, store.PRIVACY, store.METRICS, store.PHRASES, store.COMPLETIONS)
+
+
+def file_signature(path: Path, names: Iterable[str] = _RECORD_FILES) -> tuple:
+    """(name, mtime_ns, size) per file (None when absent): the cache key of everything read from a run."""
+    sig = []
+    for name in names:
+        try:
+            stat = (path / name).stat()
+            sig.append((name, stat.st_mtime_ns, stat.st_size))
+        except OSError:
+            sig.append((name, None))
+    return tuple(sig)
+
+
+def list_infos() -> list[RunInfo]:
+    """Every live and cached run, newest first (live runs whose process died are marked failed)."""
+    return registry.list_runs()
+
+
+def get_run(run_id: str) -> RunDir:
+    """A run by id only: user input never becomes a path (RunNotFoundError otherwise)."""
+    return registry.resolve_run(str(run_id), allow_paths=False)
+
+
+def _safe(read, default=None):
+    try:
+        value = read()
+    except (RunFormatError, OSError, ValueError):
+        return default
+    return default if value is None else value
+
+
+def _as_float(value: Any) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _str(value: Any) -> str | None:
+    """A text field of a run file; any other JSON type (a garbled file) counts as absent."""
+    return value if isinstance(value, str) else None
+
+
+def _parse_time(text: str | None) -> datetime | None:
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        stamp = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
+
+
+def timing(status: dict[str, Any], now: datetime | None = None) -> tuple[float | None, float | None]:
+    """(elapsed seconds, estimated remaining seconds) from status.json; remaining = elapsed * (1 - p) / p."""
+    now = now or datetime.now(UTC)
+    started = _parse_time(status.get("started"))
+    if started is None:
+        return None, None
+    state = status.get("state")
+    end = _parse_time(status.get("finished")) if state in store.TERMINAL else now
+    elapsed = max(0.0, ((end or now) - started).total_seconds())
+    remaining = None
+    progress = _as_float(status.get("progress")) or 0.0
+    if state == "running" and 0.01 <= progress < 1.0:
+        remaining = elapsed * (1.0 - progress) / progress
+    elif state == "done":
+        remaining = 0.0
+    return elapsed, remaining
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    """A section of a run file, or {} when a garbled file holds something else there."""
+    return value if isinstance(value, dict) else {}
+
+
+def _build_record(path: Path, source: str) -> dict[str, Any]:
+    run = RunDir(path, source=source)
+    stored = _safe(run.config, {})
+    cfg = _dict(stored.get("config"))
+    status = _safe(run.status, {})
+    privacy = _safe(run.privacy, {})
+    metrics = _safe(run.metrics, {})
+    sp = _dict(cfg.get("seqpate"))
+    pv = _dict(cfg.get("privacy"))
+    requested = _as_float(pv.get("epsilon"))
+    accounted = _as_float(privacy.get("epsilon"))
+    elapsed, remaining = timing(status)
+    timings = _dict(metrics.get("timings"))
+    return {
+        "run_id": run.run_id,
+        "source": source,
+        "state": status.get("state") if status.get("state") in store.STATES else "failed",
+        "stage": _str(status.get("stage")),
+        "progress": _as_float(status.get("progress")) or 0.0,
+        "error": status.get("error"),
+        "method": _str(cfg.get("method")),
+        "preset": _str(cfg.get("preset")),
+        "seed": cfg.get("seed", stored.get("seed")),
+        "epsilon": accounted if accounted is not None else requested,
+        "epsilon_target": requested,
+        "delta": _as_float(privacy.get("delta")) if privacy else _as_float(pv.get("delta")),
+        "accountant": privacy.get("accountant"),
+        "unit": privacy.get("unit"),
+        "has_privacy": bool(privacy),
+        "ppl": _as_float(metrics.get("ppl")),
+        "bleu1": _as_float(metrics.get("bleu1")),
+        "bleu2": _as_float(metrics.get("bleu2")),
+        "bleu3": _as_float(metrics.get("bleu3")),
+        "bleu4": _as_float(metrics.get("bleu4")),
+        "r_name": _as_float(metrics.get("r_name")),
+        "teachers": sp.get("teachers"),
+        "filter": sp.get("filter"),
+        "partition": sp.get("partition"),
+        "ablation": sp.get("ablation") or "none",
+        "query_budget": privacy.get("query_budget", sp.get("query_budget")),
+        "queries_spent": privacy.get("queries_spent"),
+        "teachers_per_user": privacy.get("teachers_per_user"),
+        "has_phrases": (path / store.PHRASES).is_file(),
+        "has_completions": (path / store.COMPLETIONS).is_file(),
+        "config_hash": stored.get("config_hash"),
+        "created": _str(status.get("created")) or _str(stored.get("created")),
+        "started": _str(status.get("started")),
+        "finished": _str(status.get("finished")),
+        "elapsed_s": elapsed,
+        "remaining_s": remaining,
+        "total_s": _as_float(timings.get("total_s")),
+    }
+
+
+# st.cache_data hashes every argument on every call (about 1 ms per run for a tuple of file signatures), so the
+# cache key is made here as one short string and the inputs travel in underscore arguments, which it skips.
+
+
+def _digest(obj: Any) -> str:
+    return hashlib.blake2b(repr(obj).encode(), digest_size=16).hexdigest()
+
+
+@st.cache_data(show_spinner=False, max_entries=5000)
+def _cached_record(key: str, _path: str, _source: str) -> dict[str, Any]:
+    return _build_record(Path(_path), _source)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _cached_records(key: str, _items: tuple[tuple[str, str, str], ...]) -> list[dict[str, Any]]:
+    return [_cached_record(item_key, path, source) for path, source, item_key in _items]
+
+
+def run_record(info: RunInfo) -> dict[str, Any]:
+    """One flat row per run: config, status, privacy and metrics fields the pages need."""
+    key = _digest((str(info.path), info.source, file_signature(info.path)))
+    return _fresh_times(_cached_record(key, str(info.path), info.source), info)
+
+
+def _fresh_times(record: dict[str, Any], info: RunInfo) -> dict[str, Any]:
+    if record["state"] in ACTIVE_STATES:  # times move on even when no file changed
+        status = _safe(info.run_dir.status, {})
+        record = {**record}
+        record["elapsed_s"], record["remaining_s"] = timing(status)
+    return record
+
+
+def run_records(infos: Sequence[RunInfo]) -> list[dict[str, Any]]:
+    """run_record for many runs with one cache lookup when nothing changed (the usual page load)."""
+    items = tuple((str(i.path), i.source, _digest((str(i.path), i.source, file_signature(i.path)))) for i in infos)
+    records = _cached_records(_digest(items), items)
+    return [_fresh_times(record, info) for record, info in zip(records, infos, strict=True)]
+
+
+RECORD_COLUMNS = (
+    "run_id", "source", "state", "stage", "progress", "error", "method", "preset", "seed", "epsilon",
+    "epsilon_target", "delta", "accountant", "unit", "has_privacy", "ppl", "bleu1", "bleu2", "bleu3", "bleu4",
+    "r_name", "teachers", "filter", "partition", "ablation", "query_budget", "queries_spent",
+    "teachers_per_user", "has_phrases", "has_completions", "config_hash", "created", "started", "finished",
+    "elapsed_s", "remaining_s", "total_s",
+)
+
+
+def runs_frame(infos: Sequence[RunInfo] | None = None) -> pd.DataFrame:
+    """A DataFrame of run_record rows (empty with the right columns when there are no runs)."""
+    infos = list_infos() if infos is None else infos
+    rows = run_records(infos)
+    if not rows:
+        return pd.DataFrame(columns=list(RECORD_COLUMNS))
+    return pd.DataFrame(rows)
+
+
+def finished_frame(df: pd.DataFrame | None = None) -> pd.DataFrame:
+    df = runs_frame() if df is None else df
+    if df.empty:
+        return df
+    return df[df["state"] == "done"].reset_index(drop=True)
+
+
+def main_preset(df: pd.DataFrame) -> str | None:
+    """The preset with the most finished runs (ties: tiny < quick < paper order)."""
+    if df.empty or df["preset"].dropna().empty:
+        return None
+    counts = df["preset"].value_counts()
+    order = {name: i for i, name in enumerate(PRESETS)}
+    return sorted(counts.index, key=lambda p: (-counts[p], order.get(p, 99)))[0]
+
+
+def preset_picker(df: pd.DataFrame, key: str, label: str = "Preset", include_all: bool = False) -> str | None:
+    """A selectbox of the presets present in df, defaulting to the one with the most runs."""
+    presets = sorted(df["preset"].dropna().unique(), key=lambda p: list(PRESETS).index(p) if p in PRESETS else 99)
+    if not presets:
+        return None
+    options = (["all"] if include_all else []) + list(presets)
+    default = main_preset(df)
+    index = options.index(default) if default in options else 0
+    return st.selectbox(label, options, index=index, key=key,
+                        help="Runs are only comparable within one preset (same data sizes and model).")
+
+
+def _cached_reader(kind: str):
+    def read(key: str, _path: str, _source: str):
+        run = RunDir(Path(_path), source=_source)
+        if kind == "completions":
+            return run.completions()
+        if kind == "phrases":
+            return run.phrases()
+        if kind == "progress":
+            return run.progress()
+        if kind == "config":
+            return run.config()
+        if kind == "privacy":
+            return run.privacy()
+        if kind == "metrics":
+            return run.metrics()
+        raise ValueError(kind)
+
+    read.__name__ = f"read_{kind}"
+    read.__qualname__ = f"read_{kind}"
+    return st.cache_data(show_spinner=False, max_entries=500)(read)
+
+
+_READERS = {
+    kind: _cached_reader(kind) for kind in ("completions", "phrases", "progress", "config", "privacy", "metrics")
+}
+_FILE_OF = {
+    "completions": store.COMPLETIONS, "phrases": store.PHRASES, "progress": store.PROGRESS,
+    "config": store.CONFIG, "privacy": store.PRIVACY, "metrics": store.METRICS,
+}
+
+
+def read_run(run: RunDir, kind: str) -> Any:
+    """A cached read of one run file (config, privacy, metrics, progress, completions or phrases)."""
+    key = _digest((str(run.path), run.source, file_signature(run.path, (_FILE_OF[kind],))))
+    return _READERS[kind](key, str(run.path), run.source)
+
+
+def run_config_dict(run: RunDir) -> dict[str, Any]:
+    return (read_run(run, "config") or {}).get("config") or {}
+
+
+def read_report() -> str | None:
+    """cached_runs/REPORT.md (the report on the shipped runs), if present."""
+    path = registry.cached_root() / "REPORT.md"
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Tables built from run frames
+# ----------------------------------------------------------------------------------------------------------------
+
+UNIT_TEXT = {
+    "sample": "one training sentence (sample level)",
+    "user": "all sentences of one user (user level)",
+    "none": "nothing (no noise)",
+}
+
+
+def setting_text(row: dict[str, Any] | pd.Series) -> str:
+    """The SeqPATE knobs that make runs of one method differ (empty for other methods)."""
+    if row.get("method") != "seqpate":
+        return ""
+    parts = [f"{row.get('teachers')} teachers", str(row.get("filter")), str(row.get("partition"))]
+    if row.get("ablation") not in (None, "none"):
+        parts.append(f"ablation {row.get('ablation')}")
+    return ", ".join(parts)
+
+
+def _eps_key(row: pd.Series) -> float | None:
+    eps = row.get("epsilon")
+    if privacy_kind(eps) in ("public-only", "not-private"):
+        return eps
+    target = row.get("epsilon_target")
+    return target if target is not None and not _is_nan(target) else eps
+
+
+def headline_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Method, setting, accounted ε, δ, PPL, BLEU-4 (means over seeds), R_name, runs: one row per configuration."""
+    columns = ["Method", "setting", "ε", "δ", "PPL", "BLEU-4", "R_name", "runs", "run ids"]
+    if df.empty:
+        return pd.DataFrame(columns=columns)
+    main = df[df["ablation"].fillna("none") == "none"].copy()
+    if main.empty:
+        return pd.DataFrame(columns=columns)
+    main["setting"] = main.apply(setting_text, axis=1)
+    main["eps_key"] = main.apply(_eps_key, axis=1)
+    rows = []
+    for (method, setting, _key), group in main.groupby(["method", "setting", "eps_key"], dropna=False, sort=False):
+        rows.append({
+            "Method": method_label(method),
+            "setting": setting,
+            "ε": float(group["epsilon"].max()) if group["epsilon"].notna().any() else None,
+            "δ": fmt_delta(group["delta"].max()) if group["delta"].notna().any() else "–",
+            "PPL": group["ppl"].mean(),
+            "BLEU-4": group["bleu4"].mean(),
+            "R_name": group["r_name"].mean() if group["r_name"].notna().any() else None,
+            "runs": len(group),
+            "run ids": ", ".join(group["run_id"]),
+            "_order": (method_order(method), setting, _key if _key is not None else -1.0),
+        })
+    rows.sort(key=lambda r: r.pop("_order"))
+    table = pd.DataFrame(rows, columns=columns)
+    if table["R_name"].isna().all():
+        table = table.drop(columns=["R_name"])
+    return table
+
+
+def privacy_cards(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """One privacy statement per method: unit protected, ε values, δ, accountant, non-private labels."""
+    cards = []
+    if df.empty:
+        return cards
+    for method in sorted(df["method"].dropna().unique(), key=method_order):
+        rows = df[df["method"] == method]
+        eps_values = sorted({float(e) for e in rows["epsilon"].dropna()})
+        kinds = {privacy_kind(e) for e in eps_values} or {"unknown"}
+        kind = "not-private" if "not-private" in kinds else "private" if "private" in kinds else kinds.pop()
+        units = sorted({str(u) for u in rows["unit"].dropna()})
+        accountants = sorted({str(a) for a in rows["accountant"].dropna()})
+        deltas = sorted({float(d) for d in rows["delta"].dropna()})
+        unit_text = "; ".join(UNIT_TEXT.get(u, u) for u in units) or "–"
+        if kind == "public-only":
+            unit_text = "everything private: no private data is used"
+        elif kind == "not-private":
+            unit_text = "nothing: private data without noise"
+        cards.append({
+            "method": method,
+            "label": method_label(method),
+            "kind": kind,
+            "epsilon": ", ".join(fmt_eps(e) for e in eps_values) or "–",
+            "delta": ", ".join(fmt_delta(d) for d in deltas) or "–",
+            "unit": unit_text,
+            "accountant": "; ".join(accountants) or "–",
+            "runs": len(rows),
+        })
+    return cards
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Configs: flatten, diff, relaunch
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(obj, dict):
+        out: dict[str, Any] = {}
+        for key, value in obj.items():
+            out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: obj}
+
+
+def config_diff(a: dict[str, Any], b: dict[str, Any]) -> pd.DataFrame:
+    """Only the fields whose values differ (a field missing on one side counts as different)."""
+    fa, fb = flatten(a), flatten(b)
+    rows = []
+    for key in sorted(set(fa) | set(fb)):
+        va, vb = fa.get(key, "(absent)"), fb.get(key, "(absent)")
+        if va != vb and not (_is_nan(va) and _is_nan(vb)):
+            rows.append({"field": key, "A": _cell(va), "B": _cell(vb)})
+    return pd.DataFrame(rows, columns=["field", "A", "B"])
+
+
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
+def _cell(value: Any) -> str:
+    return "null" if value is None else str(value)
+
+
+def validated_config(config: dict[str, Any]) -> RunConfig:
+    """A stored config dict as a validated RunConfig (ConfigError with one line otherwise)."""
+    try:
+        return validate(RunConfig.from_dict(config))
+    except TypeError as exc:
+        raise ConfigError(f"config no longer matches the engine: {exc}") from None
+
+
+def build_launch_config(method: str, preset: str, epsilon: Any, delta: Any, teachers: int | None, filter_spec: str,
+                        partition: str, ablation: str, seed: int) -> RunConfig:
+    """The config the Launch page would start for one method (ConfigError if the engine refuses it).
+
+    SeqPATE settings (teachers, filter, partition, ablation) go only into SeqPATE runs, so the configs of the
+    other methods stay those of the preset and remain comparable.
+    """
+    overrides: dict[str, Any] = {
+        "method": method,
+        "privacy__epsilon": parse_number(epsilon, "epsilon"),
+        "privacy__delta": parse_number(delta, "delta"),
+        "seed": int(seed),
+    }
+    parse_filter(filter_spec)
+    if method == "seqpate":
+        overrides.update(seqpate__filter=filter_spec, seqpate__partition=partition, seqpate__ablation=ablation)
+        if teachers is not None:
+            overrides["seqpate__teachers"] = int(teachers)
+    from core.config import preset_config
+
+    return preset_config(preset, **overrides)
+
+
+def preset_value(preset: str, section: str, name: str) -> Any:
+    """A field of a preset (falling back to the dataclass default)."""
+    value = PRESETS.get(preset, {}).get(section, {}).get(name)
+    if value is not None:
+        return value
+    return getattr(getattr(RunConfig(), section), name)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Launch settings <-> URL (st.query_params): read on load, written on every change
+# ----------------------------------------------------------------------------------------------------------------
+
+LAUNCH_DEFAULTS: dict[str, Any] = {
+    "methods": ["seqpate"],
+    "eps": "3",
+    "delta": "1e-6",
+    "teachers": None,  # None: the preset's teacher count
+    "filter_kind": "top-p",
+    "top_p": 0.95,
+    "top_k": 50,
+    "partition": "random",
+    "ablation": "none",
+    "preset": "quick",
+    "seed": 0,
+}
+_SHADOW = "_launch_settings"
+
+
+def launch_filter_spec(settings: dict[str, Any]) -> str:
+    if settings["filter_kind"] == "top-k":
+        return f"top-k:{int(settings['top_k'])}"
+    return f"top-p:{float(settings['top_p']):g}"
+
+
+def settings_to_query(settings: dict[str, Any]) -> dict[str, str]:
+    """The URL form: methods comma-separated, the filter as 'top-p:0.95', teachers empty for the preset's."""
+    return {
+        "methods": ",".join(settings["methods"]),
+        "eps": str(settings["eps"]),
+        "delta": str(settings["delta"]),
+        "teachers": "" if settings["teachers"] is None else str(int(settings["teachers"])),
+        "filter": launch_filter_spec(settings),
+        "partition": settings["partition"],
+        "ablation": settings["ablation"],
+        "preset": settings["preset"],
+        "seed": str(int(settings["seed"])),
+    }
+
+
+def settings_from_query(query: dict[str, str]) -> tuple[dict[str, Any], list[str]]:
+    """Launch settings from URL parameters; unusable values are ignored and reported (one line each)."""
+    from core.config import ABLATIONS
+
+    settings = {k: (list(v) if isinstance(v, list) else v) for k, v in LAUNCH_DEFAULTS.items()}
+    ignored: list[str] = []
+
+    def get(name: str) -> str | None:
+        value = query.get(name)
+        if isinstance(value, list):
+            value = value[-1] if value else None
+        return None if value is None else str(value)
+
+    if (raw := get("methods")) is not None:
+        chosen = [m.strip() for m in raw.split(",") if m.strip()]
+        good = [m for m in chosen if m in METHODS]
+        ignored += [f"methods={m}" for m in chosen if m not in METHODS]
+        if good:
+            settings["methods"] = list(dict.fromkeys(good))
+    for name in ("eps", "delta"):
+        if (raw := get(name)) is not None and raw.strip():
+            settings[name] = raw.strip()[:40]  # validated (with a clear error) like anything typed
+    if (raw := get("teachers")) is not None and raw.strip():
+        try:
+            value = int(raw)
+            if value < 1:
+                raise ValueError
+            settings["teachers"] = value
+        except ValueError:
+            ignored.append(f"teachers={raw}")
+    if (raw := get("filter")) is not None and raw.strip():
+        try:
+            kind, value = parse_filter(raw.strip())
+            settings["filter_kind"] = kind
+            settings["top_p" if kind == "top-p" else "top_k"] = value
+        except ConfigError:
+            ignored.append(f"filter={raw}")
+    for name, options in (("partition", ("random", "by-user")), ("ablation", ABLATIONS), ("preset", tuple(PRESETS))):
+        if (raw := get(name)) is not None:
+            if raw in options:
+                settings[name] = raw
+            else:
+                ignored.append(f"{name}={raw}")
+    if (raw := get("seed")) is not None and raw.strip():
+        try:
+            settings["seed"] = int(raw)
+        except ValueError:
+            ignored.append(f"seed={raw}")
+    return settings, ignored
+
+
+def init_launch_settings(prefix: str = "launch_") -> list[str]:
+    """Seed the Launch widgets' session state: from this session's last settings, else from the URL.
+
+    Returns the URL parameters that were ignored (only on the first load of a session)."""
+    ignored: list[str] = []
+    if _SHADOW not in st.session_state:
+        settings, ignored = settings_from_query(st.query_params.to_dict())
+        st.session_state[_SHADOW] = settings
+    for name, value in st.session_state[_SHADOW].items():
+        if prefix + name not in st.session_state:
+            st.session_state[prefix + name] = list(value) if isinstance(value, list) else value
+    return ignored
+
+
+def save_launch_settings(prefix: str = "launch_") -> dict[str, Any]:
+    """Read the widgets' values, remember them for this session and write them to the URL."""
+    settings = {name: st.session_state.get(prefix + name, default) for name, default in LAUNCH_DEFAULTS.items()}
+    st.session_state[_SHADOW] = settings
+    query = settings_to_query(settings)
+    if st.query_params.to_dict() != query:
+        st.query_params.from_dict(query)
+    return settings
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Privacy math (lazy: core.privacy pulls autodp/scipy, about 1.5 s on a cold start)
+# ----------------------------------------------------------------------------------------------------------------
+
+
+_WARMED = threading.Event()
+
+
+def warm_privacy_import() -> None:
+    """Import core.privacy (scipy, autodp: 1-2 s) in a background thread, once per server process, so the first
+    visit to Launch or Calculator does not wait for it. Plain imports only: no st.* call from the thread."""
+    if _WARMED.is_set():
+        return
+    _WARMED.set()
+
+    def work() -> None:
+        try:
+            _privacy()
+        except Exception:  # noqa: BLE001 (the page that needs it reports the real error)
+            pass
+
+    threading.Thread(target=work, name="warm-core-privacy", daemon=True).start()
+
+
+def _privacy():
+    try:
+        import core.privacy as privacy
+
+        privacy.gaussian_noise_multiplier  # noqa: B018 (the package may not re-export yet)
+        return privacy
+    except (ImportError, AttributeError):
+        from core.privacy import calibrate
+
+        return calibrate
+
+
+@st.cache_data(show_spinner=False, max_entries=2000)
+def seqpate_noise(epsilon: float, delta: float, queries: int) -> dict[str, float]:
+    """Noise multiplier z (std / L2 sensitivity) and std = z * sqrt(2) for Q Gaussian releases (SeqPATE)."""
+    z = _privacy().gaussian_noise_multiplier(float(epsilon), float(delta), int(queries))
+    return {"z": z, "std": z * math.sqrt(2.0)}
+
+
+@st.cache_data(show_spinner=False, max_entries=2000)
+def seqpate_epsilon(noise_std: float, queries: int, delta: float) -> float:
+    return _privacy().epsilon_for_gaussian(float(noise_std), int(queries), float(delta), math.sqrt(2.0))
+
+
+@st.cache_data(show_spinner=False, max_entries=2000)
+def seqpate_max_queries(epsilon: float, delta: float, noise_std: float) -> int:
+    """Most Gaussian releases with this std that stay within (epsilon, delta): Q = floor((z / z_1)^2)."""
+    z1 = _privacy().gaussian_noise_multiplier(float(epsilon), float(delta), 1)
+    z = float(noise_std) / math.sqrt(2.0)
+    if z1 <= 0:
+        return 0
+    q = int(math.floor((z / z1) ** 2 * (1 + 1e-12)))
+    while q > 1 and seqpate_epsilon(noise_std, q, delta) > epsilon:
+        q -= 1
+    return max(q, 0)
+
+
+@st.cache_data(show_spinner=False, max_entries=500)
+def dpsgd_noise(epsilon: float, delta: float, sampling_rate: float, steps: int) -> float:
+    return _privacy().dpsgd_noise_multiplier(float(epsilon), float(delta), float(sampling_rate), int(steps))
+
+
+@st.cache_data(show_spinner=False, max_entries=500)
+def dpsgd_eps(noise_multiplier: float, sampling_rate: float, steps: int, delta: float) -> float:
+    return _privacy().dpsgd_epsilon(float(noise_multiplier), float(sampling_rate), int(steps), float(delta))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Phrase highlighting
+# ----------------------------------------------------------------------------------------------------------------
+
+
+@st.cache_data(show_spinner=False, max_entries=200)
+def phrase_pattern(phrases: tuple[str, ...]) -> re.Pattern | None:
+    """One case-insensitive regex matching any phrase (longest first, whole words)."""
+    cleaned = sorted({p.strip() for p in phrases if p and p.strip()}, key=len, reverse=True)
+    if not cleaned:
+        return None
+    body = "|".join(re.escape(html.escape(p)) for p in cleaned)
+    return re.compile(rf"(?<!\w)(?:{body})(?!\w)", re.IGNORECASE)
+
+
+def highlight(text: str, phrases: Sequence[str]) -> str:
+    """HTML-escaped text with every phrase wrapped in <mark>."""
+    escaped = html.escape(text or "")
+    pattern = phrase_pattern(tuple(phrases))
+    if pattern is None:
+        return escaped
+    return pattern.sub(lambda m: f"<mark>{m.group(0)}</mark>", escaped)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Small UI helpers
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def no_runs(what: str = "finished runs") -> None:
+    st.info(f"No {what} yet. Start one on the Launch page, or put finished runs in "
+            f"`{registry.cached_root()}`.", icon=":material/hourglass_empty:")
+
+
+def run_option_label(record: dict[str, Any], live: bool = False) -> str:
+    """Label of a run in a selectbox; live=True leaves out what changes while a run goes on (state, accounted ε),
+    since a selectbox does not redraw the label of the option already chosen."""
+    if live:
+        return f"{record['run_id']}  ·  {method_label(record.get('method'))}"
+    eps = fmt_eps(record.get("epsilon"))
+    return f"{record['run_id']}  ·  {method_label(record.get('method'))}  ·  ε={eps}  ·  {record.get('state')}"
+
+
+def csv_bytes(df: pd.DataFrame) -> bytes:
+    return df.to_csv(index=False).encode("utf-8")
+

@@ -1,0 +1,118 @@
+"""A run's report as one self-contained HTML file: metrics, privacy, config, a few completions, charts.
+
+Plotly's JavaScript is inlined once (include_plotlyjs="inline"), so the file opens offline.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from dashboard import charts
+from dashboard.common import (
+    PHRASE_NOTE,
+    flatten,
+    fmt_delta,
+    fmt_eps,
+    fmt_num,
+    highlight,
+    method_label,
+    privacy_statement,
+)
+
+_STYLE = """
+body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2rem auto;max-width:1100px;color:#1a202c}
+h1{margin-bottom:.2rem} h2{border-bottom:1px solid #e2e8f0;padding-bottom:.2rem;margin-top:2rem}
+table{border-collapse:collapse;font-size:.9rem;margin:.5rem 0} td,th{border:1px solid #e2e8f0;padding:.25rem .6rem;
+text-align:left;vertical-align:top} th{background:#f7fafc} .muted{color:#718096} mark{background:#fefcbf}
+.card{border:1px solid #e2e8f0;border-radius:8px;padding:.6rem 1rem;margin:.5rem 0}
+.bad{color:#c53030;font-weight:600} .ok{color:#2f855a;font-weight:600}
+"""
+
+
+def _json_cell(value: Any) -> str:
+    if isinstance(value, float) and math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, allow_nan=True)
+    return "null" if value is None else str(value)
+
+
+def _kv_table(pairs: dict[str, Any]) -> str:
+    rows = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(_json_cell(v))}</td></tr>"
+                   for k, v in pairs.items())
+    return f"<table>{rows}</table>"
+
+
+def build_report_html(record: dict[str, Any], config: dict[str, Any], privacy: dict[str, Any] | None,
+                      metrics: dict[str, Any] | None, completions: list[dict[str, Any]],
+                      phrases: list[str] | None = None, figures: list[go.Figure] | None = None,
+                      n_completions: int = 10) -> str:
+    """The whole HTML document as a string."""
+    privacy = privacy or {}
+    metrics = metrics or {}
+    title = f"{method_label(record.get('method'))} run {record.get('run_id')}"
+    statement = privacy_statement(record.get("epsilon"), record.get("delta"), record.get("unit"))
+    kind_class = "bad" if "NOT PRIVATE" in statement else "ok"
+    parts = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>{html.escape(title)}</h1>",
+        f"<p class='muted'>preset {html.escape(str(record.get('preset')))} · seed "
+        f"{html.escape(str(record.get('seed')))} · state {html.escape(str(record.get('state')))} · "
+        f"config hash {html.escape(str(record.get('config_hash')))}</p>",
+        "<h2>Privacy</h2>",
+        f"<div class='card'><span class='{kind_class}'>{html.escape(statement)}</span><br>"
+        f"ε = {html.escape(fmt_eps(record.get('epsilon')))}, δ = {html.escape(fmt_delta(record.get('delta')))}, "
+        f"accountant: <code>{html.escape(str(privacy.get('accountant')))}</code>, unit: "
+        f"{html.escape(str(privacy.get('unit')))}</div>",
+        _kv_table({k: v for k, v in privacy.items() if k not in ("events",)}),
+    ]
+    events = privacy.get("events") or []
+    if events:
+        parts.append("<p>Recorded noise events:</p>")
+        parts.append(pd.DataFrame(events).to_html(index=False, escape=True, border=0))
+    parts.append("<h2>Metrics</h2>")
+    headline = {k: fmt_num(metrics.get(k)) for k in ("ppl", "bleu1", "bleu2", "bleu3", "bleu4") if k in metrics}
+    if "r_name" in metrics:
+        headline["r_name"] = fmt_num(metrics["r_name"], 4)
+    parts.append(_kv_table(headline))
+    others = {k: v for k, v in flatten(metrics).items() if k.split(".")[0] not in headline}
+    if others:
+        parts.append("<details><summary>All metrics</summary>" + _kv_table(others) + "</details>")
+    for i, figure in enumerate(figures or []):
+        parts.append(figure.to_html(full_html=False, include_plotlyjs="inline" if i == 0 else False,
+                                    default_width="100%", default_height="420px"))
+    parts.append(f"<h2>Completions (first {min(n_completions, len(completions))} of {len(completions)})</h2>")
+    parts.append(f"<p class='muted'>{html.escape(PHRASE_NOTE)}</p>")
+    if completions:
+        rows = "".join(
+            f"<tr><td>{highlight(str(r.get('prefix', '')), phrases or [])}</td>"
+            f"<td>{highlight(str(r.get('reference', '')), phrases or [])}</td>"
+            f"<td>{highlight(str(r.get('completion', '')), phrases or [])}</td></tr>"
+            for r in completions[:n_completions]
+        )
+        parts.append(f"<table><tr><th>prefix</th><th>reference</th><th>completion</th></tr>{rows}</table>")
+    parts.append("<h2>Config</h2>")
+    parts.append(_kv_table(flatten(config)))
+    parts.append("<p class='muted'>Generated by the SeqPATE bench dashboard.</p></body></html>")
+    return "".join(parts)
+
+
+def report_figures(record: dict[str, Any], same_preset: pd.DataFrame, progress: list[dict[str, Any]]) -> list:
+    """This run among the finished runs of its preset (BLEU-4 vs ε) and its training progress, where present."""
+    figures = []
+    if not same_preset.empty:
+        main = same_preset[same_preset["ablation"].fillna("none") == "none"]
+        if record["run_id"] not in set(main["run_id"]):
+            main = pd.concat([main, same_preset[same_preset["run_id"] == record["run_id"]]])
+        figures.append(charts.privacy_utility_figure(main, "bleu4", f"BLEU-4 vs ε, preset {record.get('preset')}"))
+    progress_figure = charts.run_progress_figure(progress)
+    if progress_figure is not None:
+        figures.append(progress_figure)
+    return figures

@@ -1,0 +1,97 @@
+"""Calculator: what-if privacy math without training (SeqPATE Gaussian releases and DP-SGD)."""
+
+import math
+
+import streamlit as st
+
+from dashboard import charts
+from dashboard import common as c
+
+st.title("Privacy calculator")
+st.caption("Instant what-if numbers from core.privacy: the same code that accounts the runs. No training.")
+
+
+def seqpate_calculator() -> None:
+    mode = st.radio("Solve for", ["noise from ε", "ε from noise", "queries from ε and noise"], horizontal=True,
+                    key="calc_sp_mode")
+    a, b, d, e = st.columns(4)
+    delta = d.number_input("δ", min_value=1e-12, max_value=0.5, value=1e-6, format="%.1e", key="calc_sp_delta")
+    teachers = e.number_input("teachers M", min_value=1, value=100, step=1, key="calc_sp_teachers")
+    if mode == "noise from ε":
+        eps = a.number_input("ε", min_value=0.01, value=3.0, step=0.5, key="calc_sp_eps")
+        queries = b.number_input("queries Q", min_value=1, value=8000, step=100, key="calc_sp_queries")
+        noise = c.seqpate_noise(eps, delta, queries)
+        z, std = noise["z"], noise["std"]
+    elif mode == "ε from noise":
+        std = a.number_input("noise std σ", min_value=0.01, value=100.0, step=10.0, key="calc_sp_std")
+        queries = b.number_input("queries Q", min_value=1, value=8000, step=100, key="calc_sp_queries2")
+        eps = c.seqpate_epsilon(std, queries, delta)
+        z = std / math.sqrt(2)
+    else:
+        eps = a.number_input("ε", min_value=0.01, value=3.0, step=0.5, key="calc_sp_eps3")
+        std = b.number_input("noise std σ", min_value=0.01, value=100.0, step=10.0, key="calc_sp_std3")
+        queries = c.seqpate_max_queries(eps, delta, std)
+        z = std / math.sqrt(2)
+    r = st.columns(5)
+    r[0].metric("ε", c.fmt_eps(eps))
+    r[1].metric("noise multiplier z", f"{z:.4g}", help="std / L2 sensitivity (√2: one teacher changes)")
+    r[2].metric("noise std σ", f"{std:.4g}")
+    r[3].metric("σ / M", f"{std / teachers:.4g}", help="noise on the AVERAGE of the M teacher distributions")
+    r[4].metric("queries Q", f"{queries:,}")
+    if queries < 1:
+        st.warning("Not even one query fits this ε at this noise.")
+    else:
+        st.markdown(c.epsilon_reading(eps, delta))
+        st.markdown(
+            f"The teachers' answer is the **sum** of M = {teachers} probability vectors; one changed sentence "
+            f"moves it by at most √2 whatever M is, so the noise std σ = {std:.4g} does not depend on M. Relative "
+            f"to the **average** distribution (what the student learns from) the noise is σ/M = "
+            f"{std / teachers:.4g}: more teachers, less relative noise"
+            + (" — here the noise still swamps the average (σ/M > 1)." if std / teachers > 1 else ".")
+        )
+        left, right = st.columns(2)
+        left.plotly_chart(charts.relative_noise_figure(std, int(teachers)), width="stretch",
+                          key="calc_rel_noise")
+        grid = sorted({max(1, int(round(10 ** (k / 8)))) for k in range(0, 8 * 5 + 1)} | {int(queries)})
+        points = [(q, c.seqpate_epsilon(std, q, delta)) for q in grid if q <= max(100_000, queries)]
+        right.plotly_chart(charts.epsilon_vs_queries_figure(points, int(queries)), width="stretch",
+                           key="calc_eps_q")
+
+
+def dpsgd_calculator() -> None:
+    mode = st.radio("Solve for", ["noise multiplier from ε", "ε from noise multiplier"], horizontal=True,
+                    key="calc_dp_mode")
+    a, b, d = st.columns(3)
+    n = a.number_input("private training sentences N", min_value=1, value=20000, step=1000, key="calc_dp_n")
+    batch = b.number_input("expected batch size", min_value=1, value=32, step=1, key="calc_dp_batch")
+    epochs = d.number_input("epochs", min_value=0.01, value=2.0, step=0.5, key="calc_dp_epochs")
+    q = min(1.0, batch / n)
+    steps = max(1, int(math.ceil(epochs * n / batch)))
+    a, b = st.columns(2)
+    delta = b.number_input("δ", min_value=1e-12, max_value=0.5, value=1e-6, format="%.1e", key="calc_dp_delta")
+    if mode == "noise multiplier from ε":
+        eps = a.number_input("ε", min_value=0.01, value=3.0, step=0.5, key="calc_dp_eps")
+        with st.spinner("PLD accountant…"):
+            sigma = c.dpsgd_noise(eps, delta, q, steps)
+    else:
+        sigma = a.number_input("noise multiplier", min_value=0.05, value=1.0, step=0.1, key="calc_dp_sigma")
+        with st.spinner("PLD accountant…"):
+            eps = c.dpsgd_eps(sigma, q, steps, delta)
+    r = st.columns(4)
+    r[0].metric("ε", c.fmt_eps(eps))
+    r[1].metric("noise multiplier", f"{sigma:.4g}", help="per-step noise std / clipping norm")
+    r[2].metric("sampling rate q", f"{q:.4g}", help="batch / N (Poisson sampling)")
+    r[3].metric("steps", f"{steps:,}", help="epochs · N / batch")
+    st.markdown(c.epsilon_reading(eps, delta))
+    st.caption("Accountant: privacy loss distributions (dp_accounting PLD, pessimistic), the one the DP-SGD "
+               "runs report. Results are cached: repeating a setting is instant.")
+
+
+# Lazy tabs: only the open one runs (the DP-SGD accountant takes a second or two on a new setting).
+seqpate_tab, dpsgd_tab = st.tabs(["SeqPATE (Gaussian releases)", "DP-SGD"], key="calc_tab", on_change="rerun")
+if seqpate_tab.open:
+    with seqpate_tab:
+        seqpate_calculator()
+if dpsgd_tab.open:
+    with dpsgd_tab:
+        dpsgd_calculator()

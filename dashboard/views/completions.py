@@ -1,0 +1,79 @@
+"""Completions: the same test prefixes completed by several runs, side by side, secret phrases highlighted."""
+
+import html
+
+import streamlit as st
+
+from dashboard import common as c
+
+st.title("Completions")
+st.caption("Every method completes the same private test prefixes (same order, same index). " + c.PHRASE_NOTE)
+st.info("Typing a free prefix and generating live would need the trained model weights, which runs do not keep "
+        "(only their artefacts). Completions shown here are the ones each run stored.", icon=":material/info:")
+
+df = c.finished_frame()
+with_completions = df[df["has_completions"]] if not df.empty else df
+if with_completions.empty:
+    c.no_runs("runs with completions")
+    st.stop()
+
+preset = c.preset_picker(with_completions, key="comp_preset")
+pool = with_completions[with_completions["preset"] == preset]
+records = {r["run_id"]: r for r in pool.to_dict("records")}
+latest_per_method = list({r["method"]: i for i, r in reversed(list(records.items()))}.values())
+run_ids = st.multiselect("Runs", list(records), default=latest_per_method[:4], key="comp_runs",
+                         format_func=lambda i: c.run_option_label(records[i]))
+if not run_ids:
+    st.info("Choose at least one run.")
+    st.stop()
+
+completions = {rid: c.read_run(c.get_run(rid), "completions") for rid in run_ids}
+phrases = {rid: [p["phrase"] for p in c.read_run(c.get_run(rid), "phrases")] if records[rid]["has_phrases"]
+           else [] for rid in run_ids}
+all_phrases = sorted({p for values in phrases.values() for p in values})
+
+first = completions[run_ids[0]]
+n = min(len(rows) for rows in completions.values())
+if n == 0:
+    st.warning("A selected run has no completions.")
+    st.stop()
+if any(len(rows) != len(first) for rows in completions.values()):
+    st.caption(f"The runs have different numbers of completions; showing the first {n} shared indices.")
+prefixes = [first[i].get("prefix", "") for i in range(n)]
+chosen = st.multiselect("Test prefixes", list(range(n)), default=list(range(min(5, n))), key="comp_prefixes",
+                        format_func=lambda i: f"{i}: {prefixes[i]}")
+if all_phrases:
+    st.caption(f"Highlighted: {len(all_phrases):,} secret phrase(s) from the runs' phrases.csv.")
+
+headers, labels = [], []
+for rid in run_ids:
+    record = records[rid]
+    leak = record.get("r_name")
+    labels.append(f"<div class='who'><b>{html.escape(c.method_label(record['method']))}</b></div>")
+    headers.append(
+        f"<div class='who'><b>{html.escape(c.method_label(record['method']))}</b> · ε = "
+        f"{html.escape(c.fmt_eps(record['epsilon']))}"
+        + (f"<br>leak rate R_name = {leak:.2%}" if c.present(leak) else "")
+        + f"<br><small>{html.escape(rid)}</small></div>"
+    )
+
+grid = f"display:grid;grid-template-columns:repeat({len(run_ids)},minmax(0,1fr));gap:.75rem"
+STYLE = ("<style>.cmp{border:1px solid #e2e8f0;border-radius:.5rem;padding:.75rem 1rem;margin:.5rem 0}"
+         ".cmp .ref{color:#4a5568;margin:.25rem 0 .5rem} .cmp .who{color:#2d3748;font-size:.9rem}"
+         ".cmp .text{background:#f7fafc;border-radius:.35rem;padding:.4rem .6rem;margin-top:.25rem}"
+         ".cmp mark{background:#fefcbf;padding:0 .1rem}</style>")
+blocks = []
+for i in chosen:
+    cells = []
+    for rid, label in zip(run_ids, labels, strict=True):
+        row = completions[rid][i]
+        note = "" if row.get("prefix") == prefixes[i] else "<br><small>(different prefix at this index)</small>"
+        cells.append(f"<div>{label}<div class='text'>{c.highlight(row.get('completion', ''), phrases[rid])}"
+                     f"{note}</div></div>")
+    blocks.append(
+        f"<div class='cmp'><div><b>#{i} prefix:</b> {c.highlight(prefixes[i], all_phrases)}</div>"
+        f"<div class='ref'>reference: {c.highlight(first[i].get('reference', ''), all_phrases)}</div>"
+        f"<div style='{grid}'>{''.join(cells)}</div></div>"
+    )
+header = f"<div class='cmp'><div style='{grid}'>{''.join(headers)}</div></div>"
+st.html(STYLE + header + ("".join(blocks) if blocks else "<p>Choose test prefixes above.</p>"))

@@ -1,0 +1,73 @@
+"""Export: any table as CSV, and a run's report as one self-contained HTML file."""
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import common as c
+from dashboard import report
+
+st.title("Export")
+
+df = c.runs_frame()
+if df.empty:
+    c.no_runs("runs")
+    st.stop()
+finished = c.finished_frame(df)
+records = {r["run_id"]: r for r in df.to_dict("records")}
+
+st.subheader("Tables as CSV")
+TABLES = ["all runs", "headline comparison", "phrases of a run", "completions of a run",
+          "privacy events of a run", "progress of a run"]
+which = st.selectbox("Table", TABLES, key="export_table")
+table = None
+name = which.replace(" ", "_")
+if which == "all runs":
+    table = df.drop(columns=["teachers_per_user"], errors="ignore")
+elif which == "headline comparison":
+    table = c.headline_table(finished)
+else:
+    run_id = st.selectbox("Run", list(records), key="export_table_run",
+                          format_func=lambda i: c.run_option_label(records[i]))
+    run = c.get_run(run_id)
+    name = f"{run_id}_{which.split(' ')[0]}"
+    if which == "phrases of a run":
+        table = pd.DataFrame(c.read_run(run, "phrases"))
+    elif which == "completions of a run":
+        table = pd.DataFrame(c.read_run(run, "completions"))
+    elif which == "privacy events of a run":
+        table = pd.DataFrame((c.read_run(run, "privacy") or {}).get("events") or [])
+    else:
+        table = pd.DataFrame(c.read_run(run, "progress"))
+if table is None or table.empty:
+    st.info("This table is empty.")
+else:
+    st.dataframe(table.head(200), hide_index=True, width="stretch")
+    st.caption(f"{len(table):,} rows (the preview shows up to 200).")
+    st.download_button(f"Download {which} (CSV)", c.csv_bytes(table), file_name=f"{name}.csv", mime="text/csv",
+                       key="export_csv", icon=":material/download:", on_click="ignore")
+
+st.subheader("Run report (HTML)")
+if finished.empty:
+    st.info("Reports are made from finished runs; none yet.")
+    st.stop()
+done = {r["run_id"]: r for r in finished.to_dict("records")}
+run_id = st.selectbox("Run", list(done), key="export_report_run", format_func=lambda i: c.run_option_label(done[i]))
+n_completions = st.slider("Completions to include", 0, 50, 10, key="export_report_n")
+record = done[run_id]
+run = c.get_run(run_id)
+phrases = [p["phrase"] for p in c.read_run(run, "phrases")] if record["has_phrases"] else []
+def make_report() -> bytes:
+    """Built only when the button is clicked (plotly inlined makes it several MB)."""
+    figures = report.report_figures(record, finished[finished["preset"] == record["preset"]],
+                                    c.read_run(run, "progress"))
+    document = report.build_report_html(record, c.run_config_dict(run), c.read_run(run, "privacy"),
+                                        c.read_run(run, "metrics"), c.read_run(run, "completions"), phrases,
+                                        figures, n_completions=n_completions)
+    return document.encode("utf-8")
+
+
+st.caption("One self-contained HTML file (plotly inlined, opens offline): privacy statement and events, metrics, "
+           "a BLEU-4 vs ε chart with this run among its preset, training progress, completions, the full config. "
+           + c.PHRASE_NOTE)
+st.download_button("Download report (HTML)", make_report, file_name=f"{run_id}_report.html", mime="text/html",
+                   key="export_report", icon=":material/description:", type="primary", on_click="ignore")

@@ -1,0 +1,140 @@
+"""Launch: choose methods and privacy settings, see the noise they imply at once, start background jobs."""
+
+import math
+
+import streamlit as st
+
+from core.config import ABLATIONS, METHODS, PRESETS, ConfigError
+from core.runs import jobs
+from dashboard import common as c
+
+st.title("Launch runs")
+st.caption("Each selected method becomes one background job (`python -m core job`); jobs queue and keep running "
+           "when you reload or close the browser. The settings live in the URL: copy it to share them.")
+
+ignored = c.init_launch_settings()
+if ignored:
+    st.warning("Ignored URL parameter(s): " + ", ".join(ignored))
+
+left, right = st.columns([1, 1], gap="large")
+with left:
+    st.multiselect("Method(s)", METHODS, key="launch_methods", format_func=c.method_label,
+                   help="Launching several methods queues one job per method.")
+    a, b = st.columns(2)
+    a.text_input("ε (epsilon)", key="launch_eps", help="target privacy loss; a positive number or inf")
+    b.text_input("δ (delta)", key="launch_delta", help="e.g. 1e-6 (paper, App. G)")
+    a, b = st.columns(2)
+    a.selectbox("Preset", list(PRESETS), key="launch_preset",
+                help="tiny: seconds to minutes; quick: minutes (default); paper: the whole corpus")
+    b.number_input("Seed", min_value=0, step=1, key="launch_seed")
+    with st.container(border=True):
+        st.markdown("**SeqPATE settings** (used by SeqPATE runs only)")
+        preset_for_help = st.session_state.get("launch_preset", "quick")
+        default_teachers = c.preset_value(preset_for_help, "seqpate", "teachers")
+        a, b = st.columns(2)
+        a.number_input("Teachers", min_value=1, step=1, value=None, key="launch_teachers",
+                       placeholder=f"{default_teachers} (preset)")
+        b.selectbox("Partition", ["random", "by-user"], key="launch_partition",
+                    help="by-user keeps each user's sentences in as few teachers as possible (App. F)")
+        a, b = st.columns(2)
+        a.radio("Candidate filter", ["top-p", "top-k"], key="launch_filter_kind", horizontal=True,
+                help="the student's own candidate set (public information) on which teachers are queried")
+        if st.session_state.get("launch_filter_kind") == "top-k":
+            b.number_input("k", min_value=1, step=1, key="launch_top_k")
+        else:
+            b.number_input("p", min_value=0.01, max_value=1.0, step=0.01, format="%.2f", key="launch_top_p")
+        st.selectbox("Ablation", ABLATIONS, key="launch_ablation", help="Table 3 of the paper; none = full SeqPATE")
+
+settings = c.save_launch_settings()
+filter_spec = c.launch_filter_spec(settings)
+
+configs = {}
+errors = []
+if not settings["methods"]:
+    errors.append("choose at least one method")
+for method in settings["methods"]:
+    try:
+        configs[method] = c.build_launch_config(
+            method, settings["preset"], settings["eps"], settings["delta"], settings["teachers"], filter_spec,
+            settings["partition"], settings["ablation"], settings["seed"],
+        )
+    except ConfigError as exc:
+        errors.append(f"{c.method_label(method)}: {exc}")
+
+with right:
+    st.subheader("What these settings mean")
+    try:
+        eps = c.parse_number(settings["eps"], "epsilon")
+        delta = c.parse_number(settings["delta"], "delta")
+        valid_privacy = eps > 0 and 0 < delta < 1
+    except ConfigError:
+        eps = delta = None
+        valid_privacy = False
+    if valid_privacy:
+        st.markdown(c.epsilon_reading(eps, delta))
+    if "seqpate" in configs:
+        sp = configs["seqpate"].seqpate
+        with st.container(border=True):
+            st.markdown("**SeqPATE noise** (calibrated before the first query)")
+            if math.isinf(eps):
+                st.warning("ε = ∞: no noise at all; the run is labelled non-private.")
+            noise = c.seqpate_noise(eps, delta, sp.query_budget)
+            m1, m2 = st.columns(2)
+            m3, m4 = st.columns(2)
+            m1.metric("noise multiplier z", f"{noise['z']:.4g}", help="std / L2 sensitivity")
+            m2.metric("noise std σ", f"{noise['std']:.4g}", help="σ = z·√2: one teacher changes the sum by √2")
+            m3.metric("σ / M", f"{noise['std'] / sp.teachers:.4g}",
+                      help=f"noise relative to the average of the M = {sp.teachers} teacher distributions")
+            m4.metric("query budget Q", f"{sp.query_budget:,}", help=f"from preset {configs['seqpate'].preset}")
+            st.caption(f"{sp.teachers} teachers, filter {sp.filter}, partition {sp.partition}, "
+                       f"ablation {sp.ablation}. Querying stops after Q releases; accountant: exact Gaussian "
+                       "composition.")
+    dpsgd = [m for m in configs if m in c.DPSGD_METHODS]
+    if dpsgd and valid_privacy and not math.isinf(eps):
+        cfg = configs[dpsgd[0]]
+        n = cfg.data.private_train
+        with st.container(border=True):
+            st.markdown("**DP-SGD noise** (" + ", ".join(c.method_label(m) for m in dpsgd) + ")")
+            if n is None:
+                st.caption("Preset paper uses the whole corpus: the run calibrates once the data is loaded.")
+            else:
+                q = min(1.0, cfg.dpsgd.batch_size / n)
+                steps = max(1, cfg.dpsgd.epochs * math.ceil(n / cfg.dpsgd.batch_size))
+                with st.spinner("PLD accountant…"):
+                    z = c.dpsgd_noise(eps, delta, q, steps)
+                m1, m2, m3 = st.columns(3)
+                m1.metric("noise multiplier", f"{z:.4g}")
+                m2.metric("sampling rate q", f"{q:.4g}", help=f"batch {cfg.dpsgd.batch_size} / N {n}")
+                m3.metric("steps", f"{steps:,}", help=f"{cfg.dpsgd.epochs} epochs")
+    refs = [m for m in configs if m in c.NON_PRIVATE_REFERENCES]
+    if refs:
+        st.caption("ε is not used by " + ", ".join(c.method_label(m) for m in refs) +
+                   ": non-private references (public only: ε = 0; private without noise: ε = ∞).")
+
+for message in errors:
+    st.error(message, icon=":material/error:")
+
+n_jobs = len(configs)
+label = f"Launch {n_jobs} job{'s' if n_jobs != 1 else ''}" if n_jobs else "Launch"
+if st.button(label, type="primary", disabled=bool(errors) or not configs, key="launch_button"):
+    if errors or not configs:
+        st.error("Nothing launched: fix the settings above first.")
+    else:
+        launched = []
+        for method, cfg in configs.items():
+            try:
+                launched.append(jobs.launch(cfg.to_dict()).run_id)
+            except Exception as exc:  # noqa: BLE001 (shown to the user, the other jobs still go)
+                st.error(f"{c.method_label(method)}: could not launch: {exc}")
+        st.session_state["launch_last"] = launched
+
+if st.session_state.get("launch_last"):
+    ids = st.session_state["launch_last"]
+    st.success(f"Queued {len(ids)} job(s): " + ", ".join(f"`{i}`" for i in ids))
+    st.page_link("views/runs.py", label="Watch them on the Runs page", icon=":material/list:")
+
+with st.expander("Resolved config of the first method"):
+    if configs:
+        st.json(next(iter(configs.values())).to_dict(), expanded=False)
+    else:
+        st.caption("no valid config")

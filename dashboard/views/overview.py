@@ -1,0 +1,69 @@
+"""Overview: what SeqPATE does, the headline comparison and a privacy statement per method."""
+
+import streamlit as st
+
+from dashboard import common as c
+from dashboard.diagram import PIPELINE_DOT
+
+st.title("SeqPATE bench")
+st.caption("Differentially private text generation: SeqPATE (Tian et al., NeurIPS 2022) against DP-SGD "
+           "baselines and non-private references, run on this machine.")
+
+st.graphviz_chart(PIPELINE_DOT, width="stretch")
+st.markdown(
+    """
+**What SeqPATE does.** A language model trained on private sentences can repeat them, names and secrets included.
+SeqPATE never lets the released model (the *student*) see private text:
+
+1. The private sentences are split into **disjoint parts**, and one **teacher** model is fine-tuned per part,
+   so any one sentence (or, with the by-user partition, most of one user's sentences) sits in one teacher.
+2. The student learns on **pseudo sentences**: public prefixes completed by the public base model.
+3. Where the student is unsure, the teachers' next-token distributions are **summed over the student's own top
+   candidates** (public information) and released with **Gaussian noise**. One sentence moves the sum by at most
+   √2, so each answer is a Gaussian mechanism; the noise is calibrated *before* the first query from (ε, δ) and
+   the query budget Q, and querying stops when the budget is spent.
+4. The student is trained on the pseudo labels plus the noisy distributions (KL loss).
+
+Every ε shown here is computed from the recorded noise events by `core.privacy` and names its accountant.
+"""
+)
+
+report = c.read_report()
+if report:
+    with st.expander("Report on the shipped runs (cached_runs/REPORT.md)", expanded=False):
+        st.markdown(report)
+
+st.subheader("Headline comparison")
+df = c.finished_frame()
+if df.empty:
+    c.no_runs()
+    st.stop()
+
+preset = c.preset_picker(df, key="overview_preset")
+table = c.headline_table(df[df["preset"] == preset])
+st.dataframe(
+    table,
+    hide_index=True,
+    width="stretch",
+    column_config={
+        "PPL": st.column_config.NumberColumn(format="%.2f", help="corpus perplexity on private test sentences"),
+        "BLEU-4": st.column_config.NumberColumn(format="%.2f", help="sacrebleu BLEU-4 of completions (0-100)"),
+        "ε": st.column_config.NumberColumn(format="%.3g", help="accounted ε (0: public only, inf: not private)"),
+    },
+)
+st.caption("Means over runs with the same method and ε (seeds) in this preset; ablation runs are on the "
+           "Privacy-utility page. PPL lower is better, BLEU-4 higher is better.")
+
+st.subheader("Privacy statements")
+cards = c.privacy_cards(df[df["preset"] == preset])
+columns = st.columns(min(4, max(1, len(cards))))
+for i, card in enumerate(cards):
+    with columns[i % len(columns)].container(border=True):
+        st.markdown(f"**{card['label']}**")
+        if card["kind"] == "not-private":
+            st.error("NOT PRIVATE: private data, no noise (ε = ∞)", icon=":material/warning:")
+        elif card["kind"] == "public-only":
+            st.info("Non-private reference: uses no private data (ε = 0)", icon=":material/public:")
+        else:
+            st.success(f"ε = {card['epsilon']}, δ = {card['delta']}", icon=":material/shield:")
+        st.markdown(f"Protects: {card['unit']}  \nAccountant: `{card['accountant']}`  \nRuns: {card['runs']}")

@@ -1,0 +1,80 @@
+"""Phrases: per-secret-phrase epsilon (paper Sec. 5.3, Table 6) and how users spread over teachers."""
+
+import math
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import charts
+from dashboard import common as c
+
+st.title("Secret phrases")
+st.caption("A phrase held by n teachers has sensitivity √2·n, so its ε grows with the teachers holding it. "
+           + c.PHRASE_NOTE)
+
+df = c.finished_frame()
+with_phrases = df[df["has_phrases"]] if not df.empty else df
+if with_phrases.empty:
+    c.no_runs("runs with a phrases.csv")
+    st.stop()
+
+records = {r["run_id"]: r for r in with_phrases.to_dict("records")}
+run_id = st.selectbox("Run", list(records), key="phrases_run", format_func=lambda i: c.run_option_label(records[i]))
+run = c.get_run(run_id)
+phrases = pd.DataFrame(c.read_run(run, "phrases"))
+if phrases.empty:
+    st.info("This run's phrases.csv has no rows.")
+    st.stop()
+
+f1, f2, f3 = st.columns([3, 2, 2])
+search = f1.text_input("Search phrases", key="phrases_search", placeholder="e.g. a name")
+finite = phrases["epsilon"][phrases["epsilon"].map(lambda v: v is not None and math.isfinite(v))]
+max_teachers = int(phrases["teachers"].max()) if "teachers" in phrases and phrases["teachers"].notna().any() else 0
+min_teachers = f2.number_input("Held by at least … teachers", min_value=0, max_value=max(max_teachers, 0),
+                               value=0, step=1, key="phrases_min_teachers")
+min_occ = f3.number_input("Occurring at least … times", min_value=0, value=0, step=1, key="phrases_min_occ")
+view = phrases
+if search:
+    view = view[view["phrase"].str.contains(search, case=False, regex=False)]
+if min_teachers and "teachers" in view:
+    view = view[view["teachers"].fillna(0) >= min_teachers]
+if min_occ and "occurrences" in view:
+    view = view[view["occurrences"].fillna(0) >= min_occ]
+
+eps = phrases["epsilon"]
+avg = float(finite.mean()) if not finite.empty else float("nan")
+s = st.columns(5)
+s[0].metric("phrases", f"{len(phrases):,}")
+s[1].metric("average ε", c.fmt_eps(avg))
+s[2].metric("min ε", c.fmt_eps(float(eps.min())))
+s[3].metric("max ε", c.fmt_eps(float(eps.max())))
+s[4].metric("share ≤ average", f"{(eps <= avg).mean():.0%}" if not math.isnan(avg) else "–")
+st.caption(f"Showing {len(view):,} of {len(phrases):,} phrases; click a column header to sort.")
+st.dataframe(view, hide_index=True, width="stretch",
+             column_config={"epsilon": st.column_config.NumberColumn("ε", format="%.3g")})
+
+st.subheader("ε per phrase, by method")
+options = list(records)
+latest_per_method = list({r["method"]: i for i, r in reversed(list(records.items()))}.values())
+chosen = st.multiselect("Runs in the histogram", options, default=[run_id] + [i for i in latest_per_method
+                                                                             if i != run_id][:3],
+                        key="phrases_hist_runs", format_func=lambda i: c.run_option_label(records[i]))
+per_method: dict[str, list[float]] = {}
+for rid in chosen:
+    rows = c.read_run(c.get_run(rid), "phrases")
+    per_method.setdefault(records[rid]["method"], []).extend(r["epsilon"] for r in rows if r.get("epsilon")
+                                                             is not None)
+if per_method:
+    st.plotly_chart(charts.phrase_epsilon_histogram(per_method), width="stretch", key="phrases_hist")
+    n_inf = sum(1 for values in per_method.values() for v in values if not math.isfinite(v))
+    if n_inf:
+        st.caption(f"{n_inf} phrase(s) with ε = ∞ (no noise) are left out of the histogram.")
+
+st.subheader("Teachers per user")
+hist = records[run_id].get("teachers_per_user")
+if isinstance(hist, dict) and hist:
+    st.plotly_chart(charts.teachers_per_user_figure(hist), width="stretch", key="phrases_tpu")
+    st.caption("How many teachers hold sentences of the same user (paper Table 5): with the by-user partition "
+               "most users sit in one teacher, so a user's phrases have small sensitivity.")
+else:
+    st.info("This run's privacy.json has no teachers_per_user histogram (only SeqPATE runs record it).")

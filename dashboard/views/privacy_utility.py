@@ -1,0 +1,89 @@
+"""Privacy-utility: BLEU-4 and PPL vs epsilon per method (paper Fig. 2), ablations, filters, teacher counts."""
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import charts
+from dashboard import common as c
+
+st.title("Privacy vs utility")
+st.caption("Finished runs of one preset. Private methods are points at their accounted ε (log axis); "
+           "non-private references are flat dashed lines: Pub-GPT and Pub-GPT + pseudo use no private data "
+           "(ε = 0), Pri-GPT uses it without noise (ε = ∞). Hover a point for its run id.")
+
+df = c.finished_frame()
+if df.empty:
+    c.no_runs()
+    st.stop()
+
+preset = c.preset_picker(df, key="pu_preset")
+runs = df[df["preset"] == preset]
+main = runs[runs["ablation"].fillna("none") == "none"]
+
+left, right = st.columns(2)
+left.plotly_chart(charts.privacy_utility_figure(main, "bleu4", "BLEU-4 vs ε (higher is better)"),
+                  width="stretch", key="pu_bleu")
+right.plotly_chart(charts.privacy_utility_figure(main, "ppl", "Perplexity vs ε (lower is better)"),
+                   width="stretch", key="pu_ppl")
+
+st.markdown("**Points on the charts**")
+points = pd.DataFrame({
+    "run": main["run_id"],
+    "method": main["method"].map(c.method_label),
+    "ε": main["epsilon"],
+    "setting": main.apply(c.setting_text, axis=1) if not main.empty else [],
+    "PPL": main["ppl"],
+    "BLEU-4": main["bleu4"],
+    "seed": main["seed"],
+})
+st.dataframe(points.sort_values(["method", "ε"]), hide_index=True, width="stretch",
+             column_config={"PPL": st.column_config.NumberColumn(format="%.2f"),
+                            "BLEU-4": st.column_config.NumberColumn(format="%.2f"),
+                            "ε": st.column_config.NumberColumn(format="%.3g")})
+
+seqpate = runs[runs["method"] == "seqpate"]
+metric_cols = {"PPL": st.column_config.NumberColumn(format="%.2f"),
+               "BLEU-4": st.column_config.NumberColumn(format="%.2f"),
+               "ε": st.column_config.NumberColumn(format="%.3g")}
+
+
+def small_table(rows: pd.DataFrame, first: str, values: pd.Series) -> pd.DataFrame:
+    return pd.DataFrame({
+        first: values,
+        "ε": rows["epsilon"],
+        "teachers": rows["teachers"],
+        "PPL": rows["ppl"],
+        "BLEU-4": rows["bleu4"],
+        "run": rows["run_id"],
+    }).sort_values([first, "ε"])
+
+
+st.subheader("Ablations (Table 3)")
+ablations = seqpate[seqpate["ablation"].fillna("none") != "none"]
+if ablations.empty:
+    st.info("No ablation runs yet (SeqPATE runs with an ablation other than none).")
+else:
+    eps_values = set(ablations["epsilon_target"].dropna())
+    full = seqpate[(seqpate["ablation"].fillna("none") == "none") & seqpate["epsilon_target"].isin(eps_values)]
+    rows = pd.concat([full, ablations])
+    names = rows["ablation"].fillna("none").replace({"none": "SeqPATE (full)"})
+    st.dataframe(small_table(rows, "ablation", names), hide_index=True, width="stretch",
+                 column_config=metric_cols)
+
+st.subheader("Candidate filters (Table 4)")
+filters = seqpate[seqpate["ablation"].fillna("none") == "none"]
+if filters["filter"].nunique() < 2:
+    st.info("No filter comparison yet: needs SeqPATE runs with at least two candidate filters "
+            "(e.g. top-p:0.95 and top-k:50)." + (f" Present: {', '.join(filters['filter'].dropna().unique())}."
+                                                  if not filters.empty else ""))
+else:
+    st.dataframe(small_table(filters, "filter", filters["filter"]), hide_index=True, width="stretch",
+                 column_config=metric_cols)
+
+st.subheader("Number of teachers (App. H)")
+if filters["teachers"].nunique() < 2:
+    st.info("No teacher-count curve yet: needs SeqPATE runs with at least two teacher counts.")
+else:
+    metric = st.radio("Metric", ["bleu4", "ppl"], format_func=charts.METRIC_LABELS.get, horizontal=True,
+                      key="pu_teacher_metric")
+    st.plotly_chart(charts.teacher_curve_figure(filters, metric), width="stretch", key="pu_teachers")

@@ -1,0 +1,159 @@
+"""Runs: every live and cached run with progress; cancel, delete, rerun; log tail; compare two configs."""
+
+import pandas as pd
+import streamlit as st
+
+from core.config import ConfigError
+from core.runs import RunError, jobs
+from dashboard import common as c
+
+st.title("Runs")
+
+infos = c.list_infos()
+active = any(info.state in c.ACTIVE_STATES and info.source == "live" for info in infos)
+
+
+@st.fragment(run_every=2 if active else None)
+def live_view() -> None:
+    df = c.runs_frame()
+    if df.empty:
+        c.no_runs("runs")
+        return
+    still_active = bool(((df["state"].isin(c.ACTIVE_STATES)) & (df["source"] == "live")).any())
+    if active and not still_active:
+        st.rerun()  # the last job ended: a full rerun stops the polling
+
+    f1, f2, f3 = st.columns([2, 2, 3])
+    sources = f1.multiselect("Source", ["live", "cached"], default=["live", "cached"], key="runs_sources")
+    states = f2.multiselect("State", ["queued", "running", "done", "failed", "cancelled"], key="runs_states",
+                            placeholder="all states")
+    search = f3.text_input("Search", key="runs_search", placeholder="run id or method")
+    view = df[df["source"].isin(sources)]
+    if states:
+        view = view[view["state"].isin(states)]
+    if search:
+        needle = search.lower()
+        view = view[view["run_id"].str.lower().str.contains(needle, regex=False)
+                    | view["method"].fillna("").str.lower().str.contains(needle, regex=False)]
+    table = pd.DataFrame({
+        "run": view["run_id"],
+        "source": view["source"],
+        "method": view["method"].map(c.method_label),
+        "preset": view["preset"],
+        "ε": view["epsilon"].map(c.fmt_eps),
+        "state": view["state"],
+        "stage": view["stage"],
+        "progress": view["progress"],
+        "elapsed": view["elapsed_s"].map(c.fmt_duration),
+        "remaining": view["remaining_s"].map(c.fmt_duration),
+        "created": view["created"].fillna("").str.slice(0, 19).str.replace("T", " "),
+        "error": view["error"].fillna(""),
+    })
+    st.dataframe(table, hide_index=True, width="stretch", column_config={
+        "progress": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="percent"),
+    })
+    counts = df["state"].value_counts().to_dict()
+    st.caption(" · ".join(f"{state}: {n}" for state, n in counts.items()) +
+               ("  —  refreshing every 2 s while jobs run" if still_active else ""))
+
+    st.subheader("Run details")
+    records = {r["run_id"]: r for r in df.to_dict("records")}
+    ids = list(view["run_id"]) or list(records)
+    default = next((i for i in ids if records[i]["state"] in c.ACTIVE_STATES), ids[0])
+    pending = st.session_state.pop("runs_select_next", None)
+    if pending in ids:
+        st.session_state["runs_selected"] = pending
+    elif st.session_state.get("runs_selected") not in ids:
+        st.session_state["runs_selected"] = default
+    run_id = st.selectbox("Run", ids, key="runs_selected",
+                          format_func=lambda i: c.run_option_label(records[i], live=True))
+    record = records[run_id]
+    run = c.get_run(run_id)
+
+    m = st.columns(5)
+    m[0].metric("state", record["state"])
+    m[1].metric("stage", record["stage"] or "–")
+    m[2].metric("progress", f"{record['progress']:.0%}")
+    m[3].metric("elapsed", c.fmt_duration(record["elapsed_s"]))
+    m[4].metric("remaining (est.)", c.fmt_duration(record["remaining_s"]))
+    if record["state"] == "failed":
+        st.error(f"Failed at stage {record['stage'] or '?'}: {record['error'] or 'no error recorded'}",
+                 icon=":material/error:")
+        trace = run.read_text("traceback.txt")
+        if trace:
+            with st.expander("Traceback"):
+                st.code(trace, language="text")
+    elif record["state"] == "done" and record["has_privacy"]:
+        st.caption(c.privacy_statement(record["epsilon"], record["delta"], record["unit"]) +
+                   f"  ·  PPL {c.fmt_num(record['ppl'])}  ·  BLEU-4 {c.fmt_num(record['bleu4'])}")
+
+    b1, b2, b3, _ = st.columns([1, 1, 1, 3])
+    is_live = record["source"] == "live"
+    if b1.button("Cancel", key="runs_cancel", disabled=not (is_live and record["state"] in c.ACTIVE_STATES),
+                 help="stop a queued or running job (live runs only)"):
+        try:
+            jobs.cancel(run)
+            st.session_state["runs_flash"] = f"cancelled {run_id}"
+        except RunError as exc:
+            st.error(str(exc))
+        st.rerun()
+    if b2.button("Delete", key="runs_delete", disabled=not (is_live and record["state"] in ("done", "failed",
+                                                                                               "cancelled")),
+                 help="remove a finished live run folder (cached runs are never deleted)"):
+        st.session_state["runs_confirm_delete"] = run_id
+    if b3.button("Rerun", key="runs_rerun", help="launch a new job with the same config"):
+        try:
+            cfg = c.validated_config(c.run_config_dict(run))
+            new = jobs.launch(cfg.to_dict())
+            st.session_state["runs_flash"] = f"launched {new.run_id} with the config of {run_id}"
+            st.session_state["runs_select_next"] = new.run_id
+            st.rerun()
+        except (ConfigError, RunError, OSError, ValueError) as exc:
+            st.error(f"could not rerun: {exc}")
+    if st.session_state.get("runs_confirm_delete") == run_id:
+        st.warning(f"Delete `{run_id}` and all its files?")
+        y, n, _ = st.columns([1, 1, 4])
+        if y.button("Yes, delete", key="runs_delete_yes", type="primary"):
+            try:
+                jobs.delete(run)
+                st.session_state["runs_flash"] = f"deleted {run_id}"
+            except RunError as exc:
+                st.session_state["runs_flash"] = f"could not delete: {exc}"
+            st.session_state.pop("runs_confirm_delete", None)
+            st.rerun()
+        if n.button("Keep", key="runs_delete_no"):
+            st.session_state.pop("runs_confirm_delete", None)
+            st.rerun()
+    if st.session_state.get("runs_flash"):
+        st.info(st.session_state.pop("runs_flash"))
+
+    tail = run.log_tail(40)
+    with st.expander("Log tail (last 40 lines)", expanded=record["state"] in c.ACTIVE_STATES + ("failed",)):
+        st.code(tail or "(no log: cached runs and runs started from the command line keep none)", language="text")
+    if st.toggle("Show training progress (loss, ε spent)", key="runs_show_progress"):
+        # plotly figures: built only when asked for
+        from dashboard import charts
+
+        figure = charts.run_progress_figure(c.read_run(run, "progress"))
+        if figure is None:
+            st.caption("No loss or ε lines in progress.jsonl yet.")
+        else:
+            st.plotly_chart(figure, width="stretch", key="runs_progress_chart")
+
+
+live_view()
+
+st.subheader("Compare two configs")
+all_ids = [info.run_id for info in infos]
+if len(all_ids) < 2:
+    st.caption("Needs at least two runs.")
+else:
+    a, b = st.columns(2)
+    id_a = a.selectbox("Run A", all_ids, index=0, key="runs_cmp_a")
+    id_b = b.selectbox("Run B", all_ids, index=1, key="runs_cmp_b")
+    diff = c.config_diff(c.run_config_dict(c.get_run(id_a)), c.run_config_dict(c.get_run(id_b)))
+    if diff.empty:
+        st.success("Same config.")
+    else:
+        st.caption(f"{len(diff)} differing field(s); equal fields are hidden.")
+        st.dataframe(diff, hide_index=True, width="stretch")

@@ -1,0 +1,104 @@
+"""Launch: instant noise preview, refusal of invalid settings, URL round trip, background launch."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from apptest_helpers import metrics, texts
+
+from core.config import ConfigError, preset_config
+from core.runs import jobs
+
+try:
+    from core.privacy import gaussian_noise_multiplier
+except ImportError:  # the package may not re-export it yet
+    from core.privacy.calibrate import gaussian_noise_multiplier
+
+
+@pytest.fixture
+def fake_job(tmp_path, monkeypatch):
+    """Launched jobs run a script that exits at once instead of training."""
+    script = tmp_path / "fake_job.py"
+    script.write_text("import sys\n")
+    monkeypatch.setattr(jobs, "JOB_COMMAND", [str(script)])
+    return script
+
+
+def test_sigma_shown_equals_calibration(roots, app_page):
+    at = app_page("launch", {"preset": "tiny", "eps": "2", "delta": "1e-5", "methods": "seqpate"})
+    assert not at.exception
+    z = gaussian_noise_multiplier(2.0, 1e-5, 1000)  # tiny preset: query budget 1000, 10 teachers
+    shown = metrics(at)
+    assert shown["noise multiplier z"] == f"{z:.4g}"
+    assert shown["noise std σ"] == f"{z * math.sqrt(2):.4g}"
+    assert shown["σ / M"] == f"{z * math.sqrt(2) / 10:.4g}"
+    assert shown["query budget Q"] == "1,000"
+    assert "e^ε ≈ 7.39×" in texts(at)  # the plain-language reading of epsilon 2
+
+
+def test_invalid_epsilon_shows_config_error_and_launches_nothing(roots, app_page, fake_job):
+    at = app_page("launch")
+    at.text_input(key="launch_eps").set_value("-1").run()
+    assert not at.exception
+    with pytest.raises(ConfigError) as expected:
+        preset_config("quick", method="seqpate", privacy__epsilon=-1.0)
+    errors = [e.value for e in at.error]
+    assert any(str(expected.value) in e for e in errors), errors
+    assert at.button(key="launch_button").disabled  # nothing can be launched
+    assert list(roots["live"].iterdir()) == []
+
+
+def test_non_number_and_too_many_teachers_are_refused(roots, app_page, fake_job):
+    at = app_page("launch", {"preset": "tiny"})
+    at.text_input(key="launch_eps").set_value("lots").run()
+    assert any("epsilon must be a number (or inf), got 'lots'" in e.value for e in at.error)
+    at.text_input(key="launch_eps").set_value("3").run()
+    at.number_input(key="launch_teachers").set_value(5000).run()
+    assert any("5000 teachers but only 2000 private training sentences" in e.value for e in at.error)
+    assert at.button(key="launch_button").disabled
+    assert list(roots["live"].iterdir()) == []
+
+
+def test_settings_round_trip_through_the_url(roots, app_page):
+    query = {"methods": "seqpate,pub-gpt", "eps": "8", "delta": "1e-5", "teachers": "20", "filter": "top-k:50",
+             "partition": "by-user", "ablation": "-kl", "preset": "tiny", "seed": "3"}
+    at = app_page("launch", query)
+    assert not at.exception
+    assert at.multiselect(key="launch_methods").value == ["seqpate", "pub-gpt"]
+    assert at.text_input(key="launch_eps").value == "8"
+    assert at.number_input(key="launch_teachers").value == 20
+    assert at.radio(key="launch_filter_kind").value == "top-k"
+    assert at.number_input(key="launch_top_k").value == 50
+    assert at.selectbox(key="launch_partition").value == "by-user"
+    assert at.selectbox(key="launch_ablation").value == "-kl"
+    assert at.selectbox(key="launch_preset").value == "tiny"
+    assert at.number_input(key="launch_seed").value == 3
+    # a change is written back to the URL
+    at.text_input(key="launch_eps").set_value("0.5").run()
+    assert at.query_params["eps"] == "0.5"
+    assert at.query_params["filter"] == "top-k:50"
+    assert at.query_params["methods"] == "seqpate,pub-gpt"
+
+
+def test_bad_url_parameters_are_ignored_with_a_warning(roots, app_page):
+    at = app_page("launch", {"preset": "huge", "methods": "seqpate,bogus"})
+    assert not at.exception
+    warning = " ".join(w.value for w in at.warning)
+    assert "preset=huge" in warning and "methods=bogus" in warning
+    assert at.selectbox(key="launch_preset").value == "quick"
+
+
+def test_launch_queues_one_job_per_method(roots, app_page, fake_job):
+    at = app_page("launch", {"preset": "tiny", "eps": "4", "methods": "seqpate,pub-gpt", "teachers": "5"})
+    assert not at.exception
+    at.button(key="launch_button").click().run()
+    assert not at.exception
+    runs = sorted(p for p in roots["live"].iterdir() if not p.name.startswith("."))
+    assert len(runs) == 2
+    configs = {json.loads((p / "config.json").read_text())["config"]["method"]: p for p in runs}
+    assert set(configs) == {"seqpate", "pub-gpt"}
+    seq = json.loads((configs["seqpate"] / "config.json").read_text())["config"]
+    assert seq["privacy"]["epsilon"] == 4.0 and seq["seqpate"]["teachers"] == 5 and seq["preset"] == "tiny"
+    assert "Queued 2 job(s)" in texts(at)

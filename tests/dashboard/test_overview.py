@@ -1,0 +1,50 @@
+"""Overview: explanation and diagram, headline table values equal metrics.json, privacy statement cards."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from apptest_helpers import texts
+from fake_runs import write_run
+
+
+def test_empty_overview_says_no_runs(roots, app_page):
+    at = app_page()
+    assert not at.exception
+    assert "No finished runs yet" in texts(at)
+    assert at.get("graphviz_chart"), "the SeqPATE diagram is shown even without runs"
+
+
+def test_headline_table_matches_run_files(roots, app_page):
+    seq = write_run(roots["cached"], "seq-eps3", "seqpate", epsilon=3.0, ppl=123.456, bleu4=2.75)
+    pub = write_run(roots["live"], "pub", "pub-gpt", ppl=300.5, bleu4=0.5)
+    write_run(roots["cached"], "pri", "pri-gpt", ppl=80.25, bleu4=4.0)
+    write_run(roots["live"], "broken", "seqpate", state="failed", error="boom")  # not finished: not in the table
+    at = app_page()
+    assert not at.exception
+    table = at.dataframe[0].value
+    by_method = {row["Method"]: row for row in table.to_dict("records")}
+    assert set(by_method) == {"Pub-GPT", "Pri-GPT", "SeqPATE"}
+    for run, label in ((seq, "SeqPATE"), (pub, "Pub-GPT")):
+        metrics = json.loads((run.path / "metrics.json").read_text())
+        privacy = json.loads((run.path / "privacy.json").read_text())
+        assert by_method[label]["PPL"] == metrics["ppl"]
+        assert by_method[label]["BLEU-4"] == metrics["bleu4"]
+        assert by_method[label]["ε"] == privacy["epsilon"]
+    assert math.isinf(by_method["Pri-GPT"]["ε"])
+    assert by_method["SeqPATE"]["run ids"] == "seq-eps3"
+
+    page_text = texts(at)
+    assert "NOT PRIVATE" in page_text  # pri-gpt's card
+    assert "uses no private data" in page_text  # pub-gpt's card
+    assert "analytic-gaussian (exact composition)" in page_text  # seqpate's accountant
+    assert "one training sentence (sample level)" in page_text
+
+
+def test_report_md_is_shown(roots, app_page):
+    write_run(roots["cached"], "seq", "seqpate")
+    (roots["cached"] / "REPORT.md").write_text("# Shipped runs\n\nSeqPATE beats NoisySGD at eps 3.\n")
+    at = app_page()
+    assert not at.exception
+    assert "SeqPATE beats NoisySGD at eps 3." in texts(at)

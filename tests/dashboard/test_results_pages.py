@@ -1,0 +1,106 @@
+"""Privacy-utility, Phrases and Completions pages against fake runs: charts and tables match the run files."""
+
+from __future__ import annotations
+
+import pytest
+from apptest_helpers import metrics, plotly_specs, texts
+from fake_runs import PHRASES, phrase_rows, write_run
+
+
+@pytest.fixture
+def results(roots):
+    cached = roots["cached"]
+    for eps, bleu in ((1.0, 1.5), (3.0, 2.5), (8.0, 3.0)):
+        write_run(cached, f"seq-eps{eps:g}", "seqpate", epsilon=eps, bleu4=bleu, ppl=200 / eps,
+                  phrases=phrase_rows(eps / 3), teachers_per_user={"1": 50, "2": 7, "3": 2, ">3": 1, "mean": 1.2})
+        write_run(cached, f"sgd-eps{eps:g}", "noisysgd", epsilon=eps, bleu4=bleu / 2, ppl=400 / eps)
+    write_run(cached, "pub", "pub-gpt", bleu4=0.4, ppl=500.0)
+    write_run(cached, "pri", "pri-gpt", bleu4=4.2, ppl=60.0, r_name=0.125,
+              completions=["Alice Smith lives in Provo"] + ["pri says hi"] * 5)
+    write_run(cached, "seq-kl", "seqpate", epsilon=3.0, ablation="-kl", bleu4=1.9)
+    write_run(cached, "seq-topk", "seqpate", epsilon=3.0, filter="top-k:50", bleu4=2.2)
+    write_run(cached, "seq-m5", "seqpate", epsilon=3.0, teachers=5, bleu4=2.1)
+    return cached
+
+
+def test_privacy_utility_empty(roots, app_page):
+    at = app_page("privacy_utility")
+    assert not at.exception
+    assert "No finished runs yet" in texts(at)
+
+
+def test_privacy_utility_chart_has_points_and_reference_lines(results, app_page):
+    at = app_page("privacy_utility")
+    assert not at.exception
+    bleu = plotly_specs(at)[0]
+    assert bleu["layout"]["xaxis"]["type"] == "log"
+    ids = {row[0] for trace in bleu["data"] for row in (trace.get("customdata") or [])}
+    assert {"seq-eps1", "seq-eps3", "seq-eps8", "sgd-eps1", "pri", "pub"} <= ids
+    assert "seq-kl" not in ids  # ablations go to their own table
+    seq_points = next(t for t in bleu["data"] if t["name"] == "SeqPATE" and t["mode"] == "markers")
+    by_id = {cd[0]: y for cd, y in zip(seq_points["customdata"], seq_points["y"], strict=True)}
+    assert by_id["seq-eps3"] == 2.5
+    pub_line = next(t for t in bleu["data"] if t["name"].startswith("Pub-GPT (ε=0"))
+    assert pub_line["y"][0] == pub_line["y"][1] == 0.4  # a flat line at the reference's value
+    pri_line = next(t for t in bleu["data"] if t["name"].startswith("Pri-GPT (ε=∞"))
+    assert pri_line["y"][0] == 4.2
+    ppl = plotly_specs(at)[1]
+    assert ppl["layout"]["yaxis"]["type"] == "log"
+    # ablation (Table 3), filter (Table 4) tables and the teacher-count curve (App. H)
+    frames = [d.value for d in at.dataframe]
+    ablation = next(f for f in frames if "ablation" in f.columns)
+    assert set(ablation["ablation"]) == {"SeqPATE (full)", "-kl"}
+    filters = next(f for f in frames if "filter" in f.columns)
+    assert set(filters["filter"]) == {"top-p:0.95", "top-k:50"}
+    assert any(spec["layout"]["title"]["text"].startswith("SeqPATE: BLEU-4 vs number of teachers")
+               for spec in plotly_specs(at))
+
+
+def test_phrases_summary_matches_csv(results, app_page):
+    at = app_page("phrases")
+    assert not at.exception
+    at.selectbox(key="phrases_run").set_value("seq-eps3").run()
+    rows = phrase_rows(1.0)
+    eps = [r["epsilon"] for r in rows]
+    avg = sum(eps) / len(eps)
+    shown = metrics(at)
+    assert shown["phrases"] == str(len(rows))
+    assert shown["average ε"] == f"{avg:.3g}"
+    assert shown["min ε"] == f"{min(eps):.3g}" and shown["max ε"] == f"{max(eps):.3g}"
+    assert shown["share ≤ average"] == f"{sum(e <= avg for e in eps) / len(eps):.0%}"
+    table = at.dataframe[0].value
+    assert list(table["phrase"]) == PHRASES
+    at.text_input(key="phrases_search").set_value("smith").run()
+    assert list(at.dataframe[0].value["phrase"]) == ["Alice Smith"]
+    titles = [s["layout"]["title"]["text"] for s in plotly_specs(at)]
+    assert "ε per secret phrase" in titles
+    assert any(t.startswith("Users by number of teachers") for t in titles)
+
+
+def test_phrases_without_any_csv(roots, app_page):
+    write_run(roots["cached"], "pub", "pub-gpt")
+    at = app_page("phrases")
+    assert not at.exception
+    assert "No runs with a phrases.csv yet" in texts(at)
+
+
+def test_completions_side_by_side_with_highlights_and_leak_rate(results, app_page):
+    at = app_page("completions")
+    assert not at.exception
+    at.multiselect(key="comp_runs").set_value(["pri", "seq-eps3"]).run()
+    at.multiselect(key="comp_prefixes").set_value([0]).run()
+    assert not at.exception
+    html = texts(at)
+    assert "my name is really" in html  # prefix 0
+    assert "<mark>Alice Smith</mark>" in html  # the reference, highlighted with the seqpate run's phrases
+    assert "Alice Smith lives in Provo" in html  # pri-gpt has no phrases.csv: its completion is not marked
+    assert "seqpate says something about item 0" in html
+    assert "leak rate R_name = 12.50%" in html
+    assert "generating live would need the trained model weights" in html
+
+
+def test_completion_highlight_escapes_html():
+    from dashboard.common import highlight
+
+    assert highlight("<b>Bob</b> met Bobby", ["Bob"]) == "&lt;b&gt;<mark>Bob</mark>&lt;/b&gt; met Bobby"
+    assert highlight("nothing", []) == "nothing"

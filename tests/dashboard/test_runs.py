@@ -1,0 +1,98 @@
+"""Runs: every run with state and progress, a failed run's error, config compare, delete, rerun."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from apptest_helpers import plotly_specs, texts
+from fake_runs import write_run
+
+from core.runs import jobs
+
+
+@pytest.fixture
+def some_runs(roots):
+    write_run(roots["cached"], "cached-seq", "seqpate", epsilon=3.0, seed=0)
+    write_run(roots["live"], "live-seq", "seqpate", epsilon=8.0, seed=1)
+    write_run(roots["live"], "live-failed", "seqpate", state="failed", stage="teachers",
+              error="RuntimeError: teacher 3 diverged", log="line one\nteacher 3: loss nan\n")
+    write_run(roots["live"], "live-running", "pub-gpt", state="running", progress=0.25)
+    return roots
+
+
+def test_lists_every_run_with_state_and_progress(some_runs, app_page):
+    at = app_page("runs")
+    assert not at.exception
+    table = at.dataframe[0].value
+    rows = {r["run"]: r for r in table.to_dict("records")}
+    assert set(rows) == {"cached-seq", "live-seq", "live-failed", "live-running"}
+    assert rows["live-running"]["state"] == "running"
+    assert rows["live-running"]["progress"] == 0.25
+    assert rows["cached-seq"]["source"] == "cached"
+    assert rows["live-failed"]["error"] == "RuntimeError: teacher 3 diverged"
+    # the running run is selected first; its cancel button is enabled, delete is not
+    assert at.selectbox(key="runs_selected").value == "live-running"
+    assert not at.button(key="runs_cancel").disabled
+    assert at.button(key="runs_delete").disabled
+
+
+def test_failed_run_shows_its_error_and_log(some_runs, app_page):
+    at = app_page("runs")
+    at.selectbox(key="runs_selected").set_value("live-failed").run()
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert any("RuntimeError: teacher 3 diverged" in e and "teachers" in e for e in errors), errors
+    assert any("teacher 3: loss nan" in code.value for code in at.code)
+
+
+def test_config_compare_shows_only_differing_fields(some_runs, app_page):
+    at = app_page("runs")
+    at.selectbox(key="runs_cmp_a").set_value("cached-seq")
+    at.selectbox(key="runs_cmp_b").set_value("live-seq").run()
+    assert not at.exception
+    diff = at.dataframe[-1].value
+    assert set(diff["field"]) == {"privacy.epsilon", "seed"}
+    row = diff.set_index("field").loc["privacy.epsilon"]
+    assert (row["A"], row["B"]) == ("3.0", "8.0")
+
+
+def test_delete_live_run_but_never_cached(some_runs, app_page):
+    at = app_page("runs")
+    at.selectbox(key="runs_selected").set_value("cached-seq").run()
+    assert at.button(key="runs_delete").disabled
+    at.selectbox(key="runs_selected").set_value("live-seq").run()
+    at.button(key="runs_delete").click().run()
+    at.button(key="runs_delete_yes").click().run()
+    assert not at.exception
+    assert not (some_runs["live"] / "live-seq").exists()
+    assert (some_runs["cached"] / "cached-seq").exists()
+    assert "deleted live-seq" in texts(at)
+
+
+def test_rerun_launches_the_same_config(some_runs, app_page, tmp_path, monkeypatch):
+    script = tmp_path / "fake_job.py"
+    script.write_text("import sys\n")
+    monkeypatch.setattr(jobs, "JOB_COMMAND", [str(script)])
+    at = app_page("runs")
+    at.selectbox(key="runs_selected").set_value("cached-seq").run()
+    at.button(key="runs_rerun").click().run()
+    assert not at.exception
+    original = json.loads((some_runs["cached"] / "cached-seq" / "config.json").read_text())
+    new = [p for p in some_runs["live"].iterdir()
+           if p.name not in ("live-seq", "live-failed", "live-running") and not p.name.startswith(".")]
+    assert len(new) == 1
+    launched = json.loads((new[0] / "config.json").read_text())
+    assert launched["config_hash"] == original["config_hash"]
+    assert f"launched {new[0].name}" in texts(at)
+
+
+def test_progress_chart_on_request(some_runs, app_page):
+    at = app_page("runs")
+    at.selectbox(key="runs_selected").set_value("live-seq").run()
+    assert plotly_specs(at) == []  # plotly only when asked for
+    at.toggle(key="runs_show_progress").set_value(True).run()
+    assert not at.exception
+    spec = plotly_specs(at)[0]
+    assert {t["name"] for t in spec["data"]} == {"loss", "ε spent"}
+    assert spec["layout"]["xaxis"]["title"]["text"] == "minutes since start"

@@ -1,0 +1,120 @@
+"""Calculator and Export pages, the HTML report, and that the dashboard never imports torch."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import textwrap
+
+from apptest_helpers import ROOT, metrics
+from fake_runs import phrase_rows, write_run
+
+try:
+    from core.privacy import dpsgd_epsilon, epsilon_for_gaussian, gaussian_noise_multiplier
+except ImportError:  # the package may not re-export them yet
+    from core.privacy.calibrate import dpsgd_epsilon, epsilon_for_gaussian, gaussian_noise_multiplier
+
+
+def test_calculator_seqpate_matches_core_privacy(roots, app_page):
+    at = app_page("calculator")
+    assert not at.exception
+    z = gaussian_noise_multiplier(3.0, 1e-6, 8000)
+    shown = metrics(at)
+    assert shown["noise multiplier z"] == f"{z:.4g}"
+    assert shown["noise std σ"] == f"{z * math.sqrt(2):.4g}"
+    assert shown["σ / M"] == f"{z * math.sqrt(2) / 100:.4g}"  # 100 teachers by default
+    at.radio(key="calc_sp_mode").set_value("ε from noise").run()
+    at.number_input(key="calc_sp_std").set_value(69.04).run()
+    at.number_input(key="calc_sp_queries2").set_value(1000).run()
+    assert metrics(at)["ε"] == f"{epsilon_for_gaussian(69.04, 1000, 1e-6):.3g}"
+    at.radio(key="calc_sp_mode").set_value("queries from ε and noise").run()
+    q = int(metrics(at)["queries Q"].replace(",", ""))
+    assert epsilon_for_gaussian(100.0, q, 1e-6) <= 3.0 < epsilon_for_gaussian(100.0, q + 1, 1e-6)
+
+
+def test_calculator_dpsgd_tab(roots, app_page):
+    at = app_page("calculator")
+    at.session_state["calc_tab"] = "DP-SGD"
+    at.session_state["calc_dp_mode"] = "ε from noise multiplier"  # the cheaper direction (one PLD evaluation)
+    at.run()
+    assert not at.exception
+    shown = metrics(at)
+    q, steps = 32 / 20000, math.ceil(2 * 20000 / 32)
+    assert shown["steps"] == f"{steps:,}"
+    assert shown["ε"] == f"{dpsgd_epsilon(1.0, q, steps, 1e-6):.3g}"
+
+
+def test_export_page_and_self_contained_report(roots, app_page):
+    write_run(roots["cached"], "seq", "seqpate", phrases=phrase_rows())
+    write_run(roots["cached"], "pub", "pub-gpt")
+    at = app_page("export")
+    assert not at.exception
+    assert at.get("download_button"), "CSV and report download buttons"
+    at.selectbox(key="export_table").set_value("phrases of a run").run()
+    at.selectbox(key="export_table_run").set_value("seq").run()
+    assert not at.exception
+    assert list(at.dataframe[0].value["phrase"])[:1] == ["Alice Smith"]
+
+
+def test_report_html_is_self_contained(roots):
+    from dashboard import common as c
+    from dashboard import report
+
+    run = write_run(roots["cached"], "seq", "seqpate", phrases=phrase_rows(), r_name=0.03)
+    write_run(roots["cached"], "pub", "pub-gpt")
+    frame = c.finished_frame(c.runs_frame())
+    record = frame.set_index("run_id").loc["seq"].to_dict() | {"run_id": "seq"}
+    figures = report.report_figures(record, frame, run.progress())
+    document = report.build_report_html(record, run.config()["config"], run.privacy(), run.metrics(),
+                                        run.completions(), ["Alice Smith"], figures)
+    assert len(figures) == 2
+    assert document.count("<script") >= 2 and "<script src" not in document.replace(" ", " ")
+    assert "window.Plotly" in document or "plotly.js" in document.lower()  # the library itself is inlined
+    assert "analytic-gaussian (exact composition)" in document
+    assert "<mark>Alice Smith</mark>" in document
+    assert "seqpate.teachers" in document and "r_name" in document
+
+
+def test_dashboard_never_imports_torch(tmp_path):
+    """Every page runs in a fresh interpreter without torch, transformers or opacus being imported."""
+    script = textwrap.dedent(f"""
+        import os, sys
+        sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / "tests" / "dashboard")!r}]
+        os.environ["SEQPATE_RUNS_DIR"] = {str(tmp_path / "runs")!r}
+        os.environ["SEQPATE_CACHED_RUNS_DIR"] = {str(tmp_path / "cached")!r}
+        from fake_runs import phrase_rows, write_run
+        from pathlib import Path
+        write_run(Path({str(tmp_path / "cached")!r}), "seq", "seqpate", phrases=phrase_rows())
+        from streamlit.testing.v1 import AppTest
+        at = AppTest.from_file({str(ROOT / "dashboard" / "app.py")!r}, default_timeout=60).run()
+        for page in ("launch", "runs", "privacy_utility", "phrases", "completions", "calculator", "export"):
+            at.switch_page(f"views/{{page}}.py").run()
+            assert not at.exception, (app_page, at.exception)
+        heavy = sorted(m for m in ("torch", "transformers", "opacus") if m in sys.modules)
+        print("HEAVY", heavy)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "HEAVY []" in done.stdout
+
+
+def test_plain_language_reading():
+    from dashboard.common import epsilon_reading
+
+    assert "no formal protection" in epsilon_reading(math.inf, 1e-6)
+    text = epsilon_reading(1.0, 1e-6)
+    assert "2.72×" in text and "73.1% sure" in text and "strong" in text
+
+
+def test_no_page_accepts_a_path_as_run_id(roots):
+    import pytest
+
+    from core.runs import RunNotFoundError
+    from dashboard import common as c
+
+    write_run(roots["cached"], "seq", "seqpate")
+    assert c.get_run("seq").run_id == "seq"
+    for bad in (str(roots["cached"] / "seq"), "../cached_runs/seq", "..", "/etc"):
+        with pytest.raises(RunNotFoundError):
+            c.get_run(bad)
