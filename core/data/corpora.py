@@ -69,8 +69,10 @@ def _json_lines(path: Path, text: str) -> Iterator[tuple[int, Any]]:
             continue
         try:
             yield number, json.loads(line)
-        except json.JSONDecodeError as e:
-            raise CorpusError(f"{path} line {number}: not valid JSON ({e.msg})") from None
+        except ValueError as e:  # JSONDecodeError, or an integer of more than 4300 digits
+            raise CorpusError(f"{path} line {number}: not valid JSON ({getattr(e, 'msg', e)})") from None
+        except RecursionError:  # e.g. thousands of nested brackets
+            raise CorpusError(f"{path} line {number}: JSON nested too deeply") from None
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -122,6 +124,10 @@ def _airdialog_entries(path: Path, text: str) -> Iterator[tuple[str, Any]]:
             items = json.loads(text)
         except json.JSONDecodeError as e:
             raise CorpusError(f"{path} line {e.lineno}: not valid JSON ({e.msg})") from None
+        except ValueError as e:  # an integer of more than 4300 digits
+            raise CorpusError(f"{path}: not valid JSON ({e})") from None
+        except RecursionError:
+            raise CorpusError(f"{path}: JSON nested too deeply") from None
         for i, item in enumerate(items):
             yield f"item {i}", item
     else:
@@ -202,9 +208,14 @@ def _jsonl_rows(path: Path, text: str) -> Iterator[dict[str, Any]]:
 
 def _csv_rows(path: Path, text: str) -> Iterator[dict[str, Any]]:
     reader = csv.DictReader(io.StringIO(text, newline=""))
-    header = reader.fieldnames or []
+    try:
+        header = reader.fieldnames or []
+    except csv.Error as e:  # e.g. a header cell over the csv module's field size limit
+        raise CorpusError(f"{path} line 1: {e}") from None
     if "text" not in header:
-        raise CorpusError(f"{path}: no 'text' column (columns: {', '.join(header) or 'none'})")
+        # repr() of each name: a header cell may hold a newline, and the message must stay one line
+        columns = ", ".join(repr(h)[1:-1] for h in header)
+        raise CorpusError(f"{path}: no 'text' column (columns: {columns or 'none'})")
     try:
         for row in reader:
             if None in row or any(v is None for v in row.values()):  # DictReader's marks for a ragged row

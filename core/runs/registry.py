@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from core.runs.store import (
+    STATES,
     STATUS,
     TERMINAL,
     RunDir,
@@ -89,8 +90,13 @@ class RunInfo:
 def _as_float(value: Any) -> float | None:
     try:
         return float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
+
+
+def _text(value: Any) -> str | None:
+    """A text field of a run file; any other JSON type (a garbled file) counts as absent."""
+    return value if isinstance(value, str) else None
 
 
 def _mtime_iso(path: Path) -> str | None:
@@ -130,15 +136,15 @@ def run_info(run: RunDir) -> RunInfo:
         run_id=run.run_id,
         path=run.path,
         source=run.source,
-        state=state if isinstance(state, str) else "failed",
-        stage=status.get("stage"),
-        progress=progress if progress is not None and not math.isnan(progress) else 0.0,
-        method=config.get("method"),
+        state=state if state in STATES else "failed",
+        stage=_text(status.get("stage")),
+        progress=min(1.0, max(0.0, progress)) if progress is not None and not math.isnan(progress) else 0.0,
+        method=_text(config.get("method")),
         epsilon=_as_float(privacy.get("epsilon")),
-        preset=config.get("preset"),
-        created=status.get("created") or stored.get("created") or _mtime_iso(run.path),
-        updated=status.get("updated"),
-        error=status.get("error"),
+        preset=_text(config.get("preset")),
+        created=_text(status.get("created")) or _text(stored.get("created")) or _mtime_iso(run.path),
+        updated=_text(status.get("updated")),
+        error=_text(status.get("error")),
     )
 
 

@@ -139,8 +139,10 @@ def read_json(path: Path) -> Any | None:
         raise RunFormatError(f"cannot read {path}: {e}") from e
     try:
         return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise RunFormatError(f"invalid JSON in {path}: {e}") from e
+    except ValueError as e:  # JSONDecodeError, or an integer of more than 4300 digits
+        raise RunFormatError(f"invalid JSON in {path}: {e}") from None
+    except RecursionError:  # garbage such as thousands of nested brackets
+        raise RunFormatError(f"invalid JSON in {path}: nested too deeply") from None
 
 
 def read_jsonl(path: Path) -> list[Any]:
@@ -159,16 +161,16 @@ def read_jsonl(path: Path) -> list[Any]:
             continue
         try:
             rows.append(json.loads(line))
-        except json.JSONDecodeError as e:
+        except (ValueError, RecursionError) as e:  # ValueError: JSONDecodeError or a 4300+ digit integer
             if i == len(lines) - 1:  # no newline after it: an append still being written
                 break
-            raise RunFormatError(f"invalid JSON on line {i + 1} of {path}: {e}") from e
+            raise RunFormatError(f"invalid JSON on line {i + 1} of {path}: {e}") from None
     return rows
 
 
 def pid_alive(pid: int | None) -> bool:
     """True if a process with this pid exists and is not a zombie."""
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+    if not isinstance(pid, int) or isinstance(pid, bool) or not 0 < pid < 2**31:  # a garbled pid is no process
         return False
     # A finished child of this process stays a zombie until waited for (the dashboard never waits for its jobs):
     # reap it here.
