@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import ctypes
 import os
 from pathlib import Path
 
@@ -21,7 +22,27 @@ def cache_root() -> Path:
 
 
 def set_threads() -> None:
+    """Compute set-up of this process: torch threads (SEQPATE_THREADS, default all cores) and the allocator."""
     torch.set_num_threads(max(1, min(int(os.environ.get("SEQPATE_THREADS", os.cpu_count() or 1)), 16)))
+    keep_freed_memory()
+
+
+def keep_freed_memory() -> None:
+    """Let glibc reuse freed blocks of up to 32 MiB instead of handing them back to the OS.
+
+    torch's CPU allocator does not cache: every training step allocates its activations, logits and gradients
+    (MiBs each) afresh, and once glibc has returned that memory (mmap threshold, heap trimming) its pages fault in
+    again. Keeping it makes training the tiny model 5-25% faster (most for the 2-sentence batches of 1,000 small
+    teachers) at about the same peak memory (benchmarks/teacher_memory.py; 64 MiB / 256 MiB grew the peak at
+    M=1000 by 9% through fragmentation). A no-op where glibc is not the C library.
+    """
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    m_trim_threshold, m_mmap_threshold = -1, -3  # mallopt parameters from glibc's malloc.h
+    libc.mallopt(m_mmap_threshold, 32 << 20)  # glibc's own ceiling for its dynamic threshold
+    libc.mallopt(m_trim_threshold, 128 << 20)
 
 
 def build_tiny_gpt2(cfg: ModelConfig, vocab_size: int) -> GPT2LMHeadModel:

@@ -25,6 +25,26 @@ def batch_indices(n: int, batch_size: int, rng: np.random.Generator | None) -> l
     return [order[i : i + batch_size] for i in range(0, n, batch_size)]
 
 
+def hidden_states(model, ids: torch.Tensor) -> torch.Tensor:
+    """Last hidden states of a right-padded batch, shape (B, L, H).
+
+    No attention mask: with right padding and causal attention a real token only ever sees real tokens, so the
+    outputs at real positions are those of the masked call, and the cheaper causal path is used.
+    """
+    return model.base_model(input_ids=ids).last_hidden_state
+
+
+def predicted_logits(model, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(logits, targets, predicted) at the predicted positions only, in row-major (sentence) order.
+
+    The LM head (the largest matmul of a small GPT-2) and the softmax over the vocabulary run only where the
+    target is a real token, not on padding.
+    """
+    predicted = mask[:, 1:]
+    hidden = hidden_states(model, ids)[:, :-1][predicted]
+    return model.get_output_embeddings()(hidden), ids[:, 1:][predicted], predicted
+
+
 def next_token_logits(model, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Logits for predicting token t+1 from tokens <= t: shape (B, L-1, V)."""
     return model(input_ids=ids, attention_mask=mask.long()).logits[:, :-1]
@@ -39,8 +59,14 @@ def token_nll(model, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tenso
 
 
 def lm_loss(model, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    nll, predicted = token_nll(model, ids, mask)
-    return (nll * predicted).sum() / predicted.sum().clamp(min=1)
+    """Mean next-token NLL over the predicted positions of the batch."""
+    logits, targets, _ = predicted_logits(model, ids, mask)
+    return F.cross_entropy(logits, targets) if targets.numel() else logits.sum() * 0.0
+
+
+def adam(model, lr: float) -> torch.optim.Adam:
+    """Adam with the fused CPU kernel: one pass over the parameters instead of a Python loop per tensor."""
+    return torch.optim.Adam(model.parameters(), lr=lr, fused=True)
 
 
 def train_lm(
@@ -58,7 +84,7 @@ def train_lm(
     """Fine-tune with Adam on next-token NLL; returns the model (trained in place)."""
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    opt = adam(model, lr)
     model.train()
     for epoch in range(epochs):
         total, count = 0.0, 0

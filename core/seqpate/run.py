@@ -44,8 +44,8 @@ def run_seqpate(ws: Workspace) -> MethodResult:
 
     # 1. Pseudo data from public prefixes (public).
     t = time.time()
-    pseudo = ws.pseudo
-    distill_seqs = ws.encode(pseudo[: sp.distill_sentences])
+    pseudo_seqs = ws.encode(ws.pseudo)  # tokenised once: the distillation set is its first sentences
+    distill_seqs = pseudo_seqs[: sp.distill_sentences]
     n_rows = count_rows(distill_seqs)
     timings["pseudo_s"] = time.time() - t
 
@@ -85,13 +85,12 @@ def run_seqpate(ws: Workspace) -> MethodResult:
         done = on_teacher.count = getattr(on_teacher, "count", 0) + 1
         ws.log("teachers", ws.method_progress(0.06 + 0.64 * done / sp.teachers), teacher=done, teachers=sp.teachers)
 
-    teacher_sum, teacher_votes = get_executor(sp.executor).run(job, teacher_data, on_teacher, ws.should_stop)
+    teacher_sum, teacher_votes = get_executor(sp.executor, sp.ray_address).run(job, teacher_data, on_teacher, ws.should_stop)
     timings["teachers_s"] = time.time() - t
 
     # 5. Student: warm-up on pseudo data, then distillation with noisy teacher answers.
     t = time.time()
     student = ws.fresh_base()
-    pseudo_seqs = ws.encode(pseudo)
     train_lm(student, pseudo_seqs, pad_id=ws.pad_id, epochs=sp.warmup_epochs, lr=sp.student_lr,
              batch_size=sp.batch_size, seed=cfg.seed, should_stop=ws.should_stop,
              on_epoch=lambda e, loss: ws.log("warm-up", ws.method_progress(0.72), epoch=e + 1, loss=round(loss, 4)))

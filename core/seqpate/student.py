@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from core.seqpate.aggregate import TeacherOracle, candidate_set
-from core.train import batch_indices, pad_batch
+from core.train import batch_indices, pad_batch, predicted_logits
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,24 @@ def teacher_term(logits_c: torch.Tensor, dist: torch.Tensor, kind: str) -> torch
     return (torch.xlogy(dist, dist) - dist * log_student).sum()
 
 
+def teacher_terms(logits: torch.Tensor, positions: list[int], answers: list, kind: str) -> torch.Tensor:
+    """`teacher_term` for many answered positions at once: one gather from the (P, V) logits, so the backward
+    pass scatters into one logits-sized gradient instead of one per answered position. Candidate sets have
+    different sizes: rows are padded with -inf logits (zero weight after the softmax)."""
+    width = max(len(a.candidates) for a in answers)
+    cands = torch.zeros(len(answers), width, dtype=torch.long)
+    dist = torch.zeros(len(answers), width)
+    valid = torch.zeros(len(answers), width, dtype=torch.bool)
+    for i, a in enumerate(answers):
+        k = len(a.candidates)
+        cands[i, :k], dist[i, :k], valid[i, :k] = a.candidates, a.distribution, True
+    picked = logits[torch.as_tensor(positions)[:, None], cands].masked_fill(~valid, float("-inf"))
+    log_student = torch.log_softmax(picked, dim=-1).masked_fill(~valid, 0.0)
+    if kind == "ce":
+        return -log_student.gather(1, dist.argmax(1, keepdim=True)).squeeze(1)
+    return (torch.xlogy(dist, dist) - dist * log_student).sum(1)
+
+
 def row_offsets(seqs: Sequence[Sequence[int]]) -> np.ndarray:
     """Row of position 0 of each sequence in the teacher-sum table (len(seq) - 1 rows per sequence)."""
     return np.concatenate([[0], np.cumsum([len(s) - 1 for s in seqs])[:-1]]).astype(np.int64)
@@ -73,33 +91,35 @@ def distill(
             if should_stop is not None and should_stop():
                 return stats
             ids, mask = pad_batch([seqs[i] for i in idx], pad_id)
-            logits = student(input_ids=ids, attention_mask=mask.long()).logits[:, :-1]
-            targets, predicted = ids[:, 1:], mask[:, 1:]
-            nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), targets, reduction="none")
+            # logits at the predicted positions only, row-major: position j is predicted.nonzero()[j]
+            logits, targets, predicted = predicted_logits(student, ids, mask)
+            nll = torch.nn.functional.cross_entropy(logits, targets, reduction="none")
             with torch.no_grad():
                 probs = torch.softmax(logits.float(), dim=-1)
-                hard = predicted & (pseudo_label_rank(probs, targets) > s.rank_threshold) if s.efficient_kd else predicted
-            terms = []
-            for b, t in predicted.nonzero().tolist():
+                hard = pseudo_label_rank(probs, targets) > s.rank_threshold
+                if not s.efficient_kd:
+                    hard = torch.ones_like(hard)
+            positions, answers = [], []
+            for j, ((b, t), is_hard) in enumerate(zip(predicted.nonzero().tolist(), hard.tolist(), strict=True)):
                 row = int(offsets[idx[b]]) + t
                 answer = oracle.cached(row)  # answers released earlier are reused at no privacy cost
-                if answer is None and hard[b, t]:
-                    cands = candidate_set(probs[b, t], s.filter_kind, s.filter_value)
+                if answer is None and is_hard:
+                    cands = candidate_set(probs[j], s.filter_kind, s.filter_value)
                     answer = oracle.release(row, cands, use_votes=s.use_votes)
                 if answer is not None and answer.distribution is not None:
-                    terms.append(teacher_term(logits[b, t, answer.candidates], answer.distribution, s.teacher_loss))
-            n_pred = predicted.sum().clamp(min=1)
-            loss = (nll * predicted).sum() / n_pred if s.pseudo_loss else torch.zeros(())
-            if terms:
-                loss = loss + s.kd_lambda * torch.stack(terms).mean()
+                    positions.append(j)
+                    answers.append(answer)
+            loss = nll.mean() if s.pseudo_loss and len(nll) else torch.zeros(())
+            if answers:
+                loss = loss + s.kd_lambda * teacher_terms(logits, positions, answers, s.teacher_loss).mean()
             if loss.requires_grad:
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
             if epoch == 0:
-                stats["positions"] += int(predicted.sum())
+                stats["positions"] += len(targets)
                 stats["hard_positions"] += int(hard.sum())
-            stats["answered_positions"] += len(terms)
+            stats["answered_positions"] += len(answers)
         if on_epoch is not None:
             on_epoch(epoch, dict(stats))
     student.eval()

@@ -1,18 +1,34 @@
 """Teacher phase (Algorithm 1, lines 4-9; App. I): train each teacher on its partition, run it once over the
 distillation positions, fold its output into a running sum, discard it. Memory and disk do not grow with M.
 
-The work is split into groups of teachers; an executor runs `teacher_group_sum` on each group and adds the partial
-sums. Only partial sums leave a worker, never a teacher or its private data.
+The M teachers are cut into at most TEACHER_GROUPS contiguous groups (a function of M only, never of the machine).
+An executor computes each group's partial sum with `teacher_group_sum` and the partial sums are added in group
+order, so every executor adds the same floats in the same order: `local` (sequential, this process), `process` (a
+spawn process pool on this machine) and `ray` (Ray tasks, on a local instance or a cluster) give bitwise equal sums
+when teachers train with the same number of torch threads (tests run with SEQPATE_THREADS=1); otherwise they differ
+in the last bits (a different thread count changes a matmul's rounding: about 1e-9 per teacher probability,
+measured). Only partial sums leave a worker, never a teacher or anything per teacher.
 """
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
-from core.train import pad_batch, train_lm
+from core.models import keep_freed_memory
+from core.train import hidden_states, pad_batch, train_lm
+
+# Bounds the partial sums that travel back (each is a positions x vocabulary table) while leaving enough tasks to
+# keep 16 workers busy. Changing it changes the float summation order (results move in the last bits).
+TEACHER_GROUPS = 16
+
+TeacherData = Sequence[tuple[int, list]]  # [(teacher index, its token sequences), ...]
+Sums = tuple[torch.Tensor, torch.Tensor | None]
 
 
 @dataclass(frozen=True)
@@ -43,57 +59,253 @@ def build_model(job: TeacherJob):
     return model
 
 
+def empty_sums(job: TeacherJob) -> Sums:
+    vocab = job.base_config["vocab_size"]
+    votes = torch.zeros(job.n_rows, vocab) if job.want_votes else None
+    return torch.zeros(job.n_rows, vocab), votes
+
+
+def sentence_rows(seqs: Sequence[Sequence[int]]) -> list[torch.Tensor]:
+    """Rows of the sum table that each sentence's predicted positions occupy (rows in sentence order)."""
+    starts = np.cumsum([0] + [len(s) - 1 for s in seqs])
+    return [torch.arange(starts[i], starts[i + 1]) for i in range(len(seqs))]
+
+
 @torch.inference_mode()
-def add_teacher_output(model, job: TeacherJob, total: torch.Tensor, votes: torch.Tensor | None, batch: int = 64) -> None:
-    """total[rows] += p_teacher(. | context) at every distillation position (rows in sentence order)."""
+def add_teacher_output(model, job: TeacherJob, total: torch.Tensor, votes: torch.Tensor | None, batch: int = 128,
+                       block: int = 512) -> None:
+    """total[rows] += p_teacher(. | context) at every distillation position (rows in sentence order).
+
+    Sentences are batched by length (little padding), and the LM head, softmax and accumulation run on blocks of
+    `block` positions so that the positions x vocabulary intermediates stay in cache.
+    """
     model.eval()
-    row = 0
-    for start in range(0, len(job.distill_seqs), batch):
-        ids, mask = pad_batch(job.distill_seqs[start : start + batch], job.pad_id)
-        logits = model(input_ids=ids, attention_mask=mask.long()).logits[:, :-1]
-        predicted = mask[:, 1:]
-        probs = torch.softmax(logits[predicted].float(), dim=-1)  # rows in row-major = sentence order
-        n = probs.shape[0]
-        total[row : row + n] += probs
-        if votes is not None:
-            votes[row : row + n].scatter_add_(1, probs.argmax(-1, keepdim=True), torch.ones(n, 1))
-        row += n
-    assert row == job.n_rows
+    rows = sentence_rows(job.distill_seqs)
+    assert sum(len(r) for r in rows) == job.n_rows
+    order = np.argsort([len(s) for s in job.distill_seqs], kind="stable")
+    head = model.get_output_embeddings()
+    for start in range(0, len(order), batch):
+        chunk = order[start : start + batch]
+        ids, mask = pad_batch([job.distill_seqs[i] for i in chunk], job.pad_id)
+        hidden = hidden_states(model, ids)[:, :-1][mask[:, 1:]]  # predicted positions, sentence by sentence
+        chunk_rows = torch.cat([rows[i] for i in chunk])
+        for b in range(0, len(hidden), block):
+            probs = torch.softmax(head(hidden[b : b + block]).float(), dim=-1)
+            at = chunk_rows[b : b + block]
+            total.index_add_(0, at, probs)
+            if votes is not None:
+                votes.index_put_((at, probs.argmax(-1)), torch.ones(len(at)), accumulate=True)
 
 
 def teacher_group_sum(
     job: TeacherJob,
-    teacher_data: Sequence[tuple[int, list]],
+    teacher_data: TeacherData,
     on_teacher: Callable[[int], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Partial sums over a group of teachers: [(teacher index, its token sequences), ...]."""
-    vocab = job.base_config["vocab_size"]
-    total = torch.zeros(job.n_rows, vocab, dtype=torch.float32)
-    votes = torch.zeros(job.n_rows, vocab, dtype=torch.float32) if job.want_votes else None
+    out: Sums | None = None,
+) -> Sums:
+    """Partial sums over one group of teachers, into `out` (zeroed here) or fresh tensors."""
+    total, votes = out if out is not None else empty_sums(job)
+    total.zero_()
+    if votes is not None:
+        votes.zero_()
+    model = build_model(job)  # one model per group: reloading weights is far cheaper than building a model
     for index, seqs in teacher_data:
         if should_stop is not None and should_stop():
             break
-        model = build_model(job)
+        model.load_state_dict(job.base_state)
         train_lm(model, seqs, pad_id=job.pad_id, epochs=job.epochs, lr=job.lr, batch_size=job.batch_size,
                  seed=job.seed * 100_003 + index)
         add_teacher_output(model, job, total, votes)
-        del model
         if on_teacher is not None:
             on_teacher(index)
     return total, votes
 
 
+def teacher_groups(teacher_data: TeacherData, max_groups: int = TEACHER_GROUPS) -> list[list]:
+    """Contiguous, near-equal groups; depends on the number of teachers only."""
+    m = len(teacher_data)
+    n = min(m, max_groups)
+    if n == 0:
+        return []
+    bounds = [math.floor(i * m / n) for i in range(n + 1)]
+    return [list(teacher_data[bounds[i] : bounds[i + 1]]) for i in range(n)]
+
+
+def add_sums(into: Sums, partial) -> None:
+    """into += partial, in place; the partial may be torch tensors or (read-only) numpy arrays."""
+    for target, part in zip(into, partial, strict=True):
+        if target is not None:
+            np.add(target.numpy(), np.asarray(part), out=target.numpy())
+
+
 class LocalExecutor:
-    """Sequential, in this process (the default)."""
+    """Sequential, in this process (the default). One reused buffer for the group partial."""
 
     name = "local"
 
-    def run(self, job: TeacherJob, teacher_data, on_teacher=None, should_stop=None):
-        return teacher_group_sum(job, teacher_data, on_teacher, should_stop)
+    def run(self, job: TeacherJob, teacher_data, on_teacher=None, should_stop=None) -> Sums:
+        total, partial = empty_sums(job), empty_sums(job)
+        for group in teacher_groups(teacher_data):
+            if should_stop is not None and should_stop():
+                break
+            teacher_group_sum(job, group, on_teacher, should_stop, out=partial)
+            add_sums(total, partial)
+        return total
 
 
-def get_executor(name: str):
+# ----------------------------------------------------------------------------------------------------------------
+# process: a spawn pool on this machine
+# ----------------------------------------------------------------------------------------------------------------
+
+_worker: dict = {}  # per worker process: the job (sent once), the stop event, torch threads
+
+
+def _init_worker(job: TeacherJob, stop_event, threads: int) -> None:
+    torch.set_num_threads(threads)
+    keep_freed_memory()
+    _worker.update(job=job, stop=stop_event)
+
+
+def _process_group(group: list) -> Sums:
+    return teacher_group_sum(_worker["job"], group, should_stop=_worker["stop"].is_set)
+
+
+def worker_threads(workers: int) -> int:
+    """Split this process's torch threads between the workers (at least one each)."""
+    return max(1, torch.get_num_threads() // workers)
+
+
+class ProcessExecutor:
+    """Groups run in a pool of min(cpu count, groups) spawned processes; each returns its partial sum only."""
+
+    name = "process"
+
+    def __init__(self, workers: int | None = None):
+        self.workers = workers
+
+    def run(self, job: TeacherJob, teacher_data, on_teacher=None, should_stop=None) -> Sums:
+        import multiprocessing as mp
+        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+        groups = teacher_groups(teacher_data)
+        workers = min(self.workers or os.cpu_count() or 1, len(groups))
+        ctx = mp.get_context("spawn")  # fork would copy torch's thread pools and locks
+        stop = ctx.Event()
+        total = empty_sums(job)
+        pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
+                                   initargs=(job, stop, worker_threads(workers)))
+        try:
+            futures = [pool.submit(_process_group, group) for group in groups]
+            index_of = {f: i for i, f in enumerate(futures)}
+            pending, done, next_group = set(futures), set(), 0
+            while pending:
+                finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                if should_stop is not None and should_stop():
+                    stop.set()  # running groups stop after their current teacher; queued ones never start
+                    for f in pending:
+                        f.cancel()
+                    break
+                for f in finished:
+                    done.add(index_of[f])
+                    for index, _ in groups[index_of[f]]:
+                        if on_teacher is not None:
+                            on_teacher(index)
+                while next_group in done:  # add in group order, whatever order the groups finish in
+                    future = futures[next_group]
+                    add_sums(total, future.result())
+                    del index_of[future]  # drop every reference to the future: frees the partial
+                    futures[next_group] = None
+                    next_group += 1
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        return total
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# ray: tasks on a local Ray instance or a cluster
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _ray_group(job: TeacherJob, group: list, threads: int):
+    torch.set_num_threads(threads)
+    keep_freed_memory()
+    total, votes = teacher_group_sum(job, group)
+    return total.numpy(), None if votes is None else votes.numpy()  # numpy: read back zero-copy
+
+
+def start_ray(address: str, num_cpus: int) -> bool:
+    """Join the cluster at `address` ("auto": the one on this machine), or start a private local instance.
+    Returns True when this call started Ray (and so should shut it down)."""
+    import ray
+
+    if ray.is_initialized():
+        return False
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # no auth token written under the home folder
+    if address:
+        ray.init(address=address, logging_level="WARNING", log_to_driver=False)
+    else:
+        ray.init(num_cpus=num_cpus, include_dashboard=False, logging_level="WARNING", log_to_driver=False)
+    return True
+
+
+class RayExecutor:
+    """One Ray task per group. The job (base weights, distillation sentences) goes to the object store once; each
+    task gets its group's private sequences and returns only the group's partial sum."""
+
+    name = "ray"
+
+    def __init__(self, address: str = "", num_cpus: int | None = None):
+        self.address = address
+        self.num_cpus = num_cpus
+
+    def run(self, job: TeacherJob, teacher_data, on_teacher=None, should_stop=None) -> Sums:
+        import ray
+
+        groups = teacher_groups(teacher_data)
+        started = start_ray(self.address, self.num_cpus or min(os.cpu_count() or 1, len(groups)))
+        try:
+            task = ray.remote(num_cpus=1, max_retries=0)(_ray_group)
+            job_ref = ray.put(job)
+            refs = [task.remote(job_ref, group, 1) for group in groups]
+            return self._collect(refs, groups, job, on_teacher, should_stop)
+        finally:
+            if started:
+                ray.shutdown()
+
+    @staticmethod
+    def _collect(refs, groups, job, on_teacher, should_stop) -> Sums:
+        import ray
+
+        total = empty_sums(job)
+        group_of = {ref: i for i, ref in enumerate(refs)}
+        pending, done, next_group = list(refs), set(), 0
+        while pending:
+            finished, pending = ray.wait(pending, num_returns=1, timeout=0.5)
+            if should_stop is not None and should_stop():
+                for ref in pending:
+                    ray.cancel(ref)
+                break
+            for ref in finished:
+                done.add(group_of[ref])
+                for index, _ in groups[group_of[ref]]:
+                    if on_teacher is not None:
+                        on_teacher(index)
+            while next_group in done:  # add in group order
+                ref = refs[next_group]
+                add_sums(total, ray.get(ref))
+                del group_of[ref]  # drop every reference: the object store frees the partial
+                refs[next_group] = None
+                next_group += 1
+        return total
+
+
+def get_executor(name: str, ray_address: str = ""):
     if name == "local":
         return LocalExecutor()
-    raise ValueError(f"executor {name!r} is not available yet (local only)")
+    if name == "process":
+        return ProcessExecutor()
+    if name == "ray":
+        return RayExecutor(ray_address)
+    raise ValueError(f"unknown executor {name!r}; choose local, process or ray")
+
