@@ -26,6 +26,7 @@ PAGES = {
                 url_path="privacy-utility"),
         st.Page(_VIEWS / "phrases.py", title="Phrases", icon=":material/key:", url_path="phrases"),
         st.Page(_VIEWS / "completions.py", title="Completions", icon=":material/chat:", url_path="completions"),
+        st.Page(_VIEWS / "synthetic.py", title="Synthetic data", icon=":material/dataset:", url_path="synthetic"),
     ],
     "Experiments": [
         st.Page(_VIEWS / "launch.py", title="Launch", icon=":material/rocket_launch:", url_path="launch"),

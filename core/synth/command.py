@@ -1,0 +1,105 @@
+"""`python -m core synth ...`: one synthetic-data run from the command line (registered by core/cli.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+
+from core.config import ConfigError
+from core.synth.config import GENERATORS, SYNTH_PRESETS, SynthConfig, synth_config
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("synth", help="DP synthetic labelled text (seed 004): fine-tune, generate, evaluate")
+    p.add_argument("--generator", choices=GENERATORS, help="filter, pplm or multitask (the paper's method)")
+    p.add_argument("--epsilon", help="target epsilon (a number or inf); delta is 1/|train|")
+    p.add_argument("--preset", choices=list(SYNTH_PRESETS), default=None)
+    p.add_argument("--run-dir", required=True)
+    p.add_argument("--seed", type=int)
+    p.add_argument("--corpus", help="chitchat (default) or a .csv/.jsonl file with text,label columns")
+    p.add_argument("--config", help="JSON: a synth run's config.json, or {\"synth\": {...}, \"base\": {...}} "
+                   "with SynthConfig fields and core preset overrides (section__field)")
+    p.set_defaults(func=cmd_synth)
+
+
+def _number(text: str, name: str) -> float:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be a number (or inf), got {text!r}") from None
+
+
+def config_from_args(args) -> tuple[SynthConfig, dict]:
+    """(SynthConfig, base overrides): flags override the config file, which overrides the preset."""
+    synth: dict = {}
+    base: dict = {}
+    if args.config:
+        path = Path(args.config)
+        try:
+            loaded = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"cannot read config {path}: {exc}") from None
+        loaded = loaded.get("config", loaded)  # a run's config.json wraps the config
+        synth = dict(loaded.get("synth") or {})
+        base = _base_overrides(loaded.get("base") or {})
+    known = set(SynthConfig.__dataclass_fields__)
+    unknown = set(synth) - known
+    if unknown:
+        raise ConfigError(f"unknown synth setting(s): {', '.join(sorted(unknown))}")
+    preset = args.preset or synth.pop("preset", "tiny")
+    synth.pop("preset", None)
+    for flag in ("generator", "seed", "corpus"):
+        if getattr(args, flag) is not None:
+            synth[flag] = getattr(args, flag)
+    if args.epsilon is not None:
+        synth["epsilon"] = _number(args.epsilon, "epsilon")
+    elif "epsilon" in synth:
+        synth["epsilon"] = _number(synth["epsilon"], "epsilon")
+    return synth_config(preset, **synth), base
+
+
+def _base_overrides(base: dict) -> dict:
+    """Nested {"data": {...}} or flat {"data__x": v} overrides of the core preset (method, preset, seed dropped)."""
+    out = {}
+    for key, value in base.items():
+        if isinstance(value, dict):
+            out.update({f"{key}__{k}": v for k, v in value.items()})
+        elif key not in ("method", "preset", "seed"):
+            out[key] = value
+    return out
+
+
+def cmd_synth(args) -> int:
+    from core.runs.store import RunDir
+    from core.synth.job import prepare_job
+
+    cfg, base = config_from_args(args)
+    job = prepare_job(cfg, base)  # data errors end here, before anything is written
+    run = RunDir.create(Path(args.run_dir), job.config_dict(), cfg.seed)
+
+    from core.runs.jobs import cancel_requested
+    from core.runs.pipeline import Cancelled as Terminated  # what the SIGTERM handler raises
+    from core.runs.pipeline import install_sigterm_handler
+    from core.synth.run import Cancelled, execute
+
+    install_sigterm_handler()
+    run.set_status(pid=os.getpid())
+    try:
+        metrics = execute(job, run, should_stop=lambda: cancel_requested(run.path))
+    except (Cancelled, Terminated, KeyboardInterrupt):
+        run.set_status(state="cancelled")
+        print(f"cancelled: {run.path}", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        stage = (run.status() or {}).get("stage", "?")
+        run.set_status(state="failed", error=f"{type(exc).__name__}: {exc}")
+        run.write_text("traceback.txt", traceback.format_exc())
+        print(f"error: run failed at stage {stage}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    keys = ("accuracy_synthetic", "accuracy_real", "separability", "epsilon")
+    print(json.dumps({"run_dir": str(run.path), "method": cfg.method, **{k: metrics.get(k) for k in keys},
+                      "ngram_ratios": metrics.get("ngram_ratios")}))
+    return 0

@@ -1,0 +1,139 @@
+"""SynthConfig: every setting of a synthetic-data run (seed 004), its presets and one-line validation."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from core.config import ConfigError
+
+GENERATORS = ("filter", "pplm", "multitask")
+PAPER_EPSILONS = (math.inf, 256.0, 16.0, 8.0, 3.0)  # Table 1 of the paper
+
+# Four chitchat conversation prompts used as topic labels (label word -> prompt). Picked among the 35 prompts for
+# being far apart (film, smells, a food fantasy, music) and having enough on-topic utterances from private users.
+CHITCHAT_TOPICS: tuple[tuple[str, str], ...] = (
+    ("film", "What's the last film that truly made an impression on you?"),
+    ("smell", "What's your favorite smell?"),
+    ("peanut butter", "What if the world was made of peanut butter?"),
+    ("music", "Mozart or Beethoven?"),
+)
+
+
+@dataclass(frozen=True)
+class SynthConfig:
+    generator: str = "multitask"  # filter | pplm | multitask
+    epsilon: float = 3.0  # inf: clipped but no noise, labelled NOT private
+    preset: str = "tiny"  # tiny | quick: sizes below, and the core preset whose public base model is used
+    seed: int = 0
+    corpus: str = "chitchat"  # chitchat, or a .csv/.jsonl file with text,label columns (e.g. SST-2, AG News)
+    # Labelled data. Chitchat conversations drift away from their prompt, so only the first `max_turn`
+    # utterances of a conversation are labelled by it (those still talk about the prompt).
+    max_turn: int = 12
+    min_words: int = 6
+    per_label: int | None = 200  # every label downsampled to this many examples; None: to the rarest label
+    test_fraction: float = 0.2
+    max_tokens: int = 40  # "BOS label SEP text EOS" cut to this many tokens
+    # DP-Adam fine-tuning (paper App. A: C 0.1, batch 128, lr 5e-4, 4 epochs; smaller here for CPU)
+    epochs: int = 3
+    batch_size: int = 32  # expected Poisson batch
+    lr: float = 1e-3
+    max_grad_norm: float = 0.1
+    trainable: str = "blocks"  # blocks: transformer blocks + final norm + heads; all: every weight
+    disc_weight: float = 1.0  # multitask: weight of the discriminator loss next to the LM loss
+    prefix_step: int = 2  # discriminator loss at every prefix_step-th text token, linearly weighted
+    head_epochs: int = 3  # filter/pplm: DP epochs of the discriminator head on the frozen fine-tuned model
+    head_lr: float = 1e-2
+    # Generation
+    samples_per_label: int | None = None  # None: as many as the train set has per label (paper: same size)
+    max_new_tokens: int = 24
+    top_p: float = 0.9  # nucleus sampling (paper Sec. 5.1.1)
+    temperature: float = 1.0
+    gen_batch: int = 64
+    filter_threshold: float = 0.5  # filter: keep a sample if p(label | text) > threshold
+    filter_rounds: int = 4  # filter: at most this many candidates per kept sample
+    pplm_iterations: int = 3  # PPLM (Dathathri et al. 2020): gradient steps on the cached keys/values per token
+    pplm_stepsize: float = 0.03
+    pplm_kl_scale: float = 0.01
+    pplm_gm_scale: float = 0.9  # geometric-mean fusion weight of the perturbed distribution
+    pplm_gamma: float = 1.5  # gradient normalisation exponent
+    # Evaluation
+    rf_trees: int = 100
+    cv_folds: int = 5
+    projection: str = "umap"  # umap (paper Fig. 1) | pca (fast, for tests)
+
+    @property
+    def method(self) -> str:
+        return f"synth-{self.generator}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return json.loads(json.dumps(dataclasses.asdict(self)))
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SynthConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise ConfigError(f"unknown SynthConfig field(s): {', '.join(sorted(unknown))}")
+        return validate(cls(**{**d, "epsilon": float(d.get("epsilon", 3.0))}))
+
+
+SYNTH_PRESETS: dict[str, dict[str, Any]] = {
+    # about a minute per run on 2 CPU cores
+    "tiny": dict(per_label=200, epochs=3, batch_size=32, head_epochs=3, max_new_tokens=20),
+    # several minutes: all balanced on-topic private utterances, more epochs
+    "quick": dict(per_label=None, epochs=6, batch_size=64, head_epochs=6, max_new_tokens=24, samples_per_label=250),
+}
+
+
+def synth_config(preset: str = "tiny", **overrides: Any) -> SynthConfig:
+    """SynthConfig for a preset; None overrides are ignored so CLI flags can be passed as they come."""
+    if preset not in SYNTH_PRESETS:
+        raise ConfigError(f"unknown synth preset {preset!r}; choose one of {', '.join(SYNTH_PRESETS)}")
+    values = {**SYNTH_PRESETS[preset], **{k: v for k, v in overrides.items() if v is not None}}
+    return validate(replace(SynthConfig(preset=preset), **values))
+
+
+def validate(cfg: SynthConfig) -> SynthConfig:
+    eps = cfg.epsilon
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or math.isnan(eps) or eps <= 0:
+        raise ConfigError(f"epsilon must be a positive number or inf, got {eps!r}")
+    if cfg.generator not in GENERATORS:
+        raise ConfigError(f"unknown generator {cfg.generator!r}; choose one of {', '.join(GENERATORS)}")
+    if cfg.preset not in SYNTH_PRESETS:
+        raise ConfigError(f"unknown synth preset {cfg.preset!r}; choose one of {', '.join(SYNTH_PRESETS)}")
+    if cfg.projection not in ("umap", "pca"):
+        raise ConfigError(f"projection must be umap or pca, got {cfg.projection!r}")
+    if cfg.max_tokens < 8:
+        raise ConfigError(f"max_tokens must be at least 8, got {cfg.max_tokens}")
+    if cfg.trainable not in ("blocks", "all"):
+        raise ConfigError(f"trainable must be blocks or all, got {cfg.trainable!r}")
+    if not 0.0 < cfg.test_fraction < 1.0:
+        raise ConfigError(f"test_fraction must be in (0, 1), got {cfg.test_fraction}")
+    if not 0.0 < cfg.top_p <= 1.0:
+        raise ConfigError(f"top_p must be in (0, 1], got {cfg.top_p}")
+    if not 0.0 <= cfg.filter_threshold < 1.0:
+        raise ConfigError(f"filter_threshold must be in [0, 1), got {cfg.filter_threshold}")
+    if not 0.0 <= cfg.pplm_gm_scale <= 1.0:
+        raise ConfigError(f"pplm_gm_scale must be in [0, 1], got {cfg.pplm_gm_scale}")
+    positive = ("max_turn", "min_words", "max_tokens", "epochs", "batch_size", "prefix_step", "head_epochs",
+                "max_new_tokens", "gen_batch", "filter_rounds", "rf_trees")
+    for name in positive:
+        value = getattr(cfg, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+    for name in ("per_label", "samples_per_label"):
+        value = getattr(cfg, name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 2):
+            raise ConfigError(f"{name} must be an integer of at least 2 (or None), got {value!r}")
+    if cfg.cv_folds < 2:
+        raise ConfigError(f"cv_folds must be at least 2, got {cfg.cv_folds}")
+    if cfg.pplm_iterations < 0:
+        raise ConfigError(f"pplm_iterations must be >= 0, got {cfg.pplm_iterations}")
+    for name in ("lr", "head_lr", "max_grad_norm", "temperature", "pplm_stepsize"):
+        if not getattr(cfg, name) > 0:
+            raise ConfigError(f"{name} must be > 0, got {getattr(cfg, name)}")
+    return cfg

@@ -1,0 +1,39 @@
+"""What a synthetic-data run is given before it starts (no torch here, so the command line checks input fast)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.config import RunConfig, preset_config
+from core.data import PreparedData, load_prepared, load_records
+from core.synth.config import SynthConfig
+from core.synth.data import LabelledData, labelled_data
+
+
+@dataclass
+class SynthJob:
+    """Everything fixed before a run starts: the settings, the public base config, the labelled data."""
+
+    cfg: SynthConfig
+    base: RunConfig
+    prepared: PreparedData
+    data: LabelledData
+
+    @property
+    def delta(self) -> float:
+        return 1.0 / len(self.data.train)
+
+    def config_dict(self) -> dict:
+        """config.json body: top-level method/preset/seed/privacy as every run has, the rest under synth/base."""
+        return {"method": self.cfg.method, "preset": self.cfg.preset, "seed": self.cfg.seed,
+                "privacy": {"epsilon": self.cfg.epsilon, "delta": self.delta},
+                "synth": self.cfg.to_dict(), "base": self.base.to_dict(), "data_stats": self.data.stats()}
+
+
+def prepare_job(cfg: SynthConfig, base_overrides: dict | None = None) -> SynthJob:
+    """Load and check everything a run needs (raises one-line errors before anything is written)."""
+    base = preset_config(cfg.preset, seed=cfg.seed, **(base_overrides or {}))
+    own = labelled_data(cfg) if cfg.corpus != "chitchat" else None  # a bad file fails before chitchat loads
+    prepared = load_prepared(base.data, cfg.seed)  # the public base model's data and the user split
+    data = own or labelled_data(cfg, prepared.public_users, load_records(base.data))
+    return SynthJob(cfg, base, prepared, data)

@@ -1,0 +1,290 @@
+"""DP-Adam fine-tuning for synthetic data (opacus, pieces of core.baselines.dpsgd), and the privacy plan.
+
+- naive conditional LM (filter / pplm generators): per-example loss = NLL of "BOS label SEP text EOS";
+- multitask LM (the paper's method): per-example loss = that NLL + the weighted prefix loss of the discriminator
+  head on "BOS rand SEP text"; both sequences sit in one packed row, so one example is one clipped gradient
+  (ghost clipping). The paper clips and noises the two gradients separately (Algorithm 1): two releases per
+  step on the same batch, which at equal privacy need sqrt(2) times the noise on each; the joint gradient is one
+  release and keeps one opacus optimizer (the price: the two losses share one clipping norm);
+- discriminator head on the frozen fine-tuned model (filter / pplm): per-example gradients of a linear head
+  (opacus hooks) on the mean hidden states; it reads private data, so it is DP-trained too and its steps are
+  charged to the same budget.
+
+Privacy: Poisson sampling at rate q, noise multiplier z calibrated by core.privacy BEFORE training for all
+planned steps (LM + head) at (epsilon, delta = 1 / |train|); epsilon is recomputed from the steps taken.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import torch
+
+import core.baselines.opacus_conv1d  # noqa: F401  (opacus samplers for GPT-2's Conv1D layers)
+from core.baselines.dpsgd import (
+    ghost_backward,
+    is_ghost,
+    make_private,
+    noise_only_step,
+    poisson_schedule,
+    unwrap,
+)
+from core.privacy import SubsampledGaussianEvent, dpsgd_noise_multiplier, epsilon_from_events, events_to_dicts
+from core.synth.config import SynthConfig
+from core.synth.model import (
+    TEXT_START,
+    Formatter,
+    SynthLM,
+    freeze_for_training,
+    full_features,
+    lm_nll,
+    multitask_losses,
+    prefix_features,
+    prefix_weights,
+    weighted_prefix_loss,
+)
+from core.train import pad_batch
+
+PHYSICAL_BATCH = 64
+Log = Callable[..., None]
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Privacy plan
+# ------------------------------------------------------------------------------------------------------------
+
+
+def steps_for(n: int, batch_size: int, epochs: int) -> tuple[float, int]:
+    """(Poisson rate q, steps): ceil(n / batch) steps per epoch at q = 1 / that (what opacus' sampler uses)."""
+    per_epoch = math.ceil(n / batch_size)
+    return 1.0 / per_epoch, epochs * per_epoch
+
+
+def plan_privacy(cfg: SynthConfig, n_train: int) -> dict:
+    """Noise for every DP stage of the generator, fixed before training: one z for LM and head steps alike."""
+    q, lm_steps = steps_for(n_train, cfg.batch_size, cfg.epochs)
+    head_steps = 0 if cfg.generator == "multitask" else steps_for(n_train, cfg.batch_size, cfg.head_epochs)[1]
+    delta = 1.0 / n_train  # the paper's setting (App. A): delta = 1 / |D_train|
+    z = dpsgd_noise_multiplier(cfg.epsilon, delta, q, lm_steps + head_steps) if math.isfinite(cfg.epsilon) else 0.0
+    return {"sampling_rate": q, "lm_steps": lm_steps, "head_steps": head_steps, "delta": delta,
+            "noise_multiplier": z}
+
+
+def privacy_record(cfg: SynthConfig, plan: dict, lm_taken: int, head_taken: int) -> dict:
+    """privacy.json: the steps actually taken as events, epsilon recomputed from them by core.privacy."""
+    event = SubsampledGaussianEvent(plan["noise_multiplier"], plan["sampling_rate"], lm_taken + head_taken)
+    report = epsilon_from_events([event], plan["delta"])
+    private = plan["noise_multiplier"] > 0
+    return {
+        **report.to_dict(),
+        "unit": "sample" if private else "none",
+        "events": events_to_dicts([event]),
+        "steps_by_stage": {"lm": lm_taken, "discriminator_head": head_taken},
+        "target_epsilon": cfg.epsilon,
+        "noise_multiplier": plan["noise_multiplier"],
+        "sampling_rate": plan["sampling_rate"],
+        "max_grad_norm": cfg.max_grad_norm,
+        "clipping": "ghost (opacus)",
+        "delta_rule": "1 / |train|",
+        "note": ("epsilon=inf: clipped but no noise, NOT private" if not private else
+                 "DP-Adam with Poisson sampling; LM and discriminator-head steps share one noise multiplier, "
+                 "calibrated before training; generated samples are post-processing"),
+    }
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Per-example losses
+# ------------------------------------------------------------------------------------------------------------
+
+
+def lm_losses(model, rows: Sequence[Sequence[int]], pad: int) -> torch.Tensor:
+    """Mean NLL per "BOS label SEP text EOS" row (B,)."""
+    ids, mask = pad_batch(rows, pad)
+    positions = torch.arange(ids.size(1)).unsqueeze(0).repeat(ids.size(0), 1)  # opacus issue #841
+    logits, _ = model(ids, mask.long(), positions, keep=0)
+    return lm_nll(logits, ids, mask)
+
+
+class Batches:
+    """Builds the rows of a batch of example indices; fresh random label tokens every time (Algorithm 1)."""
+
+    def __init__(self, fmt: Formatter, text_ids: Sequence[Sequence[int]], labels: Sequence[int], seed: int):
+        self.fmt, self.text_ids, self.labels = fmt, text_ids, labels
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def lm_rows(self, idx: Sequence[int]) -> list[list[int]]:
+        return [self.fmt.lm_row(self.labels[i], self.text_ids[i]) for i in idx]
+
+    def disc_rows(self, idx: Sequence[int]) -> list[list[int]]:
+        rand = self.fmt.random_tokens(len(idx), self.generator)
+        return [self.fmt.disc_row(r, self.text_ids[i]) for r, i in zip(rand, idx, strict=True)]
+
+    def label_tensor(self, idx: Sequence[int]) -> torch.Tensor:
+        return torch.tensor([self.labels[i] for i in idx], dtype=torch.long)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Training
+# ------------------------------------------------------------------------------------------------------------
+
+
+def _step(model, optimizer, idx: Sequence[int], loss_of: Callable) -> float:
+    """One DP-Adam step (clipped per-example gradients summed over physical chunks, one noise draw)."""
+    if len(idx) == 0:
+        noise_only_step(optimizer)  # an empty Poisson batch still gets its noisy update
+        return math.nan
+    chunks = [idx[i : i + PHYSICAL_BATCH] for i in range(0, len(idx), PHYSICAL_BATCH)]
+    total = 0.0
+    for k, chunk in enumerate(chunks):
+        losses = loss_of(model, chunk)
+        if is_ghost(optimizer):
+            ghost_backward(model, losses)
+        else:
+            losses.sum().backward()
+        if k < len(chunks) - 1:
+            optimizer.signal_skip_step(True)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        total += float(losses.detach().sum())
+    return total / len(idx)
+
+
+def adam_with_fast_head(head_params: Sequence[torch.nn.Parameter], head_lr: float) -> Callable:
+    """An optimizer factory for make_private: Adam, the discriminator head in its own group with head_lr.
+
+    A freshly initialised head needs a larger step than the pretrained transformer to learn in a few hundred
+    steps; the noise is the same for every parameter (opacus adds it before the optimizer's update).
+    """
+    ids = {id(p) for p in head_params}
+
+    def make(params, lr: float) -> torch.optim.Optimizer:
+        params = list(params)
+        groups = [{"params": [p for p in params if id(p) not in ids]},
+                  {"params": [p for p in params if id(p) in ids], "lr": head_lr}]
+        return torch.optim.Adam([g for g in groups if g["params"]], lr=lr)
+
+    return make
+
+
+def _run(model, n: int, cfg: SynthConfig, z: float, epochs: int, lr: float, ghost: bool, loss_of: Callable,
+         stage: str, log: Log, should_stop: Callable[[], bool],
+         optimizer_cls: Callable = torch.optim.Adam) -> tuple[object, int, list[float]]:
+    model, optimizer, loader = make_private(model, n, cfg.batch_size, z, cfg.max_grad_norm, lr, ghost,
+                                            poisson=True, optimizer_cls=optimizer_cls)
+    schedule = poisson_schedule(loader, epochs)
+    per_epoch = len(loader)
+    losses, running, taken = [], [], 0
+    for t, idx in enumerate(schedule):
+        if should_stop():
+            break
+        loss = _step(model, optimizer, [int(i) for i in idx], loss_of)
+        taken = t + 1
+        if not math.isnan(loss):
+            running.append(loss)
+        if taken % per_epoch == 0 or taken == len(schedule):
+            losses.append(float(np.mean(running)) if running else math.nan)
+            running = []
+            log(stage, fraction=taken / len(schedule), step=taken, steps=len(schedule), loss=round(losses[-1], 4))
+    return unwrap(model), taken, losses
+
+
+def train_lm(model: SynthLM, batches: Batches, cfg: SynthConfig, z: float, log: Log,
+             should_stop: Callable[[], bool] = lambda: False) -> tuple[SynthLM, int, list[float]]:
+    """DP fine-tuning of the conditional LM; with generator multitask, jointly with the discriminator head."""
+    multitask = cfg.generator == "multitask"
+    freeze_for_training(model, cfg.trainable)
+    model.head.requires_grad_(multitask)  # ghost clipping needs every trainable layer in every loss
+    torch.manual_seed(cfg.seed)
+
+    def loss_of(m, idx):
+        if not multitask:
+            return lm_losses(m, batches.lm_rows(idx), batches.fmt.pad)
+        lm, disc = multitask_losses(m, batches.disc_rows(idx), batches.lm_rows(idx), batches.label_tensor(idx),
+                                    batches.fmt.pad, cfg.prefix_step, cfg.disc_weight)
+        return lm + disc
+
+    stage = "multitask-finetune" if multitask else "conditional-finetune"
+    model, taken, losses = _run(model, len(batches.labels), cfg, z, cfg.epochs, cfg.lr, True, loss_of, stage, log,
+                                should_stop, adam_with_fast_head(list(model.head.parameters()), cfg.head_lr))
+    for p in model.parameters():
+        p.requires_grad_(False)
+    return model, taken, losses
+
+
+@torch.no_grad()
+def disc_inputs(model: SynthLM, rows: Sequence[Sequence[int]], pad: int, batch: int = 128):
+    """Prefix features (N, K, H) and text lengths (N,) of discriminator rows under a frozen model."""
+    k_max = max(len(r) for r in rows) - TEXT_START - 1
+    feats = torch.zeros((len(rows), k_max, model.lm.config.n_embd))
+    lengths = torch.zeros(len(rows), dtype=torch.long)
+    model.eval()
+    for s in range(0, len(rows), batch):
+        ids, mask = pad_batch(rows[s : s + batch], pad)
+        f = prefix_features(model.hidden(ids, mask))
+        feats[s : s + len(f), : f.size(1)] = f
+        lengths[s : s + len(f)] = mask[:, TEXT_START + 1 :].sum(dim=1)
+    return feats, lengths
+
+
+def train_head(model: SynthLM, batches: Batches, cfg: SynthConfig, z: float, log: Log,
+               should_stop: Callable[[], bool] = lambda: False) -> tuple[SynthLM, int, list[float]]:
+    """DP training of the linear discriminator head on the FROZEN fine-tuned model (PPLM's set-up, baselines)."""
+    n = len(batches.labels)
+    feats, lengths = disc_inputs(model, batches.disc_rows(range(n)), batches.fmt.pad)
+    weights = prefix_weights(lengths, feats.size(1), cfg.prefix_step)
+    labels = torch.tensor(batches.labels, dtype=torch.long)
+    head = model.head
+    head.requires_grad_(True)
+    torch.manual_seed(cfg.seed + 1)
+
+    def loss_of(h, idx):
+        return weighted_prefix_loss(h(feats[idx]), labels[idx], weights[idx])
+
+    head, taken, losses = _run(head, n, cfg, z, cfg.head_epochs, cfg.head_lr, False, loss_of,
+                               "discriminator-head", log, should_stop)
+    head.requires_grad_(False)
+    model.head = head
+    return model, taken, losses
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Scores of a trained model
+# ------------------------------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def text_embeddings(model: SynthLM, fmt: Formatter, text_ids: Sequence[Sequence[int]], seed: int,
+                    batch: int = 128) -> torch.Tensor:
+    """(N, H) mean hidden state of each text under "BOS rand SEP text" (the label never shown)."""
+    rand = fmt.random_tokens(len(text_ids), torch.Generator().manual_seed(seed))
+    rows = [fmt.disc_row(r, t) for r, t in zip(rand, text_ids, strict=True)]
+    model.eval()
+    out = []
+    for s in range(0, len(rows), batch):
+        ids, mask = pad_batch(rows[s : s + batch], fmt.pad)
+        out.append(full_features(model.hidden(ids, mask), mask))
+    return torch.cat(out)
+
+
+@torch.no_grad()
+def label_probs(model: SynthLM, fmt: Formatter, text_ids: Sequence[Sequence[int]], seed: int) -> torch.Tensor:
+    """(N, A) discriminator probabilities p(a | text)."""
+    return torch.softmax(model.head(text_embeddings(model, fmt, text_ids, seed)), dim=-1)
+
+
+@torch.no_grad()
+def lm_test_loss(model: SynthLM, fmt: Formatter, text_ids, labels, batch: int = 128) -> float:
+    """Token-level NLL of "BOS label SEP text EOS" on held-out rows (the paper's Table 4 test loss)."""
+    model.eval()
+    total, count = 0.0, 0
+    for s in range(0, len(text_ids), batch):
+        rows = [fmt.lm_row(y, t) for y, t in zip(labels[s : s + batch], text_ids[s : s + batch], strict=True)]
+        ids, mask = pad_batch(rows, fmt.pad)
+        logits = model.lm(input_ids=ids, attention_mask=mask.long()).logits
+        per_row = lm_nll(logits, ids, mask)
+        n_pred = (mask.sum(dim=1) - 1).clamp(min=1)
+        total += float((per_row * n_pred).sum())
+        count += int(n_pred.sum())
+    return total / max(count, 1)

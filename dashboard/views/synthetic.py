@@ -1,0 +1,167 @@
+"""Synthetic data: DP conditional generation of labelled text (seed 004), utility, memorisation, embeddings."""
+
+import csv
+import io
+import json
+import math
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from core.runs.store import RunDir
+from dashboard import common as c
+
+GENERATORS = {"filter": "conditional prompting + filter", "pplm": "PPLM, head on frozen model",
+              "multitask": "multitask + PPLM (paper)"}
+COMMAND = "python -m core synth --generator multitask --epsilon 3 --preset tiny --run-dir runs/synth-multitask-eps3"
+LAYOUT = dict(margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.2), template="plotly_white")
+
+st.title("Synthetic data")
+st.caption("DP conditional text generation for a labelled data set (seed 004): a conditional LM is fine-tuned "
+           "with DP-Adam on \"BOS label SEP text\", then generates a synthetic data set per label. Utility is the "
+           "accuracy of a classifier trained on the synthetic set and tested on REAL held-out data.")
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def read_lines(signature: tuple, path: str, source: str, name: str) -> list[dict]:
+    text = RunDir(path, source=source).read_text(name) or ""
+    rows = []
+    for line in text.splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # a line being written
+    return rows
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def read_points(signature: tuple, path: str, source: str) -> pd.DataFrame:
+    text = RunDir(path, source=source).read_text("embeddings.csv") or ""
+    rows = list(csv.DictReader(io.StringIO(text)))
+    frame = pd.DataFrame(rows, columns=["x", "y", "label"])
+    return frame.astype({"x": float, "y": float}) if not frame.empty else frame
+
+
+def run_file(run_id: str, name: str):
+    run = c.get_run(run_id)
+    signature = c.file_signature(run.path, (name,))
+    if name == "embeddings.csv":
+        return read_points(signature, str(run.path), run.source)
+    return read_lines(signature, str(run.path), run.source, name)
+
+
+def eps_label(eps: float | None) -> str:
+    return "∞ (not private)" if eps is not None and math.isinf(eps) else c.fmt_eps(eps)
+
+
+df = c.finished_frame()
+synth = df[df["method"].fillna("").str.startswith("synth-")] if not df.empty else df
+if synth.empty:
+    st.info("No synthetic-data runs yet. Create one from the command line (about a minute on the tiny preset), "
+            "then reload this page:", icon=":material/hourglass_empty:")
+    st.code(COMMAND, language="bash")
+    st.caption("Generators: `filter`, `pplm`, `multitask`; epsilon: a number or `inf`; presets: `tiny`, `quick`.")
+    st.stop()
+
+preset = c.preset_picker(synth, key="synth_preset")
+runs = synth[synth["preset"] == preset]
+rows = []
+for record in runs.to_dict("records"):
+    m = c.read_run(c.get_run(record["run_id"]), "metrics") or {}
+    grams = m.get("ngram_ratios") or {}
+    rows.append({
+        "run": record["run_id"], "generator": record["method"].removeprefix("synth-"),
+        "ε target": record["epsilon_target"], "ε": record["epsilon"],
+        "accuracy (synthetic)": m.get("accuracy_synthetic"), "accuracy (real)": m.get("accuracy_real"),
+        "label agreement": m.get("synthetic_label_agreement"), "separability": m.get("separability"),
+        "discriminator": m.get("discriminator_test_accuracy"), "LM test loss": m.get("lm_test_loss"),
+        **{f"{n}-gram": grams.get(str(n)) for n in range(3, 8)},
+        "samples": m.get("n_synthetic"),
+    })
+table = pd.DataFrame(rows)
+
+st.subheader("Accuracy vs ε (paper Table 1)")
+st.caption("Classifier: TF-IDF + logistic regression trained on each synthetic set, tested on the real test set; "
+           "\"original\" trains it on the real train set. Cells average the runs of one setting.")
+
+
+def pivot(value: str) -> pd.DataFrame:
+    grid = table.pivot_table(index="ε target", columns="generator", values=value, aggfunc="mean")
+    grid = grid.reindex(columns=[g for g in GENERATORS if g in grid.columns])
+    grid = grid.sort_index(ascending=False)
+    grid.index = [eps_label(e) for e in grid.index]
+    return grid
+
+
+accuracy = pivot("accuracy (synthetic)")
+original = table["accuracy (real)"].dropna()
+if not original.empty:
+    accuracy.loc["original (real train data)"] = float(original.mean())
+st.dataframe(accuracy, width="stretch", column_config={g: st.column_config.NumberColumn(GENERATORS[g], format="%.3f")
+                                                        for g in GENERATORS})
+st.markdown("**Embedding separability** (random-forest accuracy on the fine-tuned model's mean embeddings of the "
+            "real test texts, paper Fig. 2)")
+st.dataframe(pivot("separability"), width="stretch",
+             column_config={g: st.column_config.NumberColumn(GENERATORS[g], format="%.3f") for g in GENERATORS})
+with st.expander("Every run", expanded=False):
+    st.dataframe(table.sort_values(["generator", "ε target"]), hide_index=True, width="stretch",
+                 column_config={"ε": st.column_config.NumberColumn(format="%.3g")})
+
+st.subheader("Memorisation: n-gram overlap with the train set")
+st.caption("Share of distinct synthetic word n-grams that also occur in the private train set (paper Fig. 3). "
+           "Dashed: the same share for the real held-out test texts, which the model never saw.")
+generator = st.selectbox("Generator", [g for g in GENERATORS if g in set(table["generator"])], key="synth_gram_gen",
+                         format_func=lambda g: f"{g}: {GENERATORS[g]}")
+fig = go.Figure()
+reference = None
+for row in table[table["generator"] == generator].sort_values("ε target", ascending=False).to_dict("records"):
+    fig.add_trace(go.Scatter(x=list(range(3, 8)), y=[row[f"{n}-gram"] for n in range(3, 8)], mode="lines+markers",
+                             name=f"ε = {eps_label(row['ε target'])}", customdata=[[row["run"]]] * 5,
+                             hovertemplate="n=%{x}<br>ratio=%{y:.4f}<br>run %{customdata[0]}<extra></extra>"))
+    reference = reference or (c.read_run(c.get_run(row["run"]), "metrics") or {}).get("ngram_ratios_real_test")
+if reference:
+    fig.add_trace(go.Scatter(x=list(range(3, 8)), y=[reference.get(str(n)) for n in range(3, 8)], mode="lines",
+                             line=dict(dash="dash", color="#4a5568"), name="real test texts"))
+fig.update_layout(title="Synthetic n-grams found in the train set", xaxis_title="n", yaxis_title="ratio", **LAYOUT)
+fig.update_xaxes(dtick=1)
+st.plotly_chart(fig, width="stretch", key="synth_ngrams")
+
+st.subheader("One run: embeddings and samples")
+options = list(table.sort_values(["generator", "ε target"])["run"])
+labels = {r["run"]: f"{r['generator']} · ε = {eps_label(r['ε target'])} · {r['run']}" for r in rows}
+run_id = st.selectbox("Run", options, key="synth_run", format_func=labels.get)
+chosen = table[table["run"] == run_id].iloc[0]
+cols = st.columns(4)
+cols[0].metric("accuracy (synthetic)", c.fmt_num(chosen["accuracy (synthetic)"], 3))
+cols[1].metric("accuracy (real)", c.fmt_num(chosen["accuracy (real)"], 3))
+cols[2].metric("separability", c.fmt_num(chosen["separability"], 3))
+cols[3].metric("ε", eps_label(chosen["ε"]))
+
+points = run_file(run_id, "embeddings.csv")
+if points.empty:
+    st.info("This run has no embeddings.csv.")
+else:
+    scatter = go.Figure()
+    for label in sorted(points["label"].unique()):
+        part = points[points["label"] == label]
+        scatter.add_trace(go.Scatter(x=part["x"], y=part["y"], mode="markers", name=label,
+                                     marker=dict(size=6, opacity=0.75)))
+    metrics = c.read_run(c.get_run(run_id), "metrics") or {}
+    scatter.update_layout(title=f"{str(metrics.get('projection', 'umap')).upper()} of the real test embeddings, "
+                          "coloured by label", xaxis_title="", yaxis_title="", **LAYOUT)
+    st.plotly_chart(scatter, width="stretch", key="synth_umap")
+
+samples = pd.DataFrame(run_file(run_id, "samples.jsonl"))
+if samples.empty:
+    st.info("This run has no samples.jsonl.")
+else:
+    counts = samples["label"].value_counts().sort_index()
+    st.caption("Samples per label: " + ", ".join(f"{label} {n}" for label, n in counts.items())
+               + (". ε = ∞: the model was trained without noise, so samples may repeat private text."
+                  if c.present(chosen["ε"]) and math.isinf(chosen["ε"])
+                  else ". Synthetic text from a DP model (post-processing)."))
+    label = st.selectbox("Label", list(counts.index), key="synth_label")
+    shown = samples[samples["label"] == label].drop(columns=["label"])
+    st.dataframe(shown, hide_index=True, width="stretch",
+                 column_config={"disc_prob": st.column_config.NumberColumn("p(label | text)", format="%.3f")})

@@ -1,0 +1,100 @@
+"""`python -m core synth` end to end on a micro configuration: a complete run directory, and one-line errors."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from core.cli import main
+from core.privacy import epsilon_from_events, events_from_dicts
+from core.runs.registry import list_runs
+from core.runs.store import REQUIRED_FILES, RunDir
+
+# seconds, not minutes: a micro base model and a few dozen examples (sizes are meaningless, the format is not)
+MICRO = {
+    "synth": {"per_label": 40, "epochs": 1, "batch_size": 16, "head_epochs": 1, "max_new_tokens": 6,
+              "samples_per_label": 6, "pplm_iterations": 1, "rf_trees": 10, "cv_folds": 2, "projection": "pca",
+              "gen_batch": 8},
+    "base": {"data": {"private_train": 400, "private_valid": 50, "private_test": 60, "public_train": 400,
+                      "public_valid": 50},
+             "model": {"vocab_size": 2048, "pretrain_epochs": 1, "n_positions": 48}},
+}
+
+
+def cli(*args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "core", "synth", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def micro_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("synth")
+    config = root / "micro.json"
+    config.write_text(json.dumps(MICRO))
+    run_dir = root / "runs" / "synth-multitask"
+    out = cli("--generator", "multitask", "--epsilon", "3", "--config", str(config), "--run-dir", str(run_dir))
+    assert out.returncode == 0, out.stderr
+    return run_dir, json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_micro_run_writes_a_complete_run(micro_run):
+    run_dir, summary = micro_run
+    run = RunDir(run_dir)
+    assert run.is_complete() and run.missing_files() == []
+    names = {p.name for p in run_dir.iterdir()}
+    assert set(REQUIRED_FILES) | {"samples.jsonl", "embeddings.csv"} <= names
+    config = run.config()["config"]
+    assert config["method"] == "synth-multitask" and config["synth"]["generator"] == "multitask"
+    assert [i.method for i in list_runs([run_dir.parent])] == ["synth-multitask"]
+
+    privacy = run.privacy()
+    n_train = sum(config["data_stats"]["train_per_label"].values())
+    assert privacy["delta"] == pytest.approx(1 / n_train)
+    recomputed = epsilon_from_events(events_from_dicts(privacy["events"]), privacy["delta"]).epsilon
+    assert recomputed == pytest.approx(privacy["epsilon"]) and privacy["epsilon"] <= 3.0
+
+    metrics = run.metrics()
+    for key in ("accuracy_synthetic", "accuracy_real", "separability"):
+        assert 0.0 <= metrics[key] <= 1.0
+    assert set(metrics["ngram_ratios"]) == {"3", "4", "5", "6", "7"}
+    assert summary["accuracy_synthetic"] == metrics["accuracy_synthetic"]
+
+    samples = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
+    labels = set(config["data_stats"]["labels"])
+    assert {s["label"] for s in samples} == labels and all(s["text"] for s in samples)
+    points = list(csv.DictReader((run_dir / "embeddings.csv").open()))
+    assert len(points) == config["data_stats"]["test"] and {p["label"] for p in points} == labels
+    assert all(math.isfinite(float(p["x"])) and math.isfinite(float(p["y"])) for p in points)
+    stages = [p["stage"] for p in run.progress()]
+    assert stages[-1] == "done" and "multitask-finetune" in stages and "generate" in stages
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--epsilon", "zero"], "epsilon must be a number (or inf), got 'zero'"),
+    (["--epsilon", "-3"], "epsilon must be a positive number or inf"),
+    (["--corpus", "missing.csv"], "labelled data file not found"),
+])
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, args, message):
+    run_dir = tmp_path / "run"
+    assert main(["synth", *args, "--run-dir", str(run_dir)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not run_dir.exists()
+
+
+def test_unknown_generator_is_refused_by_the_parser(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["synth", "--generator", "gan", "--run-dir", str(tmp_path / "run")])
+    assert exit_.value.code == 2 and "invalid choice: 'gan'" in capsys.readouterr().err
+
+
+def test_bad_labelled_file_names_its_line(tmp_path, capsys):
+    data = tmp_path / "mine.csv"
+    data.write_text("text,label\ngood film,pos\nbad film\n")
+    assert main(["synth", "--corpus", str(data), "--run-dir", str(tmp_path / "run")]) == 2
+    assert f"{data} line 3: expected 2 fields" in capsys.readouterr().err

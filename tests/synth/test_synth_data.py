@@ -1,0 +1,101 @@
+"""Labelled data: chitchat topic labels, balance by downsampling, seeded stratified split, text,label files."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from core.config import DataConfig
+from core.data import load_records
+from core.data.corpora import CorpusError, Record
+from core.synth.config import CHITCHAT_TOPICS, synth_config
+from core.synth.data import Example, balance, chitchat_examples, labelled_data, load_labelled, split
+
+FILM, SMELL = CHITCHAT_TOPICS[0][1], CHITCHAT_TOPICS[1][1]
+LONG = "one two three four five six seven"
+
+
+def conversation(cid: str, prompt: str, users: list[str]) -> list[Record]:
+    meta = {"conversation": cid, "prompt": prompt}
+    return [Record(f"{LONG} turn {k}", user, meta) for k, user in enumerate(users)]
+
+
+def test_chitchat_labels_by_prompt_first_turns_private_users_only():
+    records = (conversation("c1", FILM, ["a", "b", "a", "b"]) + conversation("c2", SMELL, ["pub", "c", "c"])
+               + conversation("c3", "Mozart or Beethoven? not a topic prompt", ["a"])
+               + [Record("too short", "a", {"conversation": "c2", "prompt": SMELL})])
+    got = chitchat_examples(records, CHITCHAT_TOPICS, frozenset({"pub"}), max_turn=3, min_words=6)
+    assert [(e.label, e.text.split()[-1]) for e in got] == [
+        ("film", "0"), ("film", "1"), ("film", "2"),  # turn 3 is past max_turn
+        ("smell", "1"), ("smell", "2"),  # turn 0 is by a public user
+    ]
+
+
+def test_balance_downsamples_every_label_to_the_rarest_or_per_label():
+    examples = [Example(f"a{i}", "a") for i in range(10)] + [Example(f"b{i}", "b") for i in range(4)]
+    assert Counter(e.label for e in balance(examples, None, 0)) == {"a": 4, "b": 4}
+    assert Counter(e.label for e in balance(examples, 3, 0)) == {"a": 3, "b": 3}
+    assert balance(examples, 3, 0) == balance(examples, 3, 0)
+    assert balance(examples, 3, 0) != balance(examples, 3, 1)
+
+
+def test_split_is_stratified_80_20_and_seeded():
+    examples = [Example(f"{y}{i}", y) for y in "abc" for i in range(20)]
+    train, test = split(examples, 0.2, seed=5)
+    assert Counter(e.label for e in test) == {"a": 4, "b": 4, "c": 4}
+    assert Counter(e.label for e in train) == {"a": 16, "b": 16, "c": 16}
+    assert not set(train) & set(test)
+    assert split(examples, 0.2, seed=5) == (train, test)
+    assert split(examples, 0.2, seed=6) != (train, test)
+
+
+def test_chitchat_tiny_preset_is_balanced_and_deterministic():
+    cfg = synth_config("tiny")
+    records = load_records(DataConfig())  # chitchat, loaded once (cached in-process)
+    a, b = labelled_data(cfg, frozenset(), records), labelled_data(cfg, frozenset(), records)
+    assert a == b and a.labels == ("film", "music", "peanut butter", "smell")
+    assert Counter(e.label for e in a.train) == {label: 160 for label in a.labels}
+    assert Counter(e.label for e in a.test) == {label: 40 for label in a.labels}
+
+
+# ------------------------------------------------------------------------------------------------------------
+# text,label files
+# ------------------------------------------------------------------------------------------------------------
+
+
+def test_csv_and_jsonl_files_load(tmp_path):
+    csv_file = tmp_path / "sst2.csv"
+    csv_file.write_text('text,label,extra\n"a fine, warm film",positive,x\nawful,negative,y\n  ,negative,z\n')
+    assert load_labelled(csv_file) == [Example("a fine, warm film", "positive"), Example("awful", "negative")]
+    jsonl = tmp_path / "ag.jsonl"
+    jsonl.write_text(json.dumps({"text": "stocks fell", "label": 2}) + "\n\n"
+                     + json.dumps({"text": "a goal", "label": "sports"}) + "\n")
+    assert load_labelled(jsonl) == [Example("stocks fell", "2"), Example("a goal", "sports")]
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("d.csv", "text,topic\nhello,a\n", "d.csv: no 'label' column (columns: text, topic)"),
+    ("d.csv", "sentence,label\nhello,a\n", "d.csv: no 'text' column (columns: sentence, label)"),
+    ("d.csv", "text,label\nhello,a\nbye,b,extra\n", "d.csv line 3: expected 2 fields"),
+    ("d.csv", "text,label\nhello,a\nbye,\n", "d.csv line 3: empty label"),
+    ("d.jsonl", '{"text": "hi", "label": "a"}\n{"text": "yo"}\n', "d.jsonl line 2: no 'label' field"),
+    ("d.jsonl", '{"text": "hi", "label": "a"}\n{"text": "yo", \n', "d.jsonl line 2: not valid JSON"),
+    ("d.jsonl", '["hi", "a"]\n', "d.jsonl line 1: expected a JSON object, got list"),
+    ("d.jsonl", '{"text": "hi", "label": "a"}\n{"text": "yo", "label": "a"}\n', "needs at least 2 labels"),
+    ("d.csv", "", "d.csv: file is empty"),
+    ("d.txt", "hello\n", "must be a .csv or .jsonl file"),
+])
+def test_bad_files_give_one_line_errors_naming_file_and_line(tmp_path, name, content, message):
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(CorpusError) as err:
+        load_labelled(path)
+    text = str(err.value)
+    assert message in text and "\n" not in text and str(tmp_path) in text
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(CorpusError, match="not found"):
+        load_labelled(tmp_path / "none.csv")

@@ -1,0 +1,71 @@
+"""Hand-computed checks: prefix features, the linearly weighted multitask loss, n-gram ratios, the classifier."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from core.synth.evaluate import classifier_accuracy, ngram_ratio, ngram_ratios, separability, words
+from core.synth.model import pack, prefix_features, prefix_weights, weighted_prefix_loss
+
+
+def test_prefix_features_are_running_means_from_sep():
+    # rows [BOS, rand, SEP, x1, x2, x3]: hidden value = position index (one dimension)
+    hidden = torch.arange(6, dtype=torch.float32).view(1, 6, 1)
+    feats = prefix_features(hidden)
+    # after k text tokens: mean of positions 2..2+k
+    assert feats.squeeze().tolist() == pytest.approx([2.5, 3.0, 3.5])
+
+
+def test_prefix_weights_are_linear_in_the_prefix_and_skip_padding():
+    w = prefix_weights(torch.tensor([6, 3, 1]), max_k=7, step=2)
+    assert w[0].tolist() == pytest.approx([0, 1 / 6, 0, 2 / 6, 0, 3 / 6, 0])  # k = 2, 4, 6 weighted 1:2:3
+    assert w[1].tolist() == pytest.approx([0, 1, 0, 0, 0, 0, 0])  # only k = 2 fits in 3 tokens
+    assert w[2].tolist() == pytest.approx([1, 0, 0, 0, 0, 0, 0])  # shorter than the step: its full length
+
+
+def test_weighted_prefix_loss_hand_computed():
+    # one example, 2 labels, text of 6 tokens, step 2: prefixes 2, 4, 6 with weights 1/6, 2/6, 3/6
+    logits = torch.zeros((1, 6, 2))
+    logits[0, 1] = torch.tensor([0.0, 0.0])  # CE = ln 2
+    logits[0, 3] = torch.tensor([math.log(3.0), 0.0])  # p(label 0) = 3/4: CE = ln(4/3)
+    logits[0, 5] = torch.tensor([0.0, math.log(3.0)])  # p(label 0) = 1/4: CE = ln 4
+    loss = weighted_prefix_loss(logits, torch.tensor([0]), prefix_weights(torch.tensor([6]), 6, 2))
+    expected = (1 * math.log(2) + 2 * math.log(4 / 3) + 3 * math.log(4)) / 6
+    assert float(loss[0]) == pytest.approx(expected, rel=1e-6)
+
+
+def test_pack_keeps_the_two_sequences_apart():
+    ids, attention, positions, disc_mask, lm_mask = pack([[0, 7, 1, 5]], [[0, 3, 1, 5, 6, 0]], pad=0)
+    assert ids.tolist() == [[0, 7, 1, 5, 0, 3, 1, 5, 6, 0]]
+    assert positions.tolist() == [[0, 1, 2, 3, 0, 1, 2, 3, 4, 5]]
+    a = attention[0, 0]
+    assert not a[4:, :4].any() and not a[:4, 4:].any()  # no attention across the two sequences
+    assert a[9, 4:].all() and a[3, :4].all() and not a[2, 3]  # causal inside each
+    assert disc_mask.all() and lm_mask.all()
+
+
+def test_ngram_ratio_known_pair():
+    train = ["the cat sat on the mat", "a dog ran"]
+    synthetic = ["the cat sat on a log", "a dog ran home"]
+    # distinct synthetic 3-grams: the cat sat, cat sat on, sat on a, on a log, a dog ran, dog ran home
+    # found in train: the cat sat, cat sat on, a dog ran -> 3 / 6
+    assert ngram_ratio(synthetic, train, 3) == 0.5
+    # 4-grams: the cat sat on (in train), cat sat on a, sat on a log, a dog ran home -> 1 / 4
+    assert ngram_ratio(synthetic, train, 4) == 0.25
+    assert ngram_ratios(synthetic, train)["7"] is None  # no synthetic 7-grams at all
+    assert words("Don't stop!") == ["don", "'", "t", "stop", "!"]
+
+
+def test_classifier_and_separability_on_separable_toy_data():
+    train = ["good great fine"] * 5 + ["bad awful poor"] * 5
+    labels = ["pos"] * 5 + ["neg"] * 5
+    acc, _ = classifier_accuracy(train, labels, ["great film", "awful film"], ["pos", "neg"])
+    assert acc == 1.0
+    assert classifier_accuracy(["x y"], ["pos"], ["a", "b"], ["pos", "neg"])[0] == 0.5  # one class only
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.normal(0, 0.1, (10, 3)), rng.normal(5, 0.1, (10, 3))])
+    assert separability(x, ["a"] * 10 + ["b"] * 10, trees=10, folds=5, seed=0) == 1.0

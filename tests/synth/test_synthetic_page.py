@@ -1,0 +1,111 @@
+"""The "Synthetic data" dashboard page (AppTest) on fake synth runs in the real run format, and on none."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from core.runs.store import RunDir
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT / "tests" / "dashboard") not in sys.path:
+    sys.path.insert(0, str(ROOT / "tests" / "dashboard"))
+
+from apptest_helpers import open_page, plotly_specs, texts  # noqa: E402
+
+LABELS = ("film", "music", "smell")
+
+
+@pytest.fixture
+def roots(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    live, cached = tmp_path / "runs", tmp_path / "cached_runs"
+    live.mkdir()
+    cached.mkdir()
+    monkeypatch.setenv("SEQPATE_RUNS_DIR", str(live))
+    monkeypatch.setenv("SEQPATE_CACHED_RUNS_DIR", str(cached))
+    return {"live": live, "cached": cached}
+
+
+def write_synth_run(root: Path, run_id: str, generator: str, epsilon: float, accuracy: float) -> None:
+    config = {"method": f"synth-{generator}", "preset": "tiny", "seed": 0,
+              "privacy": {"epsilon": epsilon, "delta": 1 / 600}, "synth": {"generator": generator}}
+    run = RunDir.create(root / run_id, config, 0)
+    run.write_privacy({"epsilon": epsilon if math.isinf(epsilon) else epsilon * 0.999, "delta": 1 / 600,
+                       "accountant": "pld (dp_accounting)", "unit": "none" if math.isinf(epsilon) else "sample",
+                       "events": []})
+    run.write_metrics({"accuracy_synthetic": accuracy, "accuracy_real": 0.6, "separability": 0.4,
+                       "synthetic_label_agreement": 0.5, "n_synthetic": 6, "projection": "umap",
+                       "ngram_ratios": {str(n): 0.1 / n for n in range(3, 8)},
+                       "ngram_ratios_real_test": {str(n): 0.2 / n for n in range(3, 8)}})
+    samples = [{"label": label, "text": f"a {label} sample {k}", "disc_prob": 0.5, "kept": "accepted"}
+               for label in LABELS for k in range(2)]
+    run.write_text("samples.jsonl", "".join(json.dumps(s) + "\n" for s in samples))
+    run.write_text("embeddings.csv", "x,y,label\n" + "".join(f"{i},{i * 2},{LABELS[i % 3]}\n" for i in range(9)))
+    run.write_completions([{"index": i, "prefix": f"BOS {s['label']} SEP", "reference": "", "completion": s["text"]}
+                           for i, s in enumerate(samples)])
+    run.log_progress("done", progress=1.0)
+    run.set_status(state="done", stage="done", progress=1.0)
+
+
+def test_page_without_synth_runs_says_how_to_make_one(roots):
+    at = open_page("synthetic")
+    assert not at.exception
+    assert "No synthetic-data runs yet" in texts(at)
+    assert any("python -m core synth" in str(code.value) for code in at.code)
+
+
+def test_page_shows_table_ngrams_umap_and_samples(roots):
+    write_synth_run(roots["live"], "s-multitask-3", "multitask", 3.0, 0.55)
+    write_synth_run(roots["live"], "s-filter-3", "filter", 3.0, 0.40)
+    write_synth_run(roots["cached"], "s-multitask-inf", "multitask", math.inf, 0.58)
+    at = open_page("synthetic")
+    assert not at.exception, at.exception
+    table = at.dataframe[0].value
+    assert table.loc["3", "multitask"] == pytest.approx(0.55) and table.loc["3", "filter"] == pytest.approx(0.40)
+    assert table.loc["∞ (not private)", "multitask"] == pytest.approx(0.58)
+    assert table.loc["original (real train data)"].dropna().iloc[0] == pytest.approx(0.6)
+    specs = plotly_specs(at)
+    assert len(specs) == 2  # n-gram chart and the scatter
+    grams, scatter = specs
+    assert [t["name"] for t in grams["data"]][-1] == "real test texts"
+    assert sorted(t["name"] for t in scatter["data"]) == list(LABELS)
+    # samples of the first label of the chosen run
+    samples = at.dataframe[-1].value
+    assert list(samples["text"]) == ["a film sample 0", "a film sample 1"]
+    at.selectbox(key="synth_label").set_value("smell").run()
+    assert list(at.dataframe[-1].value["text"]) == ["a smell sample 0", "a smell sample 1"]
+
+
+def test_other_pages_tolerate_synth_runs(roots):
+    write_synth_run(roots["live"], "s-multitask-3", "multitask", 3.0, 0.55)
+    for page in ("overview", "privacy_utility", "completions", "runs"):
+        at = open_page(page)
+        assert not at.exception, (page, at.exception)
+
+
+def test_page_never_imports_torch(tmp_path):
+    """The page runs in a fresh interpreter without torch, transformers or opacus being imported."""
+    script = textwrap.dedent(f"""
+        import os, sys
+        sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / "tests" / "dashboard")!r}]
+        os.environ["SEQPATE_RUNS_DIR"] = {str(tmp_path / "runs")!r}
+        os.environ["SEQPATE_CACHED_RUNS_DIR"] = {str(tmp_path / "cached")!r}
+        from pathlib import Path
+        from tests.synth.test_synthetic_page import write_synth_run
+        write_synth_run(Path({str(tmp_path)!r}) / "runs", "s", "pplm", 8.0, 0.5)
+        from apptest_helpers import open_page
+        at = open_page("synthetic")
+        assert not at.exception, at.exception
+        print("HEAVY", sorted(m for m in ("torch", "transformers", "opacus") if m in sys.modules))
+    """)
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "cached").mkdir()
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "HEAVY []" in done.stdout
