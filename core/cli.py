@@ -9,7 +9,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from core.config import ConfigError, RunConfig, preset_config, validate
+from core.config import ConfigError, RunConfig, check_private_size, preset_config, validate
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -31,10 +31,12 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     if getattr(args, "config", None):
         path = Path(args.config)
         try:
-            loaded = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
+            loaded = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
             raise ConfigError(f"cannot read config {path}: {exc}") from None
-        base = loaded.get("config", loaded)  # accept a run's config.json or a bare RunConfig dict
+        base = loaded.get("config", loaded) if isinstance(loaded, dict) else None
+        if not isinstance(base, dict):  # accept a run's config.json or a bare RunConfig dict, nothing else
+            raise ConfigError(f"config {path} must hold a JSON object of config sections")
     preset = args.preset or base.get("preset", "tiny")
     overrides: dict = {}
     for section, values in base.items():
@@ -47,6 +49,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         "filter": "seqpate__filter", "partition": "seqpate__partition", "ablation": "seqpate__ablation",
         "query_budget": "seqpate__query_budget", "model": "model__source", "executor": "seqpate__executor",
         "privacy_target": "privacy__target", "batching": "dpsgd__batching", "epochs": "dpsgd__epochs",
+        "canaries": "data__canaries", "ray_address": "seqpate__ray_address",
     }
     for flag, key in flag_map.items():
         value = getattr(args, flag, None)
@@ -65,11 +68,20 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
 
 
 def cmd_run(args) -> int:
-    from core.runs.pipeline import Cancelled, execute, install_sigterm_handler
-    from core.runs.store import RunDir
+    from core.data import load_prepared
+    from core.runs.store import RunDir, RunExistsError
 
+    # Every check the user can act on comes before the run folder is made, so a refusal writes nothing; the
+    # engine (torch) is imported only after them, so a refusal is also quick.
     cfg = config_from_args(args)
-    run = RunDir.create(Path(args.run_dir), cfg.to_dict(), cfg.seed)
+    run_dir = Path(args.run_dir)
+    if run_dir.exists() and not (run_dir.is_dir() and not any(run_dir.iterdir())):
+        raise RunExistsError(f"run directory already exists: {run_dir}")
+    data = load_prepared(cfg.data, cfg.seed)  # cached in this process: the pipeline reuses it
+    check_private_size(cfg, len(data.private_train))
+
+    run = RunDir.create(run_dir, cfg.to_dict(), cfg.seed)
+    from core.runs.pipeline import Cancelled, execute, install_sigterm_handler
     install_sigterm_handler()
     return run_to_completion(cfg, run, execute, Cancelled)
 
@@ -135,6 +147,14 @@ def cmd_sweep(args) -> int:
     return 0
 
 
+def cmd_report(args) -> int:
+    from core.runs.report import write_report
+
+    notes = Path(args.notes) if args.notes else None
+    print(write_report(Path(args.runs), notes))
+    return 0
+
+
 def cmd_data_stats(args) -> int:
     from core.data import corpus_stats, data_stats, load_corpus, load_prepared
 
@@ -166,6 +186,13 @@ def cmd_runs(args) -> int:
     if args.full:
         out.update({"metrics": run.metrics(), "privacy": run.privacy()})
     print(json.dumps(out, indent=2, default=str))
+    return 0
+
+
+def cmd_audit(args) -> int:
+    from core.analysis.audit import audit_run_dir
+
+    print(json.dumps(audit_run_dir(Path(args.run_dir)), indent=2, default=str))
     return 0
 
 
@@ -217,8 +244,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--query-budget", type=int)
     run.add_argument("--model", help="tiny (default) or a local GPT-2 checkout directory")
     run.add_argument("--executor", choices=["local", "process", "ray"])
+    run.add_argument("--ray-address", help="with --executor ray: join this cluster (auto, or host:port)")
     run.add_argument("--privacy-target", choices=["sample", "phrase-avg"])
     run.add_argument("--batching", choices=["samples", "users"])
+    run.add_argument("--canaries", help="insert seeded canaries, one per insertion count, e.g. 1,10,100")
     run.add_argument("--epochs", type=int, help="training epochs of the baselines")
     run.set_defaults(func=cmd_run)
 
@@ -227,11 +256,15 @@ def build_parser() -> argparse.ArgumentParser:
     job.set_defaults(func=cmd_job)
 
     sweep = sub.add_parser("sweep", help="run a named plan of runs (resumable)")
-    sweep.add_argument("--plan", required=True, help="tradeoff, ablation, filtering or teachers")
+    sweep.add_argument("--plan", required=True, help="tradeoff, ablation, filtering, teachers, phrases, blacklist or adp")
     sweep.add_argument("--preset", default="quick", choices=["tiny", "quick", "paper"])
     sweep.add_argument("--seed", type=int, default=0)
     sweep.add_argument("--out", default="cached_runs")
+    report = sub.add_parser("report", help="write REPORT.md: the sweep runs' tables and the paper's orderings")
+    report.add_argument("--runs", default="cached_runs")
+    report.add_argument("--notes", help="a markdown file appended as the report's Notes section")
     sweep.set_defaults(func=cmd_sweep)
+    report.set_defaults(func=cmd_report)
 
     stats = sub.add_parser("data-stats", help="users, sentences and words on each side of the user split")
     add_config_flags(stats)
@@ -247,6 +280,11 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--full", action="store_true", help="include metrics and privacy")
     runs.set_defaults(func=cmd_runs)
 
+    audit = sub.add_parser("audit", help="recompute phrases.csv, R_name and statement.md of a finished run "
+                           "(exposure needs the model: reported as computed at run time)")
+    audit.add_argument("--run-dir", required=True)
+    audit.set_defaults(func=cmd_audit)
+
     privacy = sub.add_parser("privacy", help="privacy what-if tools")
     psub = privacy.add_subparsers(dest="privacy_command", required=True, parser_class=OneLineParser)
     cal = psub.add_parser("calibrate", help="SeqPATE noise for Q releases at (epsilon, delta), or the reverse")
@@ -255,14 +293,21 @@ def build_parser() -> argparse.ArgumentParser:
     cal.add_argument("--sigma", help="noise std; prints the epsilon instead")
     cal.add_argument("--delta", default="1e-6")
     privacy.set_defaults(func=cmd_privacy)
+
+    from core.synth.command import add_parser as add_synth_parser  # lazy: torch is only imported when it runs
+
+    add_synth_parser(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    from core.runs.store import RunError  # no torch: store imports only the standard library and core.config
+
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ConfigError, ValueError, FileExistsError, FileNotFoundError, KeyError) as exc:
+    # OSError: an unusable path (permission denied, a file where a folder should be); RunError: an unknown run id
+    except (ConfigError, ValueError, OSError, KeyError, RunError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"error: {message}", file=sys.stderr)
+        print(f"error: {' '.join(str(message).splitlines())}", file=sys.stderr)  # always one line
         return 2

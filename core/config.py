@@ -10,6 +10,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import typing
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,11 @@ class DataConfig:
     private_test: int | None = 200
     public_train: int | None = 2000
     public_valid: int | None = 200
+    # Seeded canaries (Carlini's secret sharer): insertion counts, e.g. "1,10,100"; one canary per count, each
+    # inserted into one private user's train data. Every method on the same data config sees the same secrets.
+    canaries: str = ""
+    canary_seed: int = 0
+    canary_digits: int = 6
 
 
 @dataclass(frozen=True)
@@ -66,9 +72,11 @@ class DecodeConfig:
     temperature: float = 0.7
     max_new_tokens: int = 32
     n_completions: int = 200  # test prefixes completed for BLEU and the side-by-side view
-    # Pseudo data (Sec. 4.1) is sampled closer to the base model's own distribution: a low temperature would
-    # make the warm-up sharpen the student and raise its perplexity on real text.
-    pseudo_top_k: int = 50
+    # Pseudo data (Sec. 4.1) is sampled from the base model's own distribution (no top-k, temperature 1): the
+    # base model here is trained on the same domain, so truncated sampling would only teach the warm-up to drop
+    # the tail of the distribution (measured on tiny, public validation PPL: top-k 50 raised it, pure sampling
+    # with one warm-up epoch lowered it, 630 -> 597).
+    pseudo_top_k: int = 0
     pseudo_temperature: float = 1.0
 
 
@@ -90,13 +98,17 @@ class SeqPATEConfig:
     filter: str = "top-p:0.95"  # top-p:P | top-k:K  (student's candidate set; public information)
     rank_threshold: int = 5  # efficient KD: query when the pseudo label's rank under the student exceeds this
     query_budget: int = 2000  # Q: sigma is calibrated for this many releases before the first query
-    kd_lambda: float = 20.0
-    warmup_epochs: int = 2
+    # Per-token KL (summed over C, not divided by |V| as the official code does, whose lambda 20 is ~4e-4 in
+    # effect). Chosen on PUBLIC validation perplexity (tiny, epsilon 3, M 10): lambda 0.1 -> 652, 1 -> 606,
+    # 20 -> noise-dominated answers wreck the student (test PPL 2349).
+    kd_lambda: float = 1.0
+    warmup_epochs: int = 1  # pseudo-data warm-up (every +pseudo method uses the same one)
     student_epochs: int = 2
     student_lr: float = 1e-3
     batch_size: int = 32
     ablation: str = "none"  # none | -merge_p | -kl | -pseudo | -effi_kd | -gaussian | -all
     executor: str = "local"  # local | process | ray
+    ray_address: str = ""  # executor ray: "" starts a local Ray instance; "auto" or host:port joins a cluster
 
 
 @dataclass(frozen=True)
@@ -126,6 +138,8 @@ class RunConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunConfig:
+        if not isinstance(d, dict):
+            raise ConfigError(f"a run config must be a JSON object, got {type(d).__name__}")
         sub = {
             "data": DataConfig,
             "model": ModelConfig,
@@ -141,13 +155,19 @@ class RunConfig:
             value = d[f.name]
             kwargs[f.name] = _build(sub[f.name], value) if f.name in sub else value
         cfg = cls(**kwargs)
-        return replace(cfg, privacy=replace(cfg.privacy, epsilon=float(cfg.privacy.epsilon)))
+        try:  # JSON has no integer/float distinction (and may spell inf as a string)
+            epsilon = float(cfg.privacy.epsilon)
+        except (TypeError, ValueError, OverflowError):
+            return cfg  # validate() says what is wrong with it
+        return replace(cfg, privacy=replace(cfg.privacy, epsilon=epsilon))
 
     def config_hash(self) -> str:
         return stable_hash(self.to_dict())
 
 
 def _build(cls, values: dict[str, Any]):
+    if not isinstance(values, dict):
+        raise ConfigError(f"{cls.__name__} must be a JSON object, got {type(values).__name__}")
     known = {f.name for f in fields(cls)}
     unknown = set(values) - known
     if unknown:
@@ -209,7 +229,7 @@ ABLATIONS = ("none", "-merge_p", "-kl", "-pseudo", "-effi_kd", "-gaussian", "-al
 
 def preset_config(preset: str = "tiny", **overrides: Any) -> RunConfig:
     """RunConfig for a preset; overrides are `section__field=value` or top-level `method=...`."""
-    if preset not in PRESETS:
+    if not isinstance(preset, str) or preset not in PRESETS:
         raise ConfigError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
     sections: dict[str, dict[str, Any]] = {k: dict(v) for k, v in PRESETS[preset].items()}
     top: dict[str, Any] = {"preset": preset}
@@ -222,6 +242,15 @@ def preset_config(preset: str = "tiny", **overrides: Any) -> RunConfig:
         else:
             top[key] = value
     base = RunConfig()
+    section_names = {f.name for f in fields(RunConfig) if dataclasses.is_dataclass(getattr(base, f.name))}
+    for key in top:
+        if key in section_names:
+            raise ConfigError(f"config section {key} must be a JSON object, got {top[key]!r}")
+        if key not in {f.name for f in fields(RunConfig)}:
+            raise ConfigError(f"unknown config field {key!r}")
+    for key in sections:
+        if key not in section_names:
+            raise ConfigError(f"unknown config section {key!r}")
     built = {name: _build(type(getattr(base, name)), {**dataclasses.asdict(getattr(base, name)), **vals})
              for name, vals in sections.items()}
     return validate(replace(base, **top, **built))
@@ -250,6 +279,56 @@ def parse_filter(spec: str) -> tuple[str, float]:
     raise ConfigError(f"candidate filter {spec!r} must start with top-p: or top-k:")
 
 
+def _has_type(value: Any, kind: Any) -> bool:
+    if kind is type(None):
+        return value is None
+    if isinstance(value, bool):  # bool is an int to Python, never a count or a rate here
+        return kind is bool
+    if kind is float:
+        return isinstance(value, (int, float))
+    return isinstance(value, kind)
+
+
+def _check_types(obj: Any, where: str = "") -> None:
+    """A config.json may carry any JSON type: refuse a wrong one with one line, not a TypeError in a stage."""
+    hints = typing.get_type_hints(type(obj))
+    for f in fields(obj):
+        value, kind = getattr(obj, f.name), hints[f.name]
+        if dataclasses.is_dataclass(kind):
+            if not isinstance(value, kind):
+                raise ConfigError(f"{where}{f.name} must be a section of settings (a JSON object), got {value!r}")
+            _check_types(value, f"{f.name}.")
+            continue
+        allowed = typing.get_args(kind) or (kind,)
+        if not any(_has_type(value, k) for k in allowed):
+            names = " or ".join("null" if k is type(None) else "a number" if k is float else k.__name__
+                                for k in allowed)
+            raise ConfigError(f"{where}{f.name} must be {names}, got {value!r}")
+
+
+def check_private_size(cfg: RunConfig, n_private_train: int) -> None:
+    """Checks that need the number n of private training sentences (from the preset, or after loading data)."""
+    n = n_private_train
+    if n < 1:
+        raise ConfigError("no private training sentences")
+    # delta is the chance that the guarantee fails; at delta >= 1/n a mechanism may publish one whole sentence.
+    if cfg.privacy.delta >= 1.0 / n:
+        raise ConfigError(f"delta must be below 1/n = {1.0 / n:.3g} (n = {n} private training sentences), "
+                          f"got {cfg.privacy.delta}")
+    if cfg.method == "seqpate" and cfg.seqpate.teachers > n:
+        raise ConfigError(f"{cfg.seqpate.teachers} teachers but only {n} private training sentences")
+
+
+def _check_model_dir(source: str) -> None:
+    try:
+        model_config = json.loads((Path(source) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        model_config = None
+    if not isinstance(model_config, dict) or "model_type" not in model_config:
+        raise ConfigError(f"model path is not a model directory (no readable config.json with model_type): "
+                          f"{source}")
+
+
 def validate(cfg: RunConfig) -> RunConfig:
     p = cfg.privacy
     eps = p.epsilon
@@ -257,6 +336,7 @@ def validate(cfg: RunConfig) -> RunConfig:
         raise ConfigError(f"epsilon must be a positive number or inf, got {eps!r}")
     if math.isnan(eps) or eps <= 0:
         raise ConfigError(f"epsilon must be a positive number or inf, got {eps}")
+    _check_types(cfg)
     if not (0.0 < p.delta < 1.0) or math.isnan(p.delta):
         raise ConfigError(f"delta must be in (0, 1), got {p.delta}")
     if p.target not in ("sample", "phrase-avg"):
@@ -280,10 +360,33 @@ def validate(cfg: RunConfig) -> RunConfig:
         raise ConfigError("min_words must exceed prefix_words so every sentence has a continuation")
     if not (0.0 < d.public_fraction < 1.0):
         raise ConfigError(f"public_fraction must be in (0, 1), got {d.public_fraction}")
-    if d.private_train is not None and s.teachers > d.private_train and cfg.method == "seqpate":
-        raise ConfigError(f"{s.teachers} teachers but only {d.private_train} private training sentences")
-    if cfg.model.source != "tiny" and not (Path(cfg.model.source) / "config.json").is_file():
-        raise ConfigError(f"model path is not a model directory (no config.json): {cfg.model.source}")
+    for name in ("private_train", "private_valid", "private_test", "public_train", "public_valid"):
+        size = getattr(d, name)
+        if size is not None and size < 0:
+            raise ConfigError(f"{name} must not be negative (null takes all), got {size}")
+    if d.private_train is not None:  # else the pipeline checks once the data is loaded
+        check_private_size(cfg, d.private_train)
+    dc = cfg.decode
+    if dc.top_k < 1:
+        raise ConfigError(f"decode top-k must be a positive integer, got {dc.top_k}")
+    if dc.pseudo_top_k < 0:
+        raise ConfigError(f"pseudo-data top-k must be 0 (no truncation) or positive, got {dc.pseudo_top_k}")
+    if not (0.0 < dc.top_p <= 1.0):
+        raise ConfigError(f"decode top-p must be in (0, 1], got {dc.top_p}")
+    if not (dc.temperature > 0 and dc.pseudo_temperature > 0):
+        raise ConfigError("decode temperatures must be positive")
+    if dc.max_new_tokens < 1:
+        raise ConfigError(f"max_new_tokens must be at least 1, got {dc.max_new_tokens}")
+    if cfg.model.source != "tiny":
+        _check_model_dir(cfg.model.source)
+    from core.data.secrets import parse_canary_counts  # lazy: core.data imports this module
+
+    try:
+        parse_canary_counts(d.canaries)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+    if not 1 <= d.canary_digits <= 12:
+        raise ConfigError(f"canary digits must be in 1..12, got {d.canary_digits}")
     if cfg.dpsgd.batching not in ("samples", "users"):
         raise ConfigError(f"batching must be samples or users, got {cfg.dpsgd.batching!r}")
     return cfg

@@ -29,7 +29,6 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import core.baselines.opacus_conv1d  # noqa: F401  (registers opacus samplers for GPT-2's Conv1D layers)
 from core.baselines.batching import batch_of_sentence, pack_users, poisson_rate, users_schedule
-from core.baselines.reference import fine_tune
 from core.privacy import (
     GaussianEvent,
     SubsampledGaussianEvent,
@@ -370,7 +369,7 @@ def noisysgd_gc_pseudo(ws: Workspace) -> MethodResult:
 def _pseudo_then_dp(ws: Workspace, *, ghost: bool, batch_size: int) -> MethodResult:
     t0 = time.time()
     with progress_share(ws, 0.0, 0.3):
-        warm = fine_tune(ws, ws.pseudo, "pseudo-finetune")  # public data: no privacy cost
+        warm = ws.pseudo_warm_model("pseudo-finetune")  # public data: no privacy cost
     warm_s = time.time() - t0
     with progress_share(ws, 0.3, 1.0):
         model, privacy, metrics = train_dp(ws, warm, ghost=ghost, batch_size=batch_size, stage="dp-train")

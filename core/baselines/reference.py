@@ -30,7 +30,7 @@ def pub_gpt(ws: Workspace) -> MethodResult:
 
 
 def pub_gpt_pseudo(ws: Workspace) -> MethodResult:
-    model = fine_tune(ws, ws.pseudo, "pseudo-finetune")
+    model = ws.pseudo_warm_model("pseudo-finetune")
     return MethodResult(model, public_only_privacy("Pub-GPT fine-tuned on pseudo data completed from public prefixes"))
 
 

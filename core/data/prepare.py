@@ -201,7 +201,10 @@ def load_records(cfg: DataConfig) -> list[Record]:
 def load_prepared(cfg: DataConfig, seed: int) -> PreparedData:
     key = (cfg, seed, _source_key(cfg))
     if key not in _PREPARED:
-        _PREPARED[key] = prepare(load_records(cfg), cfg, seed)
+        from core.data.secrets import insert_canaries  # secrets imports prepare lazily, so import it here
+
+        _PREPARED[key] = insert_canaries(prepare(load_records(cfg), cfg, seed), cfg.canaries, cfg.canary_seed,
+                                         cfg.canary_digits)
     return _PREPARED[key]
 
 

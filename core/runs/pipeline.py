@@ -65,6 +65,18 @@ class Workspace:
             self.base_model, self.tokenizer, prefixes, self.cfg.decode, self.cfg.seed, self.base_key
         )
 
+    def pseudo_warm_model(self, stage: str = "warm-up"):
+        """A fresh base model fine-tuned on the pseudo data: the one warm-up every "+pseudo" method shares
+        (SeqPATE's student, Pub-GPT+pseudo, NoisySGD+pseudo). Public data only: no privacy cost."""
+        from core.train import train_lm
+
+        sp = self.cfg.seqpate
+        return train_lm(
+            self.fresh_base(), self.encode(self.pseudo), pad_id=self.pad_id, epochs=sp.warmup_epochs,
+            lr=sp.student_lr, batch_size=sp.batch_size, seed=self.cfg.seed, should_stop=self.should_stop,
+            on_epoch=lambda e, loss: self.log(stage, epoch=e + 1, epochs=sp.warmup_epochs, loss=round(loss, 4)),
+        )
+
     def method_progress(self, fraction: float) -> float:
         lo, hi = self.progress_span
         return lo + (hi - lo) * min(max(fraction, 0.0), 1.0)

@@ -47,11 +47,48 @@ def plan_teachers() -> Iterator[tuple[str, dict]]:
         yield f"seqpate-teachers{m}", {"method": "seqpate", "privacy__epsilon": 3.0, "seqpate__teachers": m}
 
 
+CANARIES = "1,10,100"  # Carlini's insertion counts; the same secrets for every method of the phrase plans
+
+
+def plan_phrases() -> Iterator[tuple[str, dict]]:
+    """Table 2 / Table 6 / App. O: by-user partition, noise calibrated for the AVERAGE phrase epsilon (3 and 5);
+    SeqPATE against NoisySGD-GC with sample batches and with user batches; Pri-GPT as the unprotected reference
+    for leak rate and canary exposure."""
+    common = {"data__canaries": CANARIES}
+    yield "phrases-pri-gpt", {"method": "pri-gpt", **common}
+    for eps in (3.0, 5.0):
+        tag = f"avg{eps_name(eps)}"
+        target = {"privacy__epsilon": eps, "privacy__target": "phrase-avg", **common}
+        yield f"phrases-seqpate-{tag}", {"method": "seqpate", "seqpate__partition": "by-user", **target}
+        yield f"phrases-noisysgd-gc-{tag}", {"method": "noisysgd-gc+pseudo", **target}
+        yield f"phrases-noisysgd-gc-users-{tag}", {"method": "noisysgd-gc+pseudo", "dpsgd__batching": "users", **target}
+    yield "phrases-seqpate-by-user-eps3", {"method": "seqpate", "seqpate__partition": "by-user",
+                                           "privacy__epsilon": 3.0, **common}
+
+
+def plan_blacklist() -> Iterator[tuple[str, dict]]:
+    """Table 13: Pri-GPT with and without the blacklist filter, and SeqPATE at epsilon 3, on the same canaries."""
+    common = {"data__canaries": CANARIES}
+    yield "blacklist-pri-gpt", {"method": "pri-gpt", **common}
+    yield "blacklist-pri-gpt-blacklist", {"method": "pri-gpt-blacklist", **common}
+    yield "blacklist-seqpate-eps3", {"method": "seqpate", "privacy__epsilon": 3.0, **common}
+
+
+def plan_adp() -> Iterator[tuple[str, dict]]:
+    """Seed 002: adaptive DP-SGD at epsilon 3 and 8 (valid epsilon); plain DP-SGD at the same epsilons is in the
+    tradeoff plan (noisysgd-eps3, noisysgd-eps8)."""
+    for eps in (3.0, 8.0):
+        yield f"adp-eps{eps_name(eps)}", {"method": "adp", "privacy__epsilon": eps}
+
+
 PLANS: dict[str, Callable[[], Iterator[tuple[str, dict]]]] = {
     "tradeoff": plan_tradeoff,
     "ablation": plan_ablation,
     "filtering": plan_filtering,
     "teachers": plan_teachers,
+    "phrases": plan_phrases,
+    "blacklist": plan_blacklist,
+    "adp": plan_adp,
 }
 
 

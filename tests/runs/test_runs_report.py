@@ -1,0 +1,38 @@
+"""REPORT.md: orderings are judged from the runs' numbers, and every table row comes from a run."""
+
+from __future__ import annotations
+
+from core.runs.report import build_report, claims, load_rows
+from tests.dashboard.fake_runs import write_run
+
+
+def test_table1_claim_reproduced_only_when_seqpate_beats_every_baseline(tmp_path):
+    write_run(tmp_path, "seq", "seqpate", epsilon=3.0, ppl=100.0, bleu4=2.0)
+    write_run(tmp_path, "sgd", "noisysgd", epsilon=3.0, ppl=150.0, bleu4=1.0)
+    write_run(tmp_path, "pub", "pub-gpt", ppl=300.0, bleu4=0.5)
+    table1 = claims(load_rows(tmp_path))[0]
+    assert table1.verdict == "reproduced" and len(table1.checks) == 2
+
+    # a baseline with lower perplexity breaks the claim, and the failing comparison is named
+    write_run(tmp_path, "gc", "noisysgd-gc+pseudo", epsilon=3.0, ppl=90.0, bleu4=1.5)
+    table1 = claims(load_rows(tmp_path))[0]
+    assert table1.verdict == "not reproduced"
+    assert [ok for what, ok in table1.checks if what.startswith("seq (PPL 100.0")].count(False) == 1
+
+
+def test_more_teachers_claim_checks_each_step(tmp_path):
+    for m, ppl in ((1, 400.0), (10, 200.0), (100, 250.0)):
+        write_run(tmp_path, f"t{m}", "seqpate", epsilon=3.0, teachers=m, ppl=ppl)
+    teachers = next(c for c in claims(load_rows(tmp_path)) if c.text.startswith("App. H"))
+    assert [ok for _, ok in teachers.checks] == [True, False]
+    assert teachers.verdict == "not reproduced"
+
+
+def test_claims_without_runs_say_so_and_report_quotes_run_numbers(tmp_path):
+    assert all(c.verdict == "no runs" for c in claims(load_rows(tmp_path)))
+    write_run(tmp_path, "seq", "seqpate", epsilon=3.0, ppl=123.456, bleu4=2.5)
+    write_run(tmp_path, "broken", "seqpate", epsilon=1.0, state="failed")
+    text = build_report(tmp_path, notes="hand-written note")
+    assert "| seqpate | 3 (spent 3.00) | 123.46 | 2.50 |" in text
+    assert "from 1 finished runs" in text  # the failed run is not a result
+    assert text.rstrip().endswith("hand-written note")
