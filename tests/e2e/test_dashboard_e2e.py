@@ -27,6 +27,7 @@ PAGES = {
     "privacy-utility": ("/privacy-utility", "Privacy vs utility"),
     "phrases": ("/phrases", "Secret phrases"),
     "completions": ("/completions", "Completions"),
+    "synthetic": ("/synthetic", "Synthetic data"),
     "calculator": ("/calculator", "Privacy calculator"),
     "export": ("/export", "Export"),
 }
