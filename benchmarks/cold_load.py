@@ -10,6 +10,7 @@ The same page is then opened again in a new browser tab of the same server: the 
     python benchmarks/cold_load.py --cached-dir cached_runs   # the shipped runs instead of fake ones
     python benchmarks/cold_load.py --json out.json
     python benchmarks/cold_load.py --apptest            # no browser: the pages' Python only (AppTest)
+    python benchmarks/cold_load.py --cached-dir cached_runs --screenshots dashboard/screenshots   # README images
 
 Needs /usr/bin/chromium (apt-get install -y chromium); never runs `playwright install`.
 """
@@ -40,6 +41,7 @@ PAGES = {
     "completions": "/completions",
     "calculator": "/calculator",
     "export": "/export",
+    "synthetic": "/synthetic",
 }
 READY = "[data-testid=stApp][data-test-script-state=notRunning]"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
@@ -88,8 +90,9 @@ new MutationObserver(() => {
 """
 
 
-def timed_visit(context, url: str) -> dict[str, float]:
-    """Navigation until the script finished (total), and the part spent running the page's script."""
+def timed_visit(context, url: str, screenshot: Path | None = None) -> dict[str, float]:
+    """Navigation until the script finished (total), and the part spent running the page's script; optionally
+    a screenshot of the page once its charts have drawn (taken after the timing)."""
     page = context.new_page()
     t0 = time.perf_counter()
     page.goto(url)
@@ -102,6 +105,9 @@ def timed_visit(context, url: str) -> dict[str, float]:
     done = [t for state, t in states if state == "notRunning"]
     script = (done[-1] - running[0]) / 1000 if running and done and done[-1] > running[0] else float("nan")
     errors = page.locator("[data-testid=stException]").count()
+    if screenshot is not None:
+        page.wait_for_timeout(1500)  # plotly draws after the script has finished
+        page.screenshot(path=str(screenshot), full_page=False)
     page.close()
     return {"total": total, "script": script, "frontend": total - script, "errors": errors}
 
@@ -148,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, help="cold measurements per page (fresh server each)")
     parser.add_argument("--json", help="also write the figures to this JSON file")
     parser.add_argument("--apptest", action="store_true", help="no browser: time each page's script with AppTest")
+    parser.add_argument("--screenshots", help="save a screenshot of every page (warm visit) into this folder")
+    parser.add_argument("--pages", default=",".join(PAGES), help="comma list of pages (default: all)")
     args = parser.parse_args(argv)
 
     if not args.apptest and not Path(args.chromium).exists():
@@ -179,7 +187,11 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict[str, float]] = {}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=args.chromium, args=CHROMIUM_ARGS, headless=True)
-        for name, path in PAGES.items():
+        shots = Path(args.screenshots) if args.screenshots else None
+        if shots is not None:
+            shots.mkdir(parents=True, exist_ok=True)
+        for name in args.pages.split(","):
+            path = PAGES[name]
             colds, warms, starts = [], [], []
             for _ in range(args.repeat):
                 proc, base, start_s = start_server(env, log_path)
@@ -187,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
                     context = browser.new_context(viewport={"width": 1400, "height": 1000})
                     context.add_init_script(RECORD_STATES)
                     colds.append(timed_visit(context, base + path))
-                    warms.append(timed_visit(context, base + path))
+                    warms.append(timed_visit(context, base + path, shots / f"{name}.png" if shots else None))
                     context.close()
                 finally:
                     proc.terminate()

@@ -21,6 +21,9 @@ def _finite(values: pd.Series) -> pd.Series:
     return values.apply(lambda v: v is not None and isinstance(v, (int, float)) and math.isfinite(v))
 
 
+EPSILON_TICKS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 3, 5, 8, 10, 20, 50, 100, 256, 1000)
+
+
 def privacy_utility_figure(df: pd.DataFrame, metric: str = "bleu4", title: str | None = None) -> go.Figure:
     """Metric vs epsilon (log x) per private method; non-private references as flat dashed lines (Fig. 2).
 
@@ -64,7 +67,8 @@ def privacy_utility_figure(df: pd.DataFrame, metric: str = "bleu4", title: str |
                            f"{label}=%{{y:.3f}}<br>run %{{customdata[0]}}<extra></extra>"),
         ))
     fig.update_layout(title=title or f"{label} vs ε", xaxis_title="ε (log scale)", yaxis_title=label, **_LAYOUT)
-    fig.update_xaxes(type="log")
+    ticks = [t for t in EPSILON_TICKS if x_lo <= t <= x_hi]  # plotly's own log ticks print 0.5 as "5"
+    fig.update_xaxes(type="log", tickvals=ticks, ticktext=[f"{t:g}" for t in ticks])
     if metric == "ppl":
         fig.update_yaxes(type="log")
     return fig

@@ -264,6 +264,27 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+# Settings whose non-default values make a run an experiment variant (Tables 2-4, App. H) rather than a point of
+# the privacy-utility trade-off (Fig. 2), which compares every method at its preset's defaults.
+VARIANT_FIELDS = (("seqpate", "teachers"), ("seqpate", "filter"), ("seqpate", "partition"), ("seqpate", "ablation"),
+                  ("privacy", "target"), ("data", "canaries"), ("dpsgd", "batching"))
+
+
+def variant_of(cfg: dict[str, Any]) -> str:
+    """'' for a run at its preset's defaults, else the differing settings (e.g. 'filter top-k:10')."""
+    preset = PRESETS.get(cfg.get("preset"))
+    if preset is None:
+        return ""
+    defaults = RunConfig().to_dict()
+    diffs = []
+    for section, name in VARIANT_FIELDS:
+        default = preset.get(section, {}).get(name, defaults[section][name])
+        value = _dict(cfg.get(section)).get(name, default)
+        if value != default:
+            diffs.append(f"{name} {value}")
+    return ", ".join(diffs)
+
+
 def _build_record(path: Path, source: str) -> dict[str, Any]:
     run = RunDir(path, source=source)
     stored = _safe(run.config, {})
@@ -303,6 +324,7 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
         "filter": sp.get("filter"),
         "partition": sp.get("partition"),
         "ablation": sp.get("ablation") or "none",
+        "variant": variant_of(cfg),
         "query_budget": privacy.get("query_budget", sp.get("query_budget")),
         "queries_spent": privacy.get("queries_spent"),
         "teachers_per_user": privacy.get("teachers_per_user"),
@@ -360,7 +382,7 @@ def run_records(infos: Sequence[RunInfo]) -> list[dict[str, Any]]:
 RECORD_COLUMNS = (
     "run_id", "source", "state", "stage", "progress", "error", "method", "preset", "seed", "epsilon",
     "epsilon_target", "delta", "accountant", "unit", "has_privacy", "ppl", "bleu1", "bleu2", "bleu3", "bleu4",
-    "r_name", "teachers", "filter", "partition", "ablation", "query_budget", "queries_spent",
+    "r_name", "teachers", "filter", "partition", "ablation", "variant", "query_budget", "queries_spent",
     "teachers_per_user", "has_phrases", "has_completions", "config_hash", "created", "started", "finished",
     "elapsed_s", "remaining_s", "total_s",
 )
@@ -464,16 +486,6 @@ UNIT_TEXT = {
 }
 
 
-def setting_text(row: dict[str, Any] | pd.Series) -> str:
-    """The SeqPATE knobs that make runs of one method differ (empty for other methods)."""
-    if row.get("method") != "seqpate":
-        return ""
-    parts = [f"{row.get('teachers')} teachers", str(row.get("filter")), str(row.get("partition"))]
-    if row.get("ablation") not in (None, "none"):
-        parts.append(f"ablation {row.get('ablation')}")
-    return ", ".join(parts)
-
-
 def _eps_key(row: pd.Series) -> float | None:
     eps = row.get("epsilon")
     if privacy_kind(eps) in ("public-only", "not-private"):
@@ -482,15 +494,20 @@ def _eps_key(row: pd.Series) -> float | None:
     return target if target is not None and not _is_nan(target) else eps
 
 
-def headline_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Method, setting, accounted ε, δ, PPL, BLEU-4 (means over seeds), R_name, runs: one row per configuration."""
+def headline_table(df: pd.DataFrame, include_variants: bool = False) -> pd.DataFrame:
+    """Method, setting, accounted ε, δ, PPL, BLEU-4 (means over seeds), R_name, runs: one row per configuration.
+
+    Runs at their preset's defaults only, unless include_variants (then each variant is its own row, named by the
+    settings that differ: a phrase-level target or another filter is never averaged with the default)."""
     columns = ["Method", "setting", "ε", "δ", "PPL", "BLEU-4", "R_name", "runs", "run ids"]
     if df.empty:
         return pd.DataFrame(columns=columns)
     main = df[df["ablation"].fillna("none") == "none"].copy()
+    if not include_variants:
+        main = main[main["variant"].fillna("") == ""]
     if main.empty:
         return pd.DataFrame(columns=columns)
-    main["setting"] = main.apply(setting_text, axis=1)
+    main["setting"] = main["variant"].fillna("")
     main["eps_key"] = main.apply(_eps_key, axis=1)
     rows = []
     for (method, setting, _key), group in main.groupby(["method", "setting", "eps_key"], dropna=False, sort=False):

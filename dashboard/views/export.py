@@ -24,7 +24,7 @@ name = which.replace(" ", "_")
 if which == "all runs":
     table = df.drop(columns=["teachers_per_user"], errors="ignore")
 elif which == "headline comparison":
-    table = c.headline_table(finished)
+    table = c.headline_table(finished, include_variants=True)
 else:
     run_id = st.selectbox("Run", list(records), key="export_table_run",
                           format_func=lambda i: c.run_option_label(records[i]))

@@ -51,8 +51,9 @@ st.dataframe(
         "ε": st.column_config.NumberColumn(format="%.3g", help="accounted ε (0: public only, inf: not private)"),
     },
 )
-st.caption("Means over runs with the same method and ε (seeds) in this preset; ablation runs are on the "
-           "Privacy-utility page. PPL lower is better, BLEU-4 higher is better.")
+st.caption("Means over runs with the same method and ε (seeds) at this preset's defaults; runs with other "
+           "settings (teacher counts, filters, ablations, phrase-level targets) are on the Privacy-utility page. "
+           "PPL lower is better, BLEU-4 higher is better.")
 
 st.subheader("Privacy statements")
 cards = c.privacy_cards(df[df["preset"] == preset])

@@ -18,7 +18,13 @@ if df.empty:
 
 preset = c.preset_picker(df, key="pu_preset")
 runs = df[df["preset"] == preset]
+variants = st.toggle("Include experiment variants", key="pu_variants",
+                     help="Off: every method at its preset's defaults (the paper's Fig. 2). On: also runs with another "
+                          "teacher count, candidate filter, partition, phrase-level target or canaries (ablations are "
+                          "always in their own table below).")
 main = runs[runs["ablation"].fillna("none") == "none"]
+if not variants:
+    main = main[main["variant"].fillna("") == ""]
 
 left, right = st.columns(2)
 left.plotly_chart(charts.privacy_utility_figure(main, "bleu4", "BLEU-4 vs ε (higher is better)"),
@@ -31,7 +37,7 @@ points = pd.DataFrame({
     "run": main["run_id"],
     "method": main["method"].map(c.method_label),
     "ε": main["epsilon"],
-    "setting": main.apply(c.setting_text, axis=1) if not main.empty else [],
+    "setting": main["variant"].fillna("") if not main.empty else [],
     "PPL": main["ppl"],
     "BLEU-4": main["bleu4"],
     "seed": main["seed"],

@@ -56,7 +56,10 @@ def test_headline_groups_seeds_and_skips_ablations(roots):
     write_run(roots["cached"], "a", "seqpate", seed=0, ppl=10.0, bleu4=1.0)
     write_run(roots["cached"], "b", "seqpate", seed=1, ppl=20.0, bleu4=3.0)
     write_run(roots["cached"], "abl", "seqpate", ablation="-kl", ppl=99.0)
+    write_run(roots["cached"], "topk", "seqpate", filter="top-k:50", ppl=99.0)  # a variant: never averaged in
     table = c.headline_table(c.finished_frame())
     assert len(table) == 1
     row = table.iloc[0]
     assert (row["PPL"], row["BLEU-4"], row["runs"]) == (15.0, 2.0, 2)
+    both = c.headline_table(c.finished_frame(), include_variants=True).set_index("setting")
+    assert both.loc["filter top-k:50", "PPL"] == 99.0 and both.loc["", "runs"] == 2

@@ -37,6 +37,8 @@ def test_privacy_utility_chart_has_points_and_reference_lines(results, app_page)
     ids = {row[0] for trace in bleu["data"] for row in (trace.get("customdata") or [])}
     assert {"seq-eps1", "seq-eps3", "seq-eps8", "sgd-eps1", "pri", "pub"} <= ids
     assert "seq-kl" not in ids  # ablations go to their own table
+    assert not {"seq-topk", "seq-m5"} & ids  # variants (filter, teacher count) only when asked for
+    assert bleu["layout"]["xaxis"]["ticktext"][:3] == ["0.5", "1", "2"]  # not plotly's "5" for 0.5
     seq_points = next(t for t in bleu["data"] if t["name"] == "SeqPATE" and t["mode"] == "markers")
     by_id = {cd[0]: y for cd, y in zip(seq_points["customdata"], seq_points["y"], strict=True)}
     assert by_id["seq-eps3"] == 2.5
@@ -46,6 +48,11 @@ def test_privacy_utility_chart_has_points_and_reference_lines(results, app_page)
     assert pri_line["y"][0] == 4.2
     ppl = plotly_specs(at)[1]
     assert ppl["layout"]["yaxis"]["type"] == "log"
+    at.toggle(key="pu_variants").set_value(True).run()
+    ids = {row[0] for trace in plotly_specs(at)[0]["data"] for row in (trace.get("customdata") or [])}
+    assert {"seq-topk", "seq-m5"} <= ids and "seq-kl" not in ids
+    points = next(d.value for d in at.dataframe if "setting" in d.value.columns)
+    assert points.set_index("run").loc["seq-topk", "setting"] == "filter top-k:50"
     # ablation (Table 3), filter (Table 4) tables and the teacher-count curve (App. H)
     frames = [d.value for d in at.dataframe]
     ablation = next(f for f in frames if "ablation" in f.columns)

@@ -36,3 +36,21 @@ def test_claims_without_runs_say_so_and_report_quotes_run_numbers(tmp_path):
     assert "| seqpate | 3 (spent 3.00) | 123.46 | 2.50 |" in text
     assert "from 1 finished runs" in text  # the failed run is not a result
     assert text.rstrip().endswith("hand-written note")
+
+
+def test_synth_runs_get_their_own_section_and_claims(tmp_path):
+    from tests.synth.test_synthetic_page import write_synth_run
+
+    write_run(tmp_path, "seq", "seqpate", epsilon=3.0, ppl=100.0, bleu4=2.0)
+    write_synth_run(tmp_path, "s-multitask-3", "multitask", 3.0, 0.55)
+    write_synth_run(tmp_path, "s-filter-3", "filter", 3.0, 0.40)
+    assert [r.name for r in load_rows(tmp_path)] == ["seq"]  # synth runs are not text-generation rows
+    text = build_report(tmp_path)
+    assert "from 3 finished runs" in text and "## DP synthetic labelled text" in text
+    assert "- **reproduced**: Seed 004 Fig. 1" in text
+    assert "holds: s-multitask-3 accuracy 0.550 vs s-filter-3 0.400" in text
+    assert "| multitask | 3.00 | 3.00 | 0.55 | 0.60 | 0.40 |" in text
+
+    metrics = tmp_path / "s-filter-3" / "metrics.json"  # the filter baseline now wins: the claim fails
+    metrics.write_text(metrics.read_text().replace('"accuracy_synthetic": 0.4', '"accuracy_synthetic": 0.7'))
+    assert "- **not reproduced**: Seed 004 Fig. 1" in build_report(tmp_path)
