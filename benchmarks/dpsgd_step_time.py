@@ -14,6 +14,7 @@ import statistics
 import time
 
 import torch
+from common import machine_line  # also puts the repository on sys.path
 
 from core.baselines.dpsgd import dp_step, make_private, per_sample_loss
 from core.config import ModelConfig
@@ -74,6 +75,7 @@ def main() -> None:
                 times[name].append(time.perf_counter() - t0)
 
     base = statistics.median(times["non-private"])
+    print(machine_line())
     print(f"B={args.batch} L={args.length} vocab={args.vocab} {ModelConfig().n_layer} layers x {ModelConfig().n_embd}"
           f", threads={torch.get_num_threads()}, median of {args.steps} steps")
     for name, values in times.items():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from pathlib import Path
@@ -12,7 +13,15 @@ from core.config import RunConfig, stable_hash, validate
 from core.runs.store import RunDir
 
 CACHED = Path(__file__).resolve().parents[2] / "cached_runs"
-RUNS = sorted(p for p in CACHED.iterdir() if p.is_dir()) if CACHED.is_dir() else []
+ALL_RUNS = sorted(p for p in CACHED.iterdir() if p.is_dir()) if CACHED.is_dir() else []
+
+
+def is_synth(path: Path) -> bool:
+    return str(((RunDir(path).config() or {}).get("config") or {}).get("method", "")).startswith("synth-")
+
+
+RUNS = [p for p in ALL_RUNS if not is_synth(p)]  # `python -m core run` / sweep runs
+SYNTH_RUNS = [p for p in ALL_RUNS if is_synth(p)]  # `python -m core synth` runs
 MAX_TOTAL_BYTES = 30 * 1024 * 1024
 
 
@@ -44,6 +53,26 @@ def test_cached_run_is_complete_and_matches_its_config(path):
         # the epsilon recomputed from the recorded events never exceeds the target
         assert privacy["epsilon"] <= cfg.privacy.epsilon + 1e-6
         assert privacy["events"], "a DP run must record its mechanism events"
+
+
+@pytest.mark.parametrize("path", SYNTH_RUNS, ids=[p.name for p in SYNTH_RUNS])
+def test_cached_synth_run_is_complete_and_matches_its_config(path):
+    from core.synth.config import SynthConfig
+
+    run = RunDir(path, source="cached")
+    assert run.is_complete(), f"{path.name}: missing {run.missing_files()} or state {run.state()}"
+    stored = run.config()
+    assert stored["config_hash"] == stable_hash(stored["config"])
+    synth = SynthConfig.from_dict(stored["config"]["synth"])
+    metrics, privacy = run.metrics(), run.privacy()
+    assert metrics["generator"] == synth.generator and stored["config"]["method"] == f"synth-{synth.generator}"
+    assert 0.0 <= metrics["accuracy_synthetic"] <= 1.0 and 0.0 <= metrics["accuracy_real"] <= 1.0
+    samples = [json.loads(line) for line in run.read_text("samples.jsonl").splitlines()]
+    assert len(samples) == metrics["n_synthetic"] and {s["label"] for s in samples} <= set(metrics["data"]["labels"])
+    if math.isinf(synth.epsilon):
+        assert math.isinf(privacy["epsilon"])
+    else:
+        assert privacy["epsilon"] <= synth.epsilon + 1e-6 and privacy["events"]
 
 
 @pytest.mark.slow
