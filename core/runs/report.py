@@ -291,17 +291,19 @@ def phrase_section(rows: list[Row]) -> str:
         exp = r.metrics.get("exposure") or {}
         label = r.method + (" (batching users)" if r.batching == "users" else "") + (
             " by-user" if r.method == "seqpate" and r.partition == "by-user" else "")
-        body.append([label, f"{r.target} {fmt(r.epsilon)}", r.ppl, r.bleu4, s.get("avg"), s.get("min"), s.get("max"),
-                     s.get("share_below_avg"), everything.get("max"), r.metrics.get("r_name"), exp.get("1"),
-                     exp.get("10"), exp.get("100")])
+        target = "none" if r.method.startswith("pri-gpt") else f"{r.target} {fmt(r.epsilon)}"
+        body.append([label, target, r.ppl, r.bleu4, s.get("avg"), s.get("min"), s.get("max"),
+                     s.get("share_below_avg"), everything.get("share_at_or_below_sample"), everything.get("max"),
+                     r.metrics.get("r_name"), exp.get("1"), exp.get("10"), exp.get("100")])
     return ("## Secret phrases, leak rate and canary exposure (Table 2, Table 6, Table 13, App. O)\n\n"
             "Phrase epsilon: SeqPATE with sensitivity sqrt(2) n_s; DP-SGD by group privacy over the phrase's "
             "occurrences; batching users by the batches holding it. avg / min / max / share are over users' name "
             "phrases (what `phrase-avg` calibrates); the canaries are measuring devices, their largest epsilon "
-            "(the 100x canary) is in 'max, all'. Exposure of the canaries inserted 1, 10 and 100 times (log2 of "
+            "(the 100x canary) is in 'max, all'; 'all <= sample' is the share of ALL phrases (names and canaries) "
+            "whose epsilon is at or below the run's sample-level epsilon. Exposure of the canaries inserted 1, 10 and 100 times (log2 of "
             "10^6 candidates, 19.93, is the maximum).\n\n"
             + table(["method", "target", "PPL", "BLEU-4", "name eps avg", "min", "max", "share <= avg",
-                     "max, all", "R_name", "exposure 1x", "10x", "100x"], body))
+                     "all <= sample", "max, all", "R_name", "exposure 1x", "10x", "100x"], body))
 
 
 def adp_section(rows: list[Row]) -> str:
