@@ -272,7 +272,8 @@ VARIANT_FIELDS = (("seqpate", "teachers"), ("seqpate", "filter"), ("seqpate", "p
 
 def variant_of(cfg: dict[str, Any]) -> str:
     """'' for a run at its preset's defaults, else the differing settings (e.g. 'filter top-k:10')."""
-    preset = PRESETS.get(cfg.get("preset"))
+    name = cfg.get("preset")
+    preset = PRESETS.get(name) if isinstance(name, str) else None
     if preset is None:
         return ""
     defaults = RunConfig().to_dict()
