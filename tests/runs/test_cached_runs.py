@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -74,20 +77,28 @@ def test_cached_synth_run_is_complete_and_matches_its_config(path):
         assert privacy["epsilon"] <= synth.epsilon + 1e-6 and privacy["events"]
 
 
-def test_rerunning_a_cached_run_reproduces_its_metrics(tmp_path, monkeypatch):
-    """Seeded reruns agree: the tiny Pri-GPT run (base model and fine-tuning from scratch, about a minute on 2
-    cores) gives the same perplexity within 2%. The shipped runs were made with 2 torch threads; another thread
-    count changes float summation order (measured with 1 thread: 278.47 against the shipped 275.04, 1.2%). Runs that sample pseudo data are not used here: a last-bit difference in
-    the base model changes which tokens are sampled, and measured across thread counts the tiny Pub-GPT+pseudo
-    perplexity moved by 7% (988.8 -> 919.0), so their seeded reproducibility holds for the same threads only."""
-    from core.runs.pipeline import execute
+@pytest.mark.slow
+def test_rerunning_a_cached_run_reproduces_its_metrics(tmp_path):
+    """A seeded rerun from the shipped config, as a user does it (`python -m core run --config`, a fresh process,
+    an empty artefact cache, 2 torch threads like the shipped runs): the tiny Pri-GPT run, base model and
+    fine-tuning from scratch (about a minute on 2 cores).
 
+    Noise stated, measured on one machine: with the public base model retrained from scratch the test perplexity
+    of this run came out at 264.3, 275.0, 278.5 (1 thread) and 288.2 against the shipped 275.0, although the
+    tokenizer and the data are bitwise identical across processes: float summation order in training differs
+    between processes, and training amplifies it. Hence 6% here. With the base model (and pseudo data) already in
+    the artefact cache a rerun is exact: benchmarks/end_to_end.py reproduced 7 shipped tiny runs to every printed
+    digit. Marked slow: a from-scratch rerun is a minute, and the spread makes it a check of gross breakage."""
     source = next(p for p in RUNS if (RunDir(p).config() or {}).get("config", {}).get("method") == "pri-gpt"
                   and RunDir(p).config()["config"]["preset"] == "tiny" and not RunDir(p).config()["config"]["data"]
                   ["canaries"])
     cached = RunDir(source, source="cached")
-    cfg = cached.run_config()
-    run = RunDir.create(tmp_path / "rerun", cfg.to_dict(), cfg.seed)
-    monkeypatch.setenv("SEQPATE_THREADS", "2")
-    metrics = execute(cfg, run)
-    assert metrics["ppl"] == pytest.approx(cached.metrics()["ppl"], rel=0.02)
+    env = {**os.environ, "SEQPATE_THREADS": "2", "SEQPATE_CACHE": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-m", "core", "run", "--config", str(source / "config.json"),
+                           "--run-dir", str(tmp_path / "rerun")], env=env, capture_output=True, text=True,
+                          timeout=1800, cwd=CACHED.parent)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rerun = RunDir(tmp_path / "rerun")
+    # the same effective config (a run made before a field existed gets that field's default)
+    assert rerun.run_config().to_dict() == cached.run_config().to_dict()
+    assert rerun.metrics()["ppl"] == pytest.approx(cached.metrics()["ppl"], rel=0.06)
