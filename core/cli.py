@@ -86,6 +86,15 @@ def cmd_run(args) -> int:
     return run_to_completion(cfg, run, execute, Cancelled)
 
 
+def record_failure(run, exc: Exception) -> int:
+    """A run that raised: state failed with the error, the traceback kept beside it, one line on stderr; exit 1."""
+    stage = (run.status() or {}).get("stage", "?")
+    run.set_status(state="failed", error=f"{type(exc).__name__}: {exc}")
+    run.write_text("traceback.txt", traceback.format_exc())
+    print(f"error: run failed at stage {stage}: {type(exc).__name__}: {exc}", file=sys.stderr)
+    return 1
+
+
 def run_to_completion(cfg: RunConfig, run, execute, cancelled_type) -> int:
     from core.runs.jobs import cancel_requested
 
@@ -100,11 +109,7 @@ def run_to_completion(cfg: RunConfig, run, execute, cancelled_type) -> int:
         run.set_status(state="cancelled")
         return 130
     except Exception as exc:
-        stage = (run.status() or {}).get("stage", "?")
-        run.set_status(state="failed", error=f"{type(exc).__name__}: {exc}")
-        run.write_text("traceback.txt", traceback.format_exc())
-        print(f"error: run failed at stage {stage}: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
+        return record_failure(run, exc)
     summary = {k: metrics[k] for k in ("ppl", "bleu1", "bleu2", "bleu3", "bleu4") if k in metrics}
     print(json.dumps({"run_dir": str(run.path), **summary, "epsilon": (run.privacy() or {}).get("epsilon")}))
     return 0

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import traceback
 from pathlib import Path
 
 from core.config import ConfigError
@@ -94,11 +93,9 @@ def cmd_synth(args) -> int:
         print(f"cancelled: {run.path}", file=sys.stderr)
         return 130
     except Exception as exc:
-        stage = (run.status() or {}).get("stage", "?")
-        run.set_status(state="failed", error=f"{type(exc).__name__}: {exc}")
-        run.write_text("traceback.txt", traceback.format_exc())
-        print(f"error: run failed at stage {stage}: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
+        from core.cli import record_failure
+
+        return record_failure(run, exc)
     keys = ("accuracy_synthetic", "accuracy_real", "separability", "epsilon")
     print(json.dumps({"run_dir": str(run.path), "method": cfg.method, **{k: metrics.get(k) for k in keys},
                       "ngram_ratios": metrics.get("ngram_ratios")}))

@@ -5,6 +5,7 @@ Used by the dashboard tests and by benchmarks/cold_load.py (which fills a cached
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from pathlib import Path
@@ -169,3 +170,28 @@ def populate(root: Path, n: int = 100, seed: int = 0) -> list[str]:
         ids.append(run_id)
         i += 1
     return ids
+
+
+SYNTH_LABELS = ("film", "music", "smell")
+
+
+def write_synth_run(root: Path, run_id: str, generator: str, epsilon: float, accuracy: float) -> None:
+    """A finished `python -m core synth` run in the real run format (samples, embeddings, n-gram ratios)."""
+    config = {"method": f"synth-{generator}", "preset": "tiny", "seed": 0,
+              "privacy": {"epsilon": epsilon, "delta": 1 / 600}, "synth": {"generator": generator}}
+    run = RunDir.create(root / run_id, config, 0)
+    run.write_privacy({"epsilon": epsilon if math.isinf(epsilon) else epsilon * 0.999, "delta": 1 / 600,
+                       "accountant": "pld (dp_accounting)", "unit": "none" if math.isinf(epsilon) else "sample",
+                       "events": []})
+    run.write_metrics({"accuracy_synthetic": accuracy, "accuracy_real": 0.6, "separability": 0.4,
+                       "synthetic_label_agreement": 0.5, "n_synthetic": 6, "projection": "umap",
+                       "ngram_ratios": {str(n): 0.1 / n for n in range(3, 8)},
+                       "ngram_ratios_real_test": {str(n): 0.2 / n for n in range(3, 8)}})
+    samples = [{"label": label, "text": f"a {label} sample {k}", "disc_prob": 0.5, "kept": "accepted"}
+               for label in SYNTH_LABELS for k in range(2)]
+    run.write_text("samples.jsonl", "".join(json.dumps(s) + "\n" for s in samples))
+    run.write_text("embeddings.csv", "x,y,label\n" + "".join(f"{i},{i * 2},{SYNTH_LABELS[i % 3]}\n" for i in range(9)))
+    run.write_completions([{"index": i, "prefix": f"BOS {s['label']} SEP", "reference": "", "completion": s["text"]}
+                           for i, s in enumerate(samples)])
+    run.log_progress("done", progress=1.0)
+    run.set_status(state="done", stage="done", progress=1.0)

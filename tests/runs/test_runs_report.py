@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from core.runs.report import build_report, claims, load_rows
-from tests.dashboard.fake_runs import write_run
+from tests.dashboard.fake_runs import write_run, write_synth_run
 
 
 def test_table1_claim_reproduced_only_when_seqpate_beats_every_baseline(tmp_path):
@@ -39,8 +39,6 @@ def test_claims_without_runs_say_so_and_report_quotes_run_numbers(tmp_path):
 
 
 def test_synth_runs_get_their_own_section_and_claims(tmp_path):
-    from tests.synth.test_synthetic_page import write_synth_run
-
     write_run(tmp_path, "seq", "seqpate", epsilon=3.0, ppl=100.0, bleu4=2.0)
     write_synth_run(tmp_path, "s-multitask-3", "multitask", 3.0, 0.55)
     write_synth_run(tmp_path, "s-filter-3", "filter", 3.0, 0.40)

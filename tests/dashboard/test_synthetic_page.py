@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import subprocess
 import sys
@@ -10,47 +9,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-from core.runs.store import RunDir
+from apptest_helpers import open_page, plotly_specs, texts
+from fake_runs import SYNTH_LABELS as LABELS
+from fake_runs import write_synth_run
 
 ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT / "tests" / "dashboard") not in sys.path:
-    sys.path.insert(0, str(ROOT / "tests" / "dashboard"))
-
-from apptest_helpers import open_page, plotly_specs, texts  # noqa: E402
-
-LABELS = ("film", "music", "smell")
-
-
-@pytest.fixture
-def roots(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
-    live, cached = tmp_path / "runs", tmp_path / "cached_runs"
-    live.mkdir()
-    cached.mkdir()
-    monkeypatch.setenv("SEQPATE_RUNS_DIR", str(live))
-    monkeypatch.setenv("SEQPATE_CACHED_RUNS_DIR", str(cached))
-    return {"live": live, "cached": cached}
-
-
-def write_synth_run(root: Path, run_id: str, generator: str, epsilon: float, accuracy: float) -> None:
-    config = {"method": f"synth-{generator}", "preset": "tiny", "seed": 0,
-              "privacy": {"epsilon": epsilon, "delta": 1 / 600}, "synth": {"generator": generator}}
-    run = RunDir.create(root / run_id, config, 0)
-    run.write_privacy({"epsilon": epsilon if math.isinf(epsilon) else epsilon * 0.999, "delta": 1 / 600,
-                       "accountant": "pld (dp_accounting)", "unit": "none" if math.isinf(epsilon) else "sample",
-                       "events": []})
-    run.write_metrics({"accuracy_synthetic": accuracy, "accuracy_real": 0.6, "separability": 0.4,
-                       "synthetic_label_agreement": 0.5, "n_synthetic": 6, "projection": "umap",
-                       "ngram_ratios": {str(n): 0.1 / n for n in range(3, 8)},
-                       "ngram_ratios_real_test": {str(n): 0.2 / n for n in range(3, 8)}})
-    samples = [{"label": label, "text": f"a {label} sample {k}", "disc_prob": 0.5, "kept": "accepted"}
-               for label in LABELS for k in range(2)]
-    run.write_text("samples.jsonl", "".join(json.dumps(s) + "\n" for s in samples))
-    run.write_text("embeddings.csv", "x,y,label\n" + "".join(f"{i},{i * 2},{LABELS[i % 3]}\n" for i in range(9)))
-    run.write_completions([{"index": i, "prefix": f"BOS {s['label']} SEP", "reference": "", "completion": s["text"]}
-                           for i, s in enumerate(samples)])
-    run.log_progress("done", progress=1.0)
-    run.set_status(state="done", stage="done", progress=1.0)
 
 
 def test_page_without_synth_runs_says_how_to_make_one(roots):
@@ -97,7 +60,7 @@ def test_page_never_imports_torch(tmp_path):
         os.environ["SEQPATE_RUNS_DIR"] = {str(tmp_path / "runs")!r}
         os.environ["SEQPATE_CACHED_RUNS_DIR"] = {str(tmp_path / "cached")!r}
         from pathlib import Path
-        from tests.synth.test_synthetic_page import write_synth_run
+        from fake_runs import write_synth_run
         write_synth_run(Path({str(tmp_path)!r}) / "runs", "s", "pplm", 8.0, 0.5)
         from apptest_helpers import open_page
         at = open_page("synthetic")
