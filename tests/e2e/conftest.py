@@ -1,4 +1,4 @@
-"""A live `streamlit run dashboard/app.py` server and Debian's chromium driven by playwright's sync API.
+"""A live `python -m dashboard` server (the README's command) and Debian's chromium driven by playwright's sync API.
 
 Never runs `playwright install`: it uses /usr/bin/chromium (apt-get install -y chromium). Without it the tests
 skip, unless SEQPATE_REQUIRE_BROWSER=1, where they fail.
@@ -80,7 +80,7 @@ def server(e2e_dirs):
                SEQPATE_CACHE=str(e2e_dirs["cache"]), PYTHONUNBUFFERED="1")
     log = open(ARTIFACTS / "e2e-streamlit.log", "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "dashboard/app.py", "--server.port", str(port),
+        [sys.executable, "-m", "dashboard", "--server.port", str(port),
          "--server.headless", "true", "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )

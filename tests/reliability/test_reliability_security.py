@@ -56,7 +56,7 @@ def test_the_dashboard_listens_on_127_0_0_1_only(tmp_path: Path) -> None:
     env = {**os.environ, "SEQPATE_RUNS_DIR": str(tmp_path / "runs"), "SEQPATE_CACHED_RUNS_DIR": str(tmp_path / "c")}
     # Started from the repository root like the README says, so .streamlit/config.toml applies; only the port is
     # chosen here (a free one).
-    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "dashboard/app.py", "--server.port", str(port)],
+    server = subprocess.Popen([sys.executable, "-m", "dashboard", "--server.port", str(port)],
                               cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         assert wait_for(lambda: bool(_listening_addresses(port)), 60), "streamlit did not start listening"
