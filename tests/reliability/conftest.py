@@ -23,6 +23,7 @@ from core.runs import jobs
 from core.runs.store import TERMINAL, RunDir, pid_alive
 from tests.conftest import micro_config
 from tests.dashboard.fake_runs import write_run
+from tests.waiting import wait_for
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,15 +50,6 @@ def one_line_error(out: subprocess.CompletedProcess, message: str) -> None:
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), out.stderr
     assert message in lines[0], lines[0]
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 120.0, interval: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return predicate()
 
 
 def tree_snapshot(path: Path) -> dict[str, bytes]:

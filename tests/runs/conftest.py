@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from core.runs import jobs
+from tests.waiting import wait_for
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,15 +46,6 @@ def job_script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[str
         return script
 
     return make
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, interval: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return predicate()
 
 
 @pytest.fixture
