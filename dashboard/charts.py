@@ -12,9 +12,9 @@ import plotly.graph_objects as go
 from dashboard.common import METHOD_COLORS, NON_PRIVATE_REFERENCES, fmt_eps, method_label, method_order
 
 METRIC_LABELS = {"bleu4": "BLEU-4", "ppl": "Perplexity (lower is better)", "bleu1": "BLEU-1", "r_name": "R_name"}
-_LAYOUT = dict(margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.2), template="plotly_white")
-
-
+# Every chart of the dashboard uses this layout (python -m dashboard builds one figure with it before serving: the
+# first use of the template costs ~0.6 s of imports and copies).
+LAYOUT = dict(margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.2), template="plotly_white")
 
 
 def _finite(values: pd.Series) -> pd.Series:
@@ -66,7 +66,7 @@ def privacy_utility_figure(df: pd.DataFrame, metric: str = "bleu4", title: str |
             hovertemplate=(f"<b>{method_label(method)}</b> (non-private reference, ε={eps_text})<br>"
                            f"{label}=%{{y:.3f}}<br>run %{{customdata[0]}}<extra></extra>"),
         ))
-    fig.update_layout(title=title or f"{label} vs ε", xaxis_title="ε (log scale)", yaxis_title=label, **_LAYOUT)
+    fig.update_layout(title=title or f"{label} vs ε", xaxis_title="ε (log scale)", yaxis_title=label, **LAYOUT)
     ticks = [t for t in EPSILON_TICKS if x_lo <= t <= x_hi]  # plotly's own log ticks print 0.5 as "5"
     fig.update_xaxes(type="log", tickvals=ticks, ticktext=[f"{t:g}" for t in ticks])
     if metric == "ppl":
@@ -86,7 +86,7 @@ def teacher_curve_figure(df: pd.DataFrame, metric: str = "bleu4") -> go.Figure:
             hovertemplate=f"teachers=%{{x}}<br>{label}=%{{y:.3f}}<br>run %{{customdata[0]}}<extra></extra>",
         ))
     fig.update_layout(title=f"SeqPATE: {label} vs number of teachers", xaxis_title="teachers (M)",
-                      yaxis_title=label, **_LAYOUT)
+                      yaxis_title=label, **LAYOUT)
     fig.update_xaxes(type="log")
     return fig
 
@@ -98,7 +98,7 @@ def phrase_epsilon_histogram(per_method: Mapping[str, Sequence[float]]) -> go.Fi
         fig.add_trace(go.Histogram(x=finite, name=method_label(method), opacity=0.65, nbinsx=40,
                                    marker_color=METHOD_COLORS.get(method)))
     fig.update_layout(barmode="overlay", title="ε per secret phrase", xaxis_title="ε of the phrase",
-                      yaxis_title="phrases", **_LAYOUT)
+                      yaxis_title="phrases", **LAYOUT)
     return fig
 
 
@@ -111,7 +111,7 @@ def teachers_per_user_figure(hist: Mapping[str, Any]) -> go.Figure:
     if isinstance(mean, (int, float)):
         title += f" (mean {mean:.2f})"
     fig.update_layout(title=title, xaxis_title="teachers holding the user's sentences", yaxis_title="users",
-                      **_LAYOUT)
+                      **LAYOUT)
     return fig
 
 
@@ -125,7 +125,7 @@ def relative_noise_figure(noise_std: float, teachers: int, max_teachers: int | N
                              name=f"M = {teachers}"))
     fig.add_hline(y=1.0, line_dash="dot", annotation_text="noise std = 1 (a whole probability mass)")
     fig.update_layout(title="Noise on the average teacher distribution vs teachers",
-                      xaxis_title="teachers (M)", yaxis_title="noise std / M", **_LAYOUT)
+                      xaxis_title="teachers (M)", yaxis_title="noise std / M", **LAYOUT)
     fig.update_xaxes(type="log", dtick=1)
     fig.update_yaxes(type="log", dtick=1)
     return fig
@@ -139,7 +139,7 @@ def epsilon_vs_queries_figure(points: Sequence[tuple[int, float]], marker: int |
         if match:
             fig.add_trace(go.Scatter(x=[marker], y=match, mode="markers", marker=dict(size=11), name=f"Q = {marker}"))
     fig.update_layout(title="ε spent vs queries at this noise", xaxis_title="queries (Q)", yaxis_title="ε",
-                      **_LAYOUT)
+                      **LAYOUT)
     fig.update_xaxes(type="log", dtick=1)
     return fig
 
@@ -176,5 +176,5 @@ def run_progress_figure(progress: Sequence[Mapping[str, Any]]) -> go.Figure | No
                                  name="ε spent", yaxis="y2"))
         fig.update_layout(yaxis2=dict(title="ε spent", overlaying="y", side="right", rangemode="tozero"))
     x_title = "minutes since start" if start is not None else "progress line"
-    fig.update_layout(title="Training progress", xaxis_title=x_title, yaxis_title="loss", **_LAYOUT)
+    fig.update_layout(title="Training progress", xaxis_title=x_title, yaxis_title="loss", **LAYOUT)
     return fig

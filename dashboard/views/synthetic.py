@@ -11,11 +11,11 @@ import streamlit as st
 
 from core.runs.store import RunDir
 from dashboard import common as c
+from dashboard.charts import LAYOUT
 
 GENERATORS = {"filter": "conditional prompting + filter", "pplm": "PPLM, head on frozen model",
               "multitask": "multitask + PPLM (paper)"}
 COMMAND = "python -m core synth --generator multitask --epsilon 3 --preset tiny --run-dir runs/synth-multitask-eps3"
-LAYOUT = dict(margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.2), template="plotly_white")
 
 st.title("Synthetic data")
 st.caption("DP conditional text generation for a labelled data set (seed 004): a conditional LM is fine-tuned "
