@@ -231,14 +231,16 @@ ABLATIONS = ("none", "-merge_p", "-kl", "-pseudo", "-effi_kd", "-gaussian", "-al
 
 
 def preset_config(preset: str = "tiny", **overrides: Any) -> RunConfig:
-    """RunConfig for a preset; overrides are `section__field=value` or top-level `method=...`."""
+    """RunConfig for a preset; overrides are `section__field=value` or top-level `method=...`.
+
+    None is a value like any other (a size of None takes everything): a config file's null must survive, so callers
+    leave out what they do not override rather than passing None.
+    """
     if not isinstance(preset, str) or preset not in PRESETS:
         raise ConfigError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
     sections: dict[str, dict[str, Any]] = {k: dict(v) for k, v in PRESETS[preset].items()}
     top: dict[str, Any] = {"preset": preset}
     for key, value in overrides.items():
-        if value is None:
-            continue
         if "__" in key:
             section, name = key.split("__", 1)
             sections.setdefault(section, {})[name] = value

@@ -110,3 +110,20 @@ def test_privacy_calibrate_reproduces_the_known_multiplier():
     assert result["noise_std"] == pytest.approx(69.04, abs=1e-2)
     back = json.loads(cli("privacy", "calibrate", "--queries", "1000", "--sigma", str(result["noise_std"])).stdout)
     assert back["epsilon"] == pytest.approx(3.0, abs=1e-6)
+
+
+def test_a_config_file_keeps_its_nulls(tmp_path):
+    """A null size in a config file means "take everything"; `--config` must not swap in the preset's number, or a
+    run would not reproduce from its own config.json."""
+    import argparse
+
+    from core.cli import config_from_args
+    from core.config import preset_config
+
+    stored = preset_config("quick", method="seqpate", seqpate__teachers=7).to_dict()
+    stored["data"]["private_train"] = None
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"config": stored}))
+    cfg = config_from_args(argparse.Namespace(config=str(path), preset=None))
+    assert cfg.data.private_train is None and cfg.seqpate.teachers == 7
+    assert cfg.to_dict() == stored
