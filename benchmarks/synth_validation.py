@@ -1,0 +1,110 @@
+"""Synthetic-data generators compared on a VALIDATION slice of the train set (never the test set).
+
+Trains one DP conditional LM of a synth preset (the naive LM plus its DP head on the frozen model, or the multitask
+model), then generates with each requested mode and prints two label signals of the synthetic set:
+- val. accuracy: TF-IDF + logistic regression trained on the synthetic samples, tested on every 5th train text;
+- agreement: how often the same classifier trained on the other train texts agrees with the synthetic labels.
+The generator saw the validation texts during fine-tuning, so both numbers are for comparing settings with each
+other; the run's own `accuracy_synthetic` (real test set) is what `python -m core synth` reports.
+
+    python benchmarks/synth_validation.py --model naive --epsilon 3 --generate plain,filter,pplm
+    python benchmarks/synth_validation.py --model multitask --epsilon 3 --generate pplm,plain --set epochs=24
+    python benchmarks/synth_validation.py --model naive --epsilon inf --generate plain --set epochs=24
+
+Modes: plain (conditional nucleus sampling, nothing kept out), filter (the `filter` generator), pplm (PPLM steering
+with the model's head: the `pplm` generator on the naive model, the `multitask` generator on the multitask model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+
+from common import machine_line
+
+
+def parse_settings(items: list[str]) -> dict:
+    """KEY=VALUE SynthConfig overrides, typed like the field's default."""
+    from core.synth.config import SynthConfig
+
+    defaults = SynthConfig()
+    out = {}
+    for item in items:
+        key, _, text = item.partition("=")
+        current = getattr(defaults, key)  # AttributeError names an unknown setting
+        out[key] = int(text) if current is None else type(current)(text)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", choices=("naive", "multitask"), default="naive")
+    parser.add_argument("--epsilon", type=float, default=3.0)
+    parser.add_argument("--preset", default="quick")
+    parser.add_argument("--generate", default="plain,filter,pplm")
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="SynthConfig overrides")
+    args = parser.parse_args()
+
+    import numpy as np
+    import torch
+
+    from core.base import load_or_train_base
+    from core.models import clone, set_threads
+    from core.synth.config import synth_config
+    from core.synth.evaluate import classifier_accuracy
+    from core.synth.job import prepare_job
+    from core.synth.model import Formatter, SynthLM, encode_texts
+    from core.synth.run import synthesize
+    from core.synth.train import Batches, label_probs, lm_test_loss, plan_privacy, train_head, train_lm
+
+    set_threads()
+    settings = parse_settings(args.set)
+    generator = "multitask" if args.model == "multitask" else "filter"
+    job = prepare_job(synth_config(args.preset, generator=generator, epsilon=args.epsilon, **settings))
+    cfg, data = job.cfg, job.data
+    base, tokenizer, _ = load_or_train_base(job.base, job.prepared)
+    fmt = Formatter.build(tokenizer, data.labels, cfg.max_tokens)
+    train_ids = encode_texts(tokenizer, [e.text for e in data.train])
+    plan = plan_privacy(cfg, len(train_ids))
+    model = SynthLM(clone(base), len(data.labels))
+    torch.manual_seed(cfg.seed)
+    model.head.reset_parameters()
+    batches = Batches(fmt, train_ids, [data.index(e.label) for e in data.train], cfg.seed)
+    t0 = time.time()
+    model, _, _ = train_lm(model, batches, cfg, plan["noise_multiplier"], lambda *a, **k: None)
+    if args.model == "naive":
+        model, _, _ = train_head(model, batches, cfg, plan["noise_multiplier"], lambda *a, **k: None)
+    train_s = time.time() - t0
+
+    fit = [e for i, e in enumerate(data.train) if i % 5]
+    val = [e for i, e in enumerate(data.train) if i % 5 == 0]
+    val_texts, val_labels = [e.text for e in val], [e.label for e in val]
+    _, reference = classifier_accuracy([e.text for e in fit], [e.label for e in fit], val_texts, val_labels)
+    head_acc = float(np.mean(label_probs(model, fmt, encode_texts(tokenizer, val_texts), cfg.seed).argmax(-1).numpy()
+                             == np.array([data.index(y) for y in val_labels])))
+    test_loss = lm_test_loss(model, fmt, encode_texts(tokenizer, [e.text for e in data.test]),
+                             [data.index(e.label) for e in data.test])
+
+    print(machine_line())
+    print(f"preset {args.preset}: {len(data.train)} train texts, {len(data.labels)} labels; {args.model} model, "
+          f"epsilon {args.epsilon:g}, noise multiplier {plan['noise_multiplier']:.3f}, "
+          f"{plan['lm_steps'] + plan['head_steps']} DP steps ({train_s:.0f} s); settings {settings or 'preset'}")
+    print(f"LM test loss {test_loss:.3f}; discriminator head accuracy on validation {head_acc:.3f}")
+    print(f"{'generation':>10s} {'val. accuracy':>14s} {'agreement':>10s} {'samples':>8s}")
+    for mode in args.generate.split(","):
+        gen_cfg = dataclasses.replace(cfg, generator="filter" if mode in ("plain", "filter") else generator)
+        if mode == "plain":  # the filter generator with a filter that keeps everything, one round
+            gen_cfg = dataclasses.replace(gen_cfg, filter_threshold=0.0, filter_rounds=1)
+        if mode == "pplm" and args.model == "naive":
+            gen_cfg = dataclasses.replace(gen_cfg, generator="pplm")
+        per_label = gen_cfg.samples_per_label or len(data.train) // len(data.labels)
+        samples, _ = synthesize(gen_cfg, model, fmt, tokenizer, per_label, lambda *a, **k: None)
+        texts, labels = [s["text"] for s in samples], [s["label"] for s in samples]
+        accuracy, _ = classifier_accuracy(texts, labels, val_texts, val_labels)
+        agreement = float(np.mean(reference.predict(texts) == np.array(labels)))
+        print(f"{mode:>10s} {accuracy:14.3f} {agreement:10.3f} {len(samples):8d}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
