@@ -10,6 +10,7 @@ other; the run's own `accuracy_synthetic` (real test set) is what `python -m cor
     python benchmarks/synth_validation.py --model naive --epsilon 3 --generate plain,filter,pplm
     python benchmarks/synth_validation.py --model multitask --epsilon 3 --generate pplm,plain --set epochs=24
     python benchmarks/synth_validation.py --model naive --epsilon inf --generate plain --set epochs=24
+    python benchmarks/synth_validation.py --model naive --epsilon inf --generate plain --probe
 
 Modes: plain (conditional nucleus sampling, nothing kept out), filter (the `filter` generator), pplm (PPLM steering
 with the model's head: the `pplm` generator on the naive model, the `multitask` generator on the multitask model).
@@ -44,6 +45,9 @@ def main() -> None:
     parser.add_argument("--preset", default="quick")
     parser.add_argument("--generate", default="plain,filter,pplm")
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="SynthConfig overrides")
+    parser.add_argument("--probe", action="store_true",
+                        help="also fit a non-private logistic probe on the mean hidden state, before and after "
+                             "fine-tuning: how much topic the model's features carry at all")
     args = parser.parse_args()
 
     import numpy as np
@@ -56,7 +60,15 @@ def main() -> None:
     from core.synth.job import prepare_job
     from core.synth.model import Formatter, SynthLM, encode_texts
     from core.synth.run import synthesize
-    from core.synth.train import Batches, label_probs, lm_test_loss, plan_privacy, train_head, train_lm
+    from core.synth.train import (
+        Batches,
+        label_probs,
+        lm_test_loss,
+        plan_privacy,
+        text_embeddings,
+        train_head,
+        train_lm,
+    )
 
     set_threads()
     settings = parse_settings(args.set)
@@ -70,6 +82,19 @@ def main() -> None:
     model = SynthLM(clone(base), len(data.labels))
     torch.manual_seed(cfg.seed)
     model.head.reset_parameters()
+    fit = [e for i, e in enumerate(data.train) if i % 5]
+    val = [e for i, e in enumerate(data.train) if i % 5 == 0]
+
+    def probe_accuracy(m: SynthLM) -> float:
+        from sklearn.linear_model import LogisticRegression
+
+        def features(rows):
+            return text_embeddings(m, fmt, encode_texts(tokenizer, [e.text for e in rows]), cfg.seed).numpy()
+
+        clf = LogisticRegression(max_iter=2000).fit(features(fit), [e.label for e in fit])
+        return float(clf.score(features(val), [e.label for e in val]))
+
+    probe_before = probe_accuracy(model) if args.probe else None
     batches = Batches(fmt, train_ids, [data.index(e.label) for e in data.train], cfg.seed)
     t0 = time.time()
     model, _, _ = train_lm(model, batches, cfg, plan["noise_multiplier"], lambda *a, **k: None)
@@ -77,10 +102,8 @@ def main() -> None:
         model, _, _ = train_head(model, batches, cfg, plan["noise_multiplier"], lambda *a, **k: None)
     train_s = time.time() - t0
 
-    fit = [e for i, e in enumerate(data.train) if i % 5]
-    val = [e for i, e in enumerate(data.train) if i % 5 == 0]
     val_texts, val_labels = [e.text for e in val], [e.label for e in val]
-    _, reference = classifier_accuracy([e.text for e in fit], [e.label for e in fit], val_texts, val_labels)
+    reference_acc, reference = classifier_accuracy([e.text for e in fit], [e.label for e in fit], val_texts, val_labels)
     head_acc = float(np.mean(label_probs(model, fmt, encode_texts(tokenizer, val_texts), cfg.seed).argmax(-1).numpy()
                              == np.array([data.index(y) for y in val_labels])))
     test_loss = lm_test_loss(model, fmt, encode_texts(tokenizer, [e.text for e in data.test]),
@@ -91,6 +114,9 @@ def main() -> None:
           f"epsilon {args.epsilon:g}, noise multiplier {plan['noise_multiplier']:.3f}, "
           f"{plan['lm_steps'] + plan['head_steps']} DP steps ({train_s:.0f} s); settings {settings or 'preset'}")
     print(f"LM test loss {test_loss:.3f}; discriminator head accuracy on validation {head_acc:.3f}")
+    if args.probe:
+        print(f"non-private logistic probe on the mean hidden state, validation accuracy: base model "
+              f"{probe_before:.3f}, fine-tuned {probe_accuracy(model):.3f}; TF-IDF on the texts {reference_acc:.3f}")
     print(f"{'generation':>10s} {'val. accuracy':>14s} {'agreement':>10s} {'samples':>8s}")
     for mode in args.generate.split(","):
         gen_cfg = dataclasses.replace(cfg, generator="filter" if mode in ("plain", "filter") else generator)

@@ -9,7 +9,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from core.config import ConfigError, RunConfig, check_private_size, preset_config, validate
+from core.config import ABLATIONS, ConfigError, RunConfig, check_private_size, preset_config, validate
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -232,6 +232,12 @@ def add_config_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="a config.json of an earlier run (flags override it)")
 
 
+def ablation_name(text: str) -> str:
+    """An ablation as the paper writes it (-merge_p) or without the dash (merge_p), which argparse cannot read as a
+    value after a space: `--ablation merge_p` and `--ablation=-merge_p` name the same run."""
+    return f"-{text}" if f"-{text}" in ABLATIONS else text
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="python -m core", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
@@ -245,7 +251,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--teachers", type=int)
     run.add_argument("--filter", help="student candidate filter: top-p:0.95 or top-k:50")
     run.add_argument("--partition", choices=["random", "by-user"])
-    run.add_argument("--ablation")
+    run.add_argument("--ablation", type=ablation_name,
+                     help=f"{', '.join(a.lstrip('-') for a in ABLATIONS)} (the paper's -merge_p etc.; write "
+                          "--ablation=-merge_p to keep the dash)")
     run.add_argument("--query-budget", type=int)
     run.add_argument("--model", help="tiny (default) or a local GPT-2 checkout directory")
     run.add_argument("--executor", choices=["local", "process", "ray"])

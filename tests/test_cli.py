@@ -127,3 +127,19 @@ def test_a_config_file_keeps_its_nulls(tmp_path):
     cfg = config_from_args(argparse.Namespace(config=str(path), preset=None))
     assert cfg.data.private_train is None and cfg.seqpate.teachers == 7
     assert cfg.to_dict() == stored
+
+
+@pytest.mark.parametrize("flag", [["--ablation", "merge_p"], ["--ablation=-merge_p"]])
+def test_an_ablation_is_named_with_or_without_the_papers_dash(flag):
+    from core.cli import build_parser
+
+    args = build_parser().parse_args(["run", "--method", "seqpate", "--run-dir", "x", *flag])
+    assert args.ablation == "-merge_p"
+
+
+def test_an_unknown_ablation_is_refused_in_one_line(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "core", "run", "--method", "seqpate", "--preset", "tiny",
+                          "--ablation", "merge", "--run-dir", str(tmp_path / "r")], capture_output=True, text=True)
+    assert out.returncode != 0
+    assert "unknown ablation 'merge'" in out.stderr
+    assert not (tmp_path / "r").exists()

@@ -175,7 +175,8 @@ def populate(root: Path, n: int = 100, seed: int = 0) -> list[str]:
 SYNTH_LABELS = ("film", "music", "smell")
 
 
-def write_synth_run(root: Path, run_id: str, generator: str, epsilon: float, accuracy: float) -> None:
+def write_synth_run(root: Path, run_id: str, generator: str, epsilon: float, accuracy: float,
+                    n_test: int = 400) -> None:
     """A finished `python -m core synth` run in the real run format (samples, embeddings, n-gram ratios)."""
     config = {"method": f"synth-{generator}", "preset": "tiny", "seed": 0,
               "privacy": {"epsilon": epsilon, "delta": 1 / 600}, "synth": {"generator": generator}}
@@ -186,7 +187,8 @@ def write_synth_run(root: Path, run_id: str, generator: str, epsilon: float, acc
     run.write_metrics({"accuracy_synthetic": accuracy, "accuracy_real": 0.6, "separability": 0.4,
                        "synthetic_label_agreement": 0.5, "n_synthetic": 6, "projection": "umap",
                        "ngram_ratios": {str(n): 0.1 / n for n in range(3, 8)},
-                       "ngram_ratios_real_test": {str(n): 0.2 / n for n in range(3, 8)}})
+                       "ngram_ratios_real_test": {str(n): 0.2 / n for n in range(3, 8)},
+                       "data": {"labels": list(SYNTH_LABELS), "test": n_test}})
     samples = [{"label": label, "text": f"a {label} sample {k}", "disc_prob": 0.5, "kept": "accepted"}
                for label in SYNTH_LABELS for k in range(2)]
     run.write_text("samples.jsonl", "".join(json.dumps(s) + "\n" for s in samples))

@@ -46,9 +46,21 @@ def test_synth_runs_get_their_own_section_and_claims(tmp_path):
     text = build_report(tmp_path)
     assert "from 3 finished runs" in text and "## DP synthetic labelled text" in text
     assert "- **reproduced**: Seed 004 Fig. 1" in text
-    assert "holds: s-multitask-3 accuracy 0.550 vs s-filter-3 0.400" in text
+    assert ("holds: s-multitask-3 accuracy 0.550 vs s-filter-3 0.400 (two standard errors of the difference on 400 "
+            "test texts: 0.070)") in text
     assert "| multitask | 3.00 | 3.00 | 0.55 | 0.60 | 0.40 |" in text
 
     metrics = tmp_path / "s-filter-3" / "metrics.json"  # the filter baseline now wins: the claim fails
     metrics.write_text(metrics.read_text().replace('"accuracy_synthetic": 0.4', '"accuracy_synthetic": 0.7'))
     assert "- **not reproduced**: Seed 004 Fig. 1" in build_report(tmp_path)
+
+
+def test_a_synthetic_accuracy_lead_within_two_standard_errors_is_not_a_reproduction(tmp_path):
+    # the shipped tiny runs: 0.212 against 0.163 on 160 test texts; 2 SE of the difference = 2 sqrt((0.212 * 0.788
+    # + 0.163 * 0.837) / 160) = 0.0871
+    write_synth_run(tmp_path, "s-multitask-3", "multitask", 3.0, 0.212, n_test=160)
+    write_synth_run(tmp_path, "s-filter-3", "filter", 3.0, 0.163, n_test=160)
+    text = build_report(tmp_path)
+    assert "- **not reproduced**: Seed 004 Fig. 1" in text
+    assert "FAILS: s-multitask-3 accuracy 0.212 vs s-filter-3 0.163 (two standard errors of the difference on 160 " \
+           "test texts: 0.087)" in text
