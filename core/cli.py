@@ -194,6 +194,22 @@ def cmd_runs(args) -> int:
     return 0
 
 
+def cmd_compare(args) -> int:
+    from core.runs.compare import compare_runs
+    from core.runs.registry import resolve_run
+
+    run_a, run_b = resolve_run(args.run_a), resolve_run(args.run_b)
+    result = compare_runs(run_a, run_b, confidence=args.confidence, n_resamples=args.resamples)
+    if args.json:
+        print(json.dumps({"run_a": str(run_a.path), "run_b": str(run_b.path), **result.__dict__,
+                          "verdict": result.verdict}, indent=2))
+    else:
+        print(f"A  {run_a.run_id}: test PPL {result.ppl_a:.2f}")
+        print(f"B  {run_b.run_id}: test PPL {result.ppl_b:.2f}")
+        print(result.summary())
+    return 0
+
+
 def cmd_audit(args) -> int:
     from core.analysis.audit import audit_run_dir
 
@@ -292,6 +308,15 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("run", help="run id or run directory")
     show.add_argument("--full", action="store_true", help="include metrics and privacy")
     runs.set_defaults(func=cmd_runs)
+
+    compare = sub.add_parser("compare", help="is run A's test perplexity lower than run B's? (paired bootstrap over "
+                             "the shared test sentences)")
+    compare.add_argument("run_a", help="run id or run directory")
+    compare.add_argument("run_b", help="run id or run directory")
+    compare.add_argument("--confidence", type=float, default=0.95)
+    compare.add_argument("--resamples", type=int, default=5000)
+    compare.add_argument("--json", action="store_true")
+    compare.set_defaults(func=cmd_compare)
 
     audit = sub.add_parser("audit", help="recompute phrases.csv, R_name and statement.md of a finished run "
                            "(exposure needs the model: reported as computed at run time)")

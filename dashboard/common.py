@@ -25,7 +25,7 @@ import streamlit as st
 from core.config import METHODS, PRESETS, ConfigError, RunConfig, parse_filter, validate
 from core.runs import registry, store
 from core.runs.registry import RunInfo
-from core.runs.store import RunDir, RunFormatError
+from core.runs.store import RunDir, RunError, RunFormatError
 
 # ----------------------------------------------------------------------------------------------------------------
 # Methods: names, groups, colours
@@ -461,6 +461,30 @@ def read_run(run: RunDir, kind: str) -> Any:
     """A cached read of one run file (config, privacy, metrics, progress, completions or phrases)."""
     key = _digest((str(run.path), run.source, file_signature(run.path, (_FILE_OF[kind],))))
     return _READERS[kind](key, str(run.path), run.source)
+
+
+@st.cache_data(show_spinner=False, max_entries=100)
+def _cached_perplexity_comparison(key: str, _runs: tuple[tuple[str, str], ...]) -> tuple[bool, str]:
+    from core.runs.compare import (  # scipy.stats: only when both runs have the file
+        NotComparableError,
+        compare_runs,
+    )
+
+    run_a, run_b = (RunDir(Path(path), source=source) for path, source in _runs)
+    try:
+        return True, compare_runs(run_a, run_b).summary()
+    except (NotComparableError, RunError) as exc:
+        return False, str(exc)
+
+
+def perplexity_comparison(run_a: RunDir, run_b: RunDir) -> tuple[bool, str] | None:
+    """(comparable, sentence): the paired-bootstrap test-perplexity comparison of two runs, or None when either
+    kept no per-sentence NLL (runs written before test_nll.csv existed, e.g. the shipped ones)."""
+    runs = (run_a, run_b)
+    if not all(run.file(store.TEST_NLL).is_file() for run in runs):
+        return None
+    key = _digest([(str(r.path), r.source, file_signature(r.path, (store.TEST_NLL, store.CONFIG))) for r in runs])
+    return _cached_perplexity_comparison(key, tuple((str(r.path), r.source) for r in runs))
 
 
 def run_config_dict(run: RunDir) -> dict[str, Any]:

@@ -67,6 +67,33 @@ def test_same_config_gives_same_metrics(pub_gpt_run, tmp_path):
     assert again["bleu4"] == pytest.approx(summary["bleu4"], rel=1e-6)
 
 
+def test_a_run_keeps_each_test_sentence_nll_and_they_make_its_perplexity(pub_gpt_run):
+    run_dir, summary = pub_gpt_run
+    rows = RunDir(run_dir).test_nll()
+    assert len(rows) == RunDir(run_dir).metrics()["n_test_sentences"]
+    assert all(tokens > 0 and nll > 0 for nll, tokens in rows)
+    corpus_ppl = math.exp(math.fsum(nll for nll, _ in rows) / sum(tokens for _, tokens in rows))
+    assert corpus_ppl == pytest.approx(summary["ppl"], rel=1e-12)
+
+
+def test_compare_says_which_run_is_lower(pub_gpt_run, tmp_path):
+    import shutil
+
+    run_dir, _ = pub_gpt_run
+    worse = tmp_path / "worse"
+    shutil.copytree(run_dir, worse)
+    RunDir(worse).write_test_nll([(nll + 0.05 * tokens, tokens) for nll, tokens in RunDir(run_dir).test_nll()])
+    out = cli("compare", str(run_dir), str(worse), "--json")
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["ratio"] == pytest.approx(math.exp(-0.05)) and result["verdict"] == "A is lower"
+    same = cli("compare", str(run_dir), str(run_dir))
+    assert same.returncode == 0 and "no clear difference" in same.stdout
+    (worse / "test_nll.csv").unlink()
+    missing = cli("compare", str(run_dir), str(worse))
+    assert missing.returncode == 2 and "no test_nll.csv" in missing.stderr and missing.stderr.count("\n") == 1
+
+
 def test_runs_show_prints_status_json(pub_gpt_run):
     run_dir, _ = pub_gpt_run
     out = cli("runs", "show", str(run_dir))

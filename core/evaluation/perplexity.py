@@ -17,16 +17,24 @@ def perplexity_from_nll(total_nll: float, n_tokens: int) -> float:
 
 
 @torch.inference_mode()
-def corpus_nll(model, seqs: Sequence[Sequence[int]], pad_id: int, batch_size: int = 64) -> tuple[float, int]:
-    """Summed next-token NLL over every predicted token of every sequence, and the number of those tokens."""
+def sentence_nll(model, seqs: Sequence[Sequence[int]], pad_id: int, batch_size: int = 64) -> list[tuple[float, int]]:
+    """Per sequence: (summed next-token NLL, number of predicted tokens). Kept per sentence so two models scored
+    on the same test set can be compared pairwise (core.evaluation.paired)."""
     model.eval()
-    total, count = 0.0, 0
+    rows: list[tuple[float, int]] = []
     for start in range(0, len(seqs), batch_size):
         ids, mask = pad_batch(seqs[start : start + batch_size], pad_id)
         nll, predicted = token_nll(model, ids, mask)
-        total += float((nll.double() * predicted).sum())
-        count += int(predicted.sum())
-    return total, count
+        sums = (nll.double() * predicted).sum(dim=1).tolist()
+        counts = predicted.sum(dim=1).tolist()
+        rows.extend((float(s), int(c)) for s, c in zip(sums, counts, strict=True))
+    return rows
+
+
+def corpus_nll(model, seqs: Sequence[Sequence[int]], pad_id: int, batch_size: int = 64) -> tuple[float, int]:
+    """Summed next-token NLL over every predicted token of every sequence, and the number of those tokens."""
+    rows = sentence_nll(model, seqs, pad_id, batch_size)
+    return math.fsum(s for s, _ in rows), sum(c for _, c in rows)
 
 
 def corpus_perplexity(model, seqs: Sequence[Sequence[int]], pad_id: int, batch_size: int = 64) -> float:

@@ -6,6 +6,7 @@ prefixes, same seeded decoding), so the dashboard can compare runs fairly.
 
 from __future__ import annotations
 
+import math
 import signal
 import time
 from collections.abc import Callable
@@ -15,7 +16,7 @@ from functools import cached_property
 from core.base import base_key, load_or_train_base
 from core.config import RunConfig, check_private_size
 from core.data import PreparedData, load_prepared, split_prefix
-from core.evaluation import bleu_scores, complete, corpus_perplexity
+from core.evaluation import bleu_scores, complete, perplexity_from_nll, sentence_nll
 from core.models import clone, set_threads
 from core.runs.store import RunDir
 from core.tokenizer import encode_sentences
@@ -102,11 +103,15 @@ def public_only_privacy(reason: str) -> dict:
     }
 
 
-def evaluate(model, ws: Workspace, postprocess: Callable[[str], str] | None = None) -> tuple[dict, list[dict]]:
-    """Corpus perplexity on private test sentences; seeded completions of test prefixes; BLEU-1..4."""
+def evaluate(
+    model, ws: Workspace, postprocess: Callable[[str], str] | None = None
+) -> tuple[dict, list[dict], list[tuple[float, int]]]:
+    """Corpus perplexity on private test sentences (and each sentence's NLL, for paired comparisons); seeded
+    completions of test prefixes; BLEU-1..4."""
     cfg = ws.cfg
     test = ws.data.private_test
-    ppl = corpus_perplexity(model, ws.encode([s.text for s in test]), ws.pad_id)
+    test_nll = sentence_nll(model, ws.encode([s.text for s in test]), ws.pad_id)
+    ppl = perplexity_from_nll(math.fsum(n for n, _ in test_nll), sum(t for _, t in test_nll))
     chosen = test[: cfg.decode.n_completions]
     pairs = [split_prefix(s.text, cfg.data.prefix_words) for s in chosen]
     prefixes = [p for p, _ in pairs]
@@ -132,7 +137,7 @@ def evaluate(model, ws: Workspace, postprocess: Callable[[str], str] | None = No
         }
         for i, (s, p, r, h) in enumerate(zip(chosen, prefixes, references, hyps, strict=True))
     ]
-    return metrics, completions
+    return metrics, completions, test_nll
 
 
 def method_function(name: str) -> Callable[[Workspace], MethodResult]:
@@ -192,7 +197,7 @@ def execute(cfg: RunConfig, run: RunDir, should_stop: Callable[[], bool] = lambd
 
     t = time.time()
     log("evaluate", 0.92, message="perplexity and completions on private test data")
-    metrics, completions = evaluate(result.model, ws, result.postprocess)
+    metrics, completions, test_nll = evaluate(result.model, ws, result.postprocess)
     timings["evaluate_s"] = time.time() - t
     timings["total_s"] = time.time() - t0
     metrics = {**metrics, **result.metrics, "timings": timings, "base_model": base_info}
@@ -202,6 +207,7 @@ def execute(cfg: RunConfig, run: RunDir, should_stop: Callable[[], bool] = lambd
 
     run.write_privacy(result.privacy)
     run.write_completions(completions)
+    run.write_test_nll(test_nll)
     run.write_metrics(metrics)
     run.log_progress("done", progress=1.0, ppl=metrics["ppl"], bleu4=metrics["bleu4"])
     run.set_status(state="done", stage="done", progress=1.0)

@@ -34,6 +34,7 @@ PRIVACY = "privacy.json"
 METRICS = "metrics.json"
 COMPLETIONS = "completions.jsonl"
 PHRASES = "phrases.csv"
+TEST_NLL = "test_nll.csv"  # per test sentence: summed NLL and predicted tokens (optional; for paired comparisons)
 LOG = "log.txt"
 CANCEL_MARKER = "cancel.requested"
 STATUS_LOCK = ".status.lock"
@@ -430,6 +431,12 @@ class RunDir:
             writer.writerow({k: ("" if v is None else v) for k, v in row.items()})  # floats: inf -> "inf"
         atomic_write_text(self.path / PHRASES, buf.getvalue())
 
+    def write_test_nll(self, rows: list[tuple[float, int]]) -> None:
+        """test_nll.csv: one row per private test sentence, in test-set order (repr keeps every float digit)."""
+        self._check_writable()
+        lines = ["index,tokens,nll"] + [f"{i},{tokens},{nll!r}" for i, (nll, tokens) in enumerate(rows)]
+        atomic_write_text(self.path / TEST_NLL, "\n".join(lines) + "\n")
+
     def write_text(self, name: str, text: str) -> None:
         """Any extra file (statement.md, a summary, ...), written atomically."""
         self._check_writable()
@@ -507,6 +514,25 @@ class RunDir:
                 else:
                     row[key] = _maybe_number(value) if value != "" else None
             rows.append(row)
+        return rows
+
+    def test_nll(self) -> list[tuple[float, int]] | None:
+        """test_nll.csv as (summed NLL, predicted tokens) per test sentence; None if the run has none."""
+        path = self.path / TEST_NLL
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError) as e:
+            raise RunFormatError(f"cannot read {path}: {e}") from e
+        rows = []
+        for line_no, raw in enumerate(csv.DictReader(io.StringIO(text, newline="")), start=2):
+            try:
+                if int(raw["index"]) != len(rows):
+                    raise ValueError(f"index {raw['index']} out of order")
+                rows.append((float(raw["nll"]), int(raw["tokens"])))
+            except (KeyError, TypeError, ValueError) as e:
+                raise RunFormatError(f"{path} line {line_no}: {e}") from e
         return rows
 
     def read_text(self, name: str) -> str | None:

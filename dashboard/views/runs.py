@@ -151,7 +151,12 @@ else:
     a, b = st.columns(2)
     id_a = a.selectbox("Run A", all_ids, index=0, key="runs_cmp_a")
     id_b = b.selectbox("Run B", all_ids, index=1, key="runs_cmp_b")
-    diff = c.config_diff(c.run_config_dict(c.get_run(id_a)), c.run_config_dict(c.get_run(id_b)))
+    run_a, run_b = c.get_run(id_a), c.get_run(id_b)
+    comparison = c.perplexity_comparison(run_a, run_b)
+    if comparison is not None:
+        comparable, sentence = comparison
+        (st.info if comparable else st.caption)(f"Test perplexity: {sentence}")
+    diff = c.config_diff(c.run_config_dict(run_a), c.run_config_dict(run_b))
     if diff.empty:
         st.success("Same config.")
     else:

@@ -57,6 +57,28 @@ def test_config_compare_shows_only_differing_fields(some_runs, app_page):
     assert (row["A"], row["B"]) == ("3.0", "8.0")
 
 
+def test_compare_shows_the_paired_perplexity_interval_when_both_runs_kept_test_nll(some_runs, app_page):
+    import math
+
+    from core.runs.store import RunDir
+
+    base = [(5.0 * tokens + 0.1 * (i % 7), tokens) for i, tokens in enumerate([8, 12, 5, 20, 9] * 40)]
+    write_run(some_runs["live"], "live-a", "seqpate", seed=1).write_test_nll(base)
+    write_run(some_runs["live"], "live-b", "pub-gpt", seed=1).write_test_nll([(n + 0.03 * t, t) for n, t in base])
+    at = app_page("runs")
+    at.selectbox(key="runs_cmp_a").set_value("live-a")
+    at.selectbox(key="runs_cmp_b").set_value("live-b").run()
+    assert not at.exception
+    shown = [i.value for i in at.info if "Test perplexity" in i.value]
+    assert len(shown) == 1 and f"{math.exp(-0.03):.4f}" in shown[0] and "A is lower" in shown[0]
+    # a run with another seed was scored on other sentences: said, not computed
+    at.selectbox(key="runs_cmp_b").set_value("cached-seq").run()
+    assert not [i for i in at.info if "Test perplexity" in i.value]
+    RunDir(some_runs["cached"] / "cached-seq").write_test_nll(base)
+    at.run()
+    assert any("seed" in caption.value for caption in at.caption)
+
+
 def test_delete_live_run_but_never_cached(some_runs, app_page):
     at = app_page("runs")
     at.selectbox(key="runs_selected").set_value("cached-seq").run()

@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from core.evaluation import bleu_scores, corpus_nll, perplexity_from_nll
+from core.evaluation import bleu_scores, corpus_nll, perplexity_from_nll, sentence_nll
 
 
 def test_bleu_identical_is_100():
@@ -50,6 +50,14 @@ def test_perplexity_hand_computed_case():
     assert n == 3
     assert total == pytest.approx(3 * math.log(4))
     assert perplexity_from_nll(total, n) == pytest.approx(4.0)
+
+
+def test_sentence_nll_is_per_sequence_and_ignores_padding():
+    # p = (1/2, 1/4, 1/4): [0,1,2] predicts 1,2 (2 ln 4), [0,1] predicts 1 (ln 4), [1,0] predicts 0 (ln 2)
+    model = FixedModel([math.log(2), math.log(1), math.log(1)])
+    rows = sentence_nll(model, [[0, 1, 2], [0, 1], [1, 0]], pad_id=2, batch_size=2)
+    assert [tokens for _, tokens in rows] == [2, 1, 1]
+    assert [nll for nll, _ in rows] == pytest.approx([2 * math.log(4), math.log(4), math.log(2)])
 
 
 def test_perplexity_is_corpus_level_not_mean_of_batches():

@@ -1,0 +1,130 @@
+"""Is one run's test perplexity really lower than another's? A paired bootstrap over the shared test sentences.
+
+Two runs scored on the same private test sentences (same data config, seed and tokenizer) differ sentence by
+sentence; resampling whole sentences, with each sentence's NLL from both runs kept together, gives a confidence
+interval for the ratio of their corpus perplexities that accounts for which sentences happen to be in the test set.
+It says nothing about training randomness (a rerun with another seed); see cached_runs/NOTES.md for that spread.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from core.runs.store import RunDir, RunError
+
+
+class NotComparableError(RunError, ValueError):
+    """The two runs were not scored on the same test sentences, or one of them kept no per-sentence NLL."""
+
+
+@dataclass(frozen=True)
+class PerplexityComparison:
+    ppl_a: float
+    ppl_b: float
+    ratio: float  # ppl_a / ppl_b
+    low: float  # confidence interval of the ratio
+    high: float
+    confidence: float
+    n_sentences: int
+    n_resamples: int
+
+    @property
+    def verdict(self) -> str:
+        if self.high < 1.0:
+            return "A is lower"
+        if self.low > 1.0:
+            return "B is lower"
+        return "no clear difference"
+
+    def summary(self) -> str:
+        change = 100 * (self.ratio - 1)
+        return (
+            f"PPL A / B = {self.ratio:.4f} ({change:+.2f}%), {100 * self.confidence:g}% paired bootstrap interval "
+            f"[{self.low:.4f}, {self.high:.4f}] over {self.n_sentences} test sentences: {self.verdict}"
+        )
+
+
+def _log_ratio(nll_a, nll_b, tokens, axis=-1):
+    return (np.sum(nll_a, axis=axis) - np.sum(nll_b, axis=axis)) / np.sum(tokens, axis=axis)
+
+
+def _bootstrap_interval(data, confidence: float, n_resamples: int, seed: int, method: str):
+    with warnings.catch_warnings():  # a degenerate BCa warns and returns nan; the caller falls back
+        warnings.simplefilter("ignore")
+        return stats.bootstrap(
+            data,
+            _log_ratio,
+            paired=True,
+            vectorized=True,
+            confidence_level=confidence,
+            n_resamples=n_resamples,
+            method=method,
+            rng=np.random.default_rng(seed),
+        ).confidence_interval
+
+
+def compare_perplexity(
+    nll_a: Sequence[float],
+    nll_b: Sequence[float],
+    tokens: Sequence[int],
+    confidence: float = 0.95,
+    n_resamples: int = 5000,
+    seed: int = 0,
+) -> PerplexityComparison:
+    """Corpus PPL of A and B (exp of summed NLL over summed tokens) and a BCa bootstrap interval of their ratio,
+    resampling sentences with replacement (paired: a sentence brings its NLL under both models)."""
+    a, b, n = (np.asarray(x, dtype=float) for x in (nll_a, nll_b, tokens))
+    if not (a.shape == b.shape == n.shape) or a.ndim != 1 or a.size < 2:
+        raise ValueError("need the same number (>= 2) of per-sentence NLLs from both runs and token counts")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    total = n.sum()
+    if np.array_equal(a, b):  # the same model twice: every resample gives ratio 1 (and BCa is undefined)
+        ppl = float(np.exp(a.sum() / total))
+        return PerplexityComparison(ppl, ppl, 1.0, 1.0, 1.0, confidence, int(a.size), n_resamples)
+    ci = _bootstrap_interval((a, b, n), confidence, n_resamples, seed, method="BCa")
+    if not (np.isfinite(ci.low) and np.isfinite(ci.high)):  # BCa is undefined when every jackknife value agrees
+        ci = _bootstrap_interval((a, b, n), confidence, n_resamples, seed, method="percentile")
+    return PerplexityComparison(
+        ppl_a=float(np.exp(a.sum() / total)),
+        ppl_b=float(np.exp(b.sum() / total)),
+        ratio=float(np.exp(_log_ratio(a, b, n))),
+        low=float(np.exp(ci.low)),
+        high=float(np.exp(ci.high)),
+        confidence=confidence,
+        n_sentences=int(a.size),
+        n_resamples=n_resamples,
+    )
+
+
+def _test_set_key(run: RunDir) -> tuple:
+    stored = run.config() or {}
+    config = stored.get("config") or {}
+    return config.get("data"), config.get("model"), config.get("seed")
+
+
+def compare_runs(run_a: RunDir, run_b: RunDir, confidence: float = 0.95, n_resamples: int = 5000) -> PerplexityComparison:
+    """compare_perplexity on two runs' test_nll.csv, refusing runs that were not scored on the same sentences."""
+    rows = []
+    for run in (run_a, run_b):
+        nll = run.test_nll()
+        if nll is None:
+            raise NotComparableError(
+                f"{run.run_id} has no test_nll.csv (runs written before it existed keep only the corpus PPL)"
+            )
+        rows.append(nll)
+    if _test_set_key(run_a) != _test_set_key(run_b):
+        raise NotComparableError(
+            "the runs differ in data config, base model or seed, so their test sentences or tokens differ"
+        )
+    tokens_a = [t for _, t in rows[0]]
+    if tokens_a != [t for _, t in rows[1]]:
+        raise NotComparableError("the runs' test sentences have different token counts: not the same test set")
+    return compare_perplexity(
+        [x for x, _ in rows[0]], [x for x, _ in rows[1]], tokens_a, confidence=confidence, n_resamples=n_resamples
+    )

@@ -1,0 +1,113 @@
+"""Paired comparison of two runs' test perplexity: per-sentence NLL on disk, the bootstrap interval's coverage,
+and refusal of runs that were not scored on the same sentences."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from core.runs.compare import NotComparableError, compare_perplexity, compare_runs
+from core.runs.store import RunDir, RunFormatError
+from tests.dashboard.fake_runs import write_run
+
+
+def population(size: int, rng: np.random.Generator, per_token_gap: float):
+    """Synthetic test sentences: token counts, NLL under model A, and under B (worse by per_token_gap on average,
+    with sentence-level noise that does not vanish when averaged over a few hundred sentences)."""
+    tokens = rng.integers(4, 40, size)
+    nll_a = tokens * rng.normal(5.0, 0.6, size)
+    nll_b = nll_a + tokens * (per_token_gap + rng.normal(0.0, 0.25, size))
+    return tokens, nll_a, nll_b
+
+
+def test_ratio_is_the_ratio_of_corpus_perplexities():
+    tokens, a, b = population(300, np.random.default_rng(0), 0.03)
+    result = compare_perplexity(a, b, tokens, n_resamples=999)
+    assert result.ppl_a == pytest.approx(math.exp(a.sum() / tokens.sum()), rel=1e-12)
+    assert result.ppl_b == pytest.approx(math.exp(b.sum() / tokens.sum()), rel=1e-12)
+    assert result.ratio == pytest.approx(result.ppl_a / result.ppl_b, rel=1e-12)
+    assert result.low < result.ratio < result.high
+
+
+def test_interval_covers_the_population_ratio_about_95_percent_of_the_time():
+    rng = np.random.default_rng(1)
+    tokens, a, b = population(50_000, rng, 0.01)
+    true_ratio = math.exp((a.sum() - b.sum()) / tokens.sum())
+    covered = 0
+    trials = 200
+    for trial in range(trials):
+        pick = rng.integers(0, tokens.size, 300)  # a test set drawn from the population
+        result = compare_perplexity(a[pick], b[pick], tokens[pick], n_resamples=999, seed=trial)
+        covered += result.low <= true_ratio <= result.high
+    assert 0.90 <= covered / trials <= 0.99
+
+
+def test_verdicts():
+    tokens, a, b = population(1000, np.random.default_rng(2), 0.05)
+    assert compare_perplexity(a, b, tokens, n_resamples=999).verdict == "A is lower"
+    assert compare_perplexity(b, a, tokens, n_resamples=999).verdict == "B is lower"
+    tokens, a, b = population(1000, np.random.default_rng(3), 0.0)
+    assert compare_perplexity(a, b, tokens, n_resamples=999).verdict == "no clear difference"
+
+
+def test_identical_or_uniformly_shifted_runs_give_a_zero_width_interval():
+    tokens, a, _ = population(200, np.random.default_rng(4), 0.0)
+    same = compare_perplexity(a, a, tokens)
+    assert (same.ratio, same.low, same.high, same.verdict) == (1.0, 1.0, 1.0, "no clear difference")
+    shifted = compare_perplexity(a, a + 0.1 * tokens, tokens)  # every resample gives exp(-0.1): BCa is undefined
+    assert shifted.low == pytest.approx(math.exp(-0.1)) and shifted.high == pytest.approx(math.exp(-0.1))
+    assert shifted.verdict == "A is lower"
+
+
+def test_bad_input_is_refused():
+    with pytest.raises(ValueError, match="same number"):
+        compare_perplexity([1.0, 2.0], [1.0], [1, 1])
+    with pytest.raises(ValueError, match="confidence"):
+        compare_perplexity([1.0, 2.0], [1.5, 2.0], [1, 1], confidence=95)
+
+
+def nll_rows(seed: int, n: int = 50, gap: float = 0.0):
+    rng = np.random.default_rng(seed)
+    tokens = rng.integers(3, 20, n)
+    return [(float(t * (5 + gap) + rng.normal()), int(t)) for t in tokens]
+
+
+def test_test_nll_round_trips_exactly_and_rejects_a_broken_file(tmp_path):
+    run = write_run(tmp_path, "a")
+    assert run.test_nll() is None  # older runs have none
+    rows = nll_rows(0)
+    run.write_test_nll(rows)
+    assert run.test_nll() == rows
+    run.file("test_nll.csv").write_text("index,tokens,nll\n0,3,1.5\n2,4,abc\n")
+    with pytest.raises(RunFormatError, match="line 3"):
+        run.test_nll()
+
+
+def test_compare_runs_needs_the_same_test_sentences(tmp_path):
+    a = write_run(tmp_path, "a", method="seqpate")
+    b = write_run(tmp_path, "b", method="pub-gpt")
+    with pytest.raises(NotComparableError, match="no test_nll.csv"):
+        compare_runs(a, b)
+    a.write_test_nll(nll_rows(0))
+    b.write_test_nll([(nll + 0.2 * tokens, tokens) for nll, tokens in nll_rows(0)])
+    result = compare_runs(a, b, n_resamples=999)
+    assert result.verdict == "A is lower" and result.ratio == pytest.approx(math.exp(-0.2))
+
+    other_seed = write_run(tmp_path, "c", method="pub-gpt", seed=1)
+    other_seed.write_test_nll(nll_rows(0))
+    with pytest.raises(NotComparableError, match="data config, base model or seed"):
+        compare_runs(a, other_seed)
+    shorter = write_run(tmp_path, "d", method="pub-gpt")
+    shorter.write_test_nll(nll_rows(0)[:-1])
+    with pytest.raises(NotComparableError, match="token counts"):
+        compare_runs(a, shorter)
+
+
+def test_cached_runs_are_compared_read_only(tmp_path):
+    # a shipped run is read-only, but reading its test_nll.csv must work
+    live = write_run(tmp_path, "x")
+    live.write_test_nll(nll_rows(5))
+    shipped = RunDir(live.path, source="cached")
+    assert shipped.test_nll() == nll_rows(5)
