@@ -176,7 +176,7 @@ SYNTH_LABELS = ("film", "music", "smell")
 
 
 def write_synth_run(root: Path, run_id: str, generator: str, epsilon: float, accuracy: float,
-                    n_test: int = 400) -> None:
+                    n_test: int = 400, separability: float = 0.4) -> None:
     """A finished `python -m core synth` run in the real run format (samples, embeddings, n-gram ratios)."""
     config = {"method": f"synth-{generator}", "preset": "tiny", "seed": 0,
               "privacy": {"epsilon": epsilon, "delta": 1 / 600}, "synth": {"generator": generator}}
@@ -184,7 +184,7 @@ def write_synth_run(root: Path, run_id: str, generator: str, epsilon: float, acc
     run.write_privacy({"epsilon": epsilon if math.isinf(epsilon) else epsilon * 0.999, "delta": 1 / 600,
                        "accountant": "pld (dp_accounting)", "unit": "none" if math.isinf(epsilon) else "sample",
                        "events": []})
-    run.write_metrics({"accuracy_synthetic": accuracy, "accuracy_real": 0.6, "separability": 0.4,
+    run.write_metrics({"accuracy_synthetic": accuracy, "accuracy_real": 0.6, "separability": separability,
                        "synthetic_label_agreement": 0.5, "n_synthetic": 6, "projection": "umap",
                        "ngram_ratios": {str(n): 0.1 / n for n in range(3, 8)},
                        "ngram_ratios_real_test": {str(n): 0.2 / n for n in range(3, 8)},

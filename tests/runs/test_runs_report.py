@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from core.runs.report import build_report, claims, load_rows
 from tests.dashboard.fake_runs import write_run, write_synth_run
 
@@ -64,3 +66,18 @@ def test_a_synthetic_accuracy_lead_within_two_standard_errors_is_not_a_reproduct
     assert "- **not reproduced**: Seed 004 Fig. 1" in text
     assert "FAILS: s-multitask-3 accuracy 0.212 vs s-filter-3 0.163 (two standard errors of the difference on 160 " \
            "test texts: 0.087)" in text
+
+
+@pytest.mark.parametrize("multitask, frozen, n_test, margin, verdict", [
+    # the shipped quick runs: 2 SE = 2 sqrt((0.359 * 0.641 + 0.341 * 0.659) / 384) = 0.069
+    (0.359, 0.341, 384, "0.069", "not reproduced"),
+    (0.45, 0.341, 384, "0.070", "reproduced"),
+])
+def test_a_separability_lead_counts_only_beyond_two_standard_errors(tmp_path, multitask, frozen, n_test, margin,
+                                                                    verdict):
+    write_synth_run(tmp_path, "s-multitask-3", "multitask", 3.0, 0.3, n_test=n_test, separability=multitask)
+    write_synth_run(tmp_path, "s-filter-3", "filter", 3.0, 0.3, n_test=n_test, separability=frozen)
+    text = build_report(tmp_path)
+    assert f"- **{verdict}**: Seed 004 Fig. 2" in text
+    assert (f"s-multitask-3 separability {multitask:.3f} vs frozen-model s-filter-3 {frozen:.3f} (two standard "
+            f"errors of the difference on {n_test} test texts: {margin})") in text
