@@ -195,18 +195,27 @@ def cmd_runs(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from core.runs.compare import compare_runs
+    from core.runs.compare import NotComparableError, compare_runs, compare_runs_bleu
     from core.runs.registry import resolve_run
 
     run_a, run_b = resolve_run(args.run_a), resolve_run(args.run_b)
-    result = compare_runs(run_a, run_b, confidence=args.confidence, n_resamples=args.resamples)
+    out: dict = {"run_a": str(run_a.path), "run_b": str(run_b.path)}
+    lines = []
+    try:
+        ppl = compare_runs(run_a, run_b, confidence=args.confidence, n_resamples=args.resamples)
+        out["perplexity"] = {**ppl.__dict__, "verdict": ppl.verdict}
+        lines.append(f"perplexity: A {ppl.ppl_a:.2f}, B {ppl.ppl_b:.2f}. {ppl.summary()}")
+    except NotComparableError as exc:  # older runs keep no per-sentence NLL; BLEU may still be comparable
+        out["perplexity"] = {"error": str(exc)}
+        lines.append(f"perplexity: not compared ({exc})")
+    bleu = compare_runs_bleu(run_a, run_b)
+    out["bleu4"] = {**bleu.__dict__, "verdict": bleu.verdict}
+    lines.append(bleu.summary())
     if args.json:
-        print(json.dumps({"run_a": str(run_a.path), "run_b": str(run_b.path), **result.__dict__,
-                          "verdict": result.verdict}, indent=2))
+        print(json.dumps(out, indent=2))
     else:
-        print(f"A  {run_a.run_id}: test PPL {result.ppl_a:.2f}")
-        print(f"B  {run_b.run_id}: test PPL {result.ppl_b:.2f}")
-        print(result.summary())
+        print(f"A = {run_a.run_id}, B = {run_b.run_id}")
+        print("\n".join(lines))
     return 0
 
 
@@ -309,8 +318,8 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--full", action="store_true", help="include metrics and privacy")
     runs.set_defaults(func=cmd_runs)
 
-    compare = sub.add_parser("compare", help="is run A's test perplexity lower than run B's? (paired bootstrap over "
-                             "the shared test sentences)")
+    compare = sub.add_parser("compare", help="is run A better than run B? test perplexity (paired bootstrap over the "
+                             "shared test sentences) and BLEU-4 (paired approximate randomization)")
     compare.add_argument("run_a", help="run id or run directory")
     compare.add_argument("run_b", help="run id or run directory")
     compare.add_argument("--confidence", type=float, default=0.95)

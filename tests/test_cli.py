@@ -86,12 +86,20 @@ def test_compare_says_which_run_is_lower(pub_gpt_run, tmp_path):
     out = cli("compare", str(run_dir), str(worse), "--json")
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
-    assert result["ratio"] == pytest.approx(math.exp(-0.05)) and result["verdict"] == "A is lower"
+    ppl = result["perplexity"]
+    assert ppl["ratio"] == pytest.approx(math.exp(-0.05)) and ppl["verdict"] == "A is lower"
+    # the same completions: BLEU-4 is equal and the paired test finds nothing
+    bleu4 = RunDir(run_dir).metrics()["bleu4"]
+    assert result["bleu4"]["bleu_a"] == pytest.approx(bleu4) == result["bleu4"]["bleu_b"]
+    assert result["bleu4"]["verdict"] == "no clear difference"
     same = cli("compare", str(run_dir), str(run_dir))
     assert same.returncode == 0 and "no clear difference" in same.stdout
-    (worse / "test_nll.csv").unlink()
-    missing = cli("compare", str(run_dir), str(worse))
-    assert missing.returncode == 2 and "no test_nll.csv" in missing.stderr and missing.stderr.count("\n") == 1
+    (worse / "test_nll.csv").unlink()  # an older run: perplexity is not compared, BLEU-4 still is
+    older = cli("compare", str(run_dir), str(worse))
+    assert older.returncode == 0 and "perplexity: not compared" in older.stdout and "BLEU-4" in older.stdout
+    (worse / "completions.jsonl").write_text('{"prefix": "other", "reference": "x", "completion": "y"}\n')
+    other = cli("compare", str(run_dir), str(worse))
+    assert other.returncode == 2 and "different test prefixes" in other.stderr and other.stderr.count("\n") == 1
 
 
 def test_runs_show_prints_status_json(pub_gpt_run):

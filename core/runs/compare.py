@@ -1,9 +1,11 @@
-"""Is one run's test perplexity really lower than another's? A paired bootstrap over the shared test sentences.
+"""Is one run really better than another? Paired tests over the shared test sentences.
 
-Two runs scored on the same private test sentences (same data config, seed and tokenizer) differ sentence by
-sentence; resampling whole sentences, with each sentence's NLL from both runs kept together, gives a confidence
-interval for the ratio of their corpus perplexities that accounts for which sentences happen to be in the test set.
-It says nothing about training randomness (a rerun with another seed); see cached_runs/NOTES.md for that spread.
+Perplexity: two runs scored on the same private test sentences (same data config, seed and tokenizer) differ
+sentence by sentence; resampling whole sentences, with each sentence's NLL from both runs kept together, gives a
+confidence interval for the ratio of their corpus perplexities that accounts for which sentences happen to be in
+the test set. BLEU-4: sacrebleu's paired approximate randomization test on the two runs' completions of the same
+test prefixes. Neither says anything about training randomness (a rerun with another seed); see
+cached_runs/NOTES.md for that spread.
 """
 
 from __future__ import annotations
@@ -128,3 +130,51 @@ def compare_runs(run_a: RunDir, run_b: RunDir, confidence: float = 0.95, n_resam
     return compare_perplexity(
         [x for x, _ in rows[0]], [x for x, _ in rows[1]], tokens_a, confidence=confidence, n_resamples=n_resamples
     )
+
+
+@dataclass(frozen=True)
+class BleuComparison:
+    bleu_a: float
+    bleu_b: float
+    p_value: float  # two-sided, paired approximate randomization (sacrebleu)
+    n_completions: int
+    trials: int
+
+    @property
+    def verdict(self) -> str:
+        # equal scores are no difference, although sacrebleu's strict count gives them p = 1 / (trials + 1)
+        if self.p_value >= 0.05 or self.bleu_a == self.bleu_b:
+            return "no clear difference"
+        return "A is higher" if self.bleu_a > self.bleu_b else "B is higher"
+
+    def summary(self) -> str:
+        return (
+            f"BLEU-4 A {self.bleu_a:.2f} vs B {self.bleu_b:.2f}, paired approximate randomization p = "
+            f"{self.p_value:.3f} over {self.n_completions} completions: {self.verdict}"
+        )
+
+
+def compare_bleu(
+    hyps_a: Sequence[str], hyps_b: Sequence[str], references: Sequence[str], trials: int = 10_000
+) -> BleuComparison:
+    """sacrebleu's PairedTest (BLEU-4 as the runs' metrics compute it; seeded by SACREBLEU_SEED, 12345 unless set)."""
+    from sacrebleu.metrics import BLEU
+    from sacrebleu.significance import PairedTest
+
+    if not (len(hyps_a) == len(hyps_b) == len(references)) or not references:
+        raise ValueError("need the same number (>= 1) of completions from both runs and references")
+    test = PairedTest([("B", list(hyps_b)), ("A", list(hyps_a))], {"BLEU": BLEU()}, [list(references)],
+                      test_type="ar", n_samples=trials)
+    _, scores = test()
+    baseline, system = scores["BLEU"]
+    return BleuComparison(bleu_a=float(system.score), bleu_b=float(baseline.score), p_value=float(system.p_value),
+                          n_completions=len(references), trials=trials)
+
+
+def compare_runs_bleu(run_a: RunDir, run_b: RunDir, trials: int = 10_000) -> BleuComparison:
+    """compare_bleu on two runs' completions.jsonl, refusing runs that completed different test prefixes."""
+    rows_a, rows_b = run_a.completions(), run_b.completions()
+    if [(r.get("prefix"), r.get("reference")) for r in rows_a] != [(r.get("prefix"), r.get("reference")) for r in rows_b]:
+        raise NotComparableError("the runs completed different test prefixes (another data config, seed or size)")
+    return compare_bleu([r["completion"] for r in rows_a], [r["completion"] for r in rows_b],
+                        [r["reference"] for r in rows_a], trials=trials)

@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from core.runs.compare import NotComparableError, compare_perplexity, compare_runs
+from core.evaluation.bleu import bleu_scores
+from core.runs.compare import NotComparableError, compare_bleu, compare_perplexity, compare_runs
 from core.runs.store import RunDir, RunFormatError
 from tests.dashboard.fake_runs import write_run
 
@@ -111,3 +112,24 @@ def test_cached_runs_are_compared_read_only(tmp_path):
     live.write_test_nll(nll_rows(5))
     shipped = RunDir(live.path, source="cached")
     assert shipped.test_nll() == nll_rows(5)
+
+
+REFERENCES = [f"the {w} went to the market on day {i} with a friend" for i, w in enumerate(["cat", "dog", "man"] * 20)]
+
+
+def test_bleu_comparison_scores_as_the_runs_do_and_tests_the_difference():
+    good = [r.replace("friend", "pal") for r in REFERENCES]  # near copies of the references
+    poor = [f"i think {i} is a number" for i in range(len(REFERENCES))]
+    result = compare_bleu(good, poor, REFERENCES, trials=2000)
+    assert result.bleu_a == pytest.approx(bleu_scores(good, REFERENCES)["bleu4"], rel=1e-12)
+    assert result.bleu_b == pytest.approx(bleu_scores(poor, REFERENCES)["bleu4"], rel=1e-12)
+    assert result.p_value < 0.01 and result.verdict == "A is higher"
+    assert compare_bleu(poor, good, REFERENCES, trials=2000).verdict == "B is higher"
+    # two halves of the same quality, swapped: no difference the test can see
+    mixed_a = good[:30] + poor[30:]
+    mixed_b = poor[:30] + good[30:]
+    assert compare_bleu(mixed_a, mixed_b, REFERENCES, trials=2000).verdict == "no clear difference"
+    # the same completions twice: sacrebleu's strict count gives p = 1 / (trials + 1), yet there is no difference
+    assert compare_bleu(good, good, REFERENCES, trials=2000).verdict == "no clear difference"
+    with pytest.raises(ValueError, match="same number"):
+        compare_bleu(good, poor[:-1], REFERENCES)
