@@ -8,6 +8,7 @@ on this machine. A dashboard page with the same elements cannot load faster than
 
     python benchmarks/browser_floor.py                          # the Privacy-utility mix: widgets, 3 charts, 3 frames
     python benchmarks/browser_floor.py --charts 0 --frames 0    # Streamlit alone
+    python benchmarks/browser_floor.py --library vega           # the same charts in Streamlit's Vega-Lite
 """
 
 from __future__ import annotations
@@ -34,9 +35,17 @@ st.title("Floor")
 if {widgets}:
     st.selectbox("Preset", ["tiny", "quick"], key="preset")
     st.toggle("Include experiment variants", key="variants")
+points = pd.DataFrame({{"epsilon": [0.5, 1, 3, 8], "BLEU-4": [1, 2, 3, 4]}})
 for i in range({charts}):
-    figure = go.Figure(go.Scatter(x=[0.5, 1, 3, 8], y=[1, 2, 3, 4], mode="lines+markers"), layout=LAYOUT)
-    st.plotly_chart(figure.update_xaxes(type="log"), key=f"chart{{i}}")
+    if {library!r} == "plotly":
+        figure = go.Figure(go.Scatter(x=points["epsilon"], y=points["BLEU-4"], mode="lines+markers"), layout=LAYOUT)
+        st.plotly_chart(figure.update_xaxes(type="log"), key=f"chart{{i}}")
+    else:  # the same line in Streamlit's built-in Vega-Lite
+        st.vega_lite_chart(points, {{"mark": {{"type": "line", "point": True, "tooltip": True}},
+                                     "encoding": {{"x": {{"field": "epsilon", "type": "quantitative",
+                                                         "scale": {{"type": "log"}}}},
+                                                  "y": {{"field": "BLEU-4", "type": "quantitative"}}}}}},
+                           key=f"chart{{i}}")
 for i in range({frames}):
     st.dataframe(pd.DataFrame({{"method": ["a", "b"], "PPL": [1.0, 2.0]}}), hide_index=True)
 if {widgets}:
@@ -62,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--charts", type=int, default=3)
     parser.add_argument("--frames", type=int, default=3)
     parser.add_argument("--no-widgets", action="store_true")
+    parser.add_argument("--library", choices=["plotly", "vega"], default="plotly")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     args = parser.parse_args(argv)
@@ -69,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
 
     work = Path(tempfile.mkdtemp(prefix="seqpate-floor-"))
     app = work / "floor.py"
-    app.write_text(PAGE.format(root=str(ROOT), widgets=not args.no_widgets, charts=args.charts, frames=args.frames))
+    app.write_text(PAGE.format(root=str(ROOT), widgets=not args.no_widgets, charts=args.charts, frames=args.frames,
+                                library=args.library))
     env = dict(os.environ)
     times = []
     with sync_playwright() as p:
@@ -85,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         browser.close()
     widgets = "no widgets" if args.no_widgets else "selectbox, toggle, radio"
     print(f"machine: {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f}")
-    print(f"page: title, {widgets}, {args.charts} plotly chart(s), {args.frames} dataframe(s); no Python work")
+    print(f"page: title, {widgets}, {args.charts} {args.library} chart(s), {args.frames} dataframe(s); no Python work")
     print(f"fresh-profile load until rendered: median {statistics.median(times):.2f} s "
           f"({', '.join(f'{t:.2f}' for t in times)})")
     return 0

@@ -105,6 +105,7 @@ CHARTS_DRAWN = """() => {
   const visible = selector => [...document.querySelectorAll(selector)].filter(el => el.checkVisibility());
   return !document.querySelector('[data-testid=stSkeleton]')
     && visible('[data-testid=stPlotlyChart]').every(chart => chart.querySelector('.main-svg'))
+    && visible('[data-testid=stVegaLiteChart]').every(chart => chart.querySelector('canvas, svg.marks'))
     && visible('[data-testid=stDataFrame]').every(frame => frame.querySelector('canvas'));
 }"""
 
