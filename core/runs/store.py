@@ -130,14 +130,21 @@ def append_jsonl(path: str | os.PathLike[str], obj: Any) -> None:
         os.close(fd)
 
 
-def read_json(path: Path) -> Any | None:
-    """Parsed JSON, None if the file is absent; RunFormatError naming the file if it does not parse."""
+def read_text_if_present(path: Path) -> str | None:
+    """A run file's text, None if it is absent; RunFormatError naming the file if it cannot be read."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as e:
         raise RunFormatError(f"cannot read {path}: {e}") from e
+
+
+def read_json(path: Path) -> Any | None:
+    """Parsed JSON, None if the file is absent; RunFormatError naming the file if it does not parse."""
+    text = read_text_if_present(path)
+    if text is None:
+        return None
     try:
         return json.loads(text)
     except ValueError as e:  # JSONDecodeError, or an integer of more than 4300 digits
@@ -484,12 +491,9 @@ class RunDir:
     def phrases(self) -> list[dict[str, Any]]:
         """phrases.csv rows; occurrences/users/teachers as int, epsilon as float (inf allowed), '' as None."""
         path = self.path / PHRASES
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        text = read_text_if_present(path)
+        if text is None:
             return []
-        except (OSError, UnicodeDecodeError) as e:
-            raise RunFormatError(f"cannot read {path}: {e}") from e
         try:
             reader = csv.DictReader(io.StringIO(text, newline=""))
             raw_rows = list(reader)
@@ -519,12 +523,9 @@ class RunDir:
     def test_nll(self) -> list[tuple[float, int]] | None:
         """test_nll.csv as (summed NLL, predicted tokens) per test sentence; None if the run has none."""
         path = self.path / TEST_NLL
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        text = read_text_if_present(path)
+        if text is None:
             return None
-        except (OSError, UnicodeDecodeError) as e:
-            raise RunFormatError(f"cannot read {path}: {e}") from e
         rows = []
         for line_no, raw in enumerate(csv.DictReader(io.StringIO(text, newline="")), start=2):
             try:
