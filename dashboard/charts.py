@@ -91,14 +91,22 @@ def teacher_curve_figure(df: pd.DataFrame, metric: str = "bleu4") -> go.Figure:
     return fig
 
 
-def phrase_epsilon_histogram(per_method: Mapping[str, Sequence[float]]) -> go.Figure:
+def phrase_epsilon_histogram(per_run: Mapping[str, tuple[str, Sequence[float]]]) -> go.Figure:
+    """One histogram per run (run id -> (method, phrase ε values)) on a log ε axis: names sit at a few units of ε,
+    canaries inserted 100 times at hundreds, and a linear axis would squeeze the first into one bar."""
     fig = go.Figure()
-    for method, values in per_method.items():
-        finite = [v for v in values if v is not None and math.isfinite(v)]
-        fig.add_trace(go.Histogram(x=finite, name=method_label(method), opacity=0.65, nbinsx=40,
-                                   marker_color=METHOD_COLORS.get(method)))
-    fig.update_layout(barmode="overlay", title="ε per secret phrase", xaxis_title="ε of the phrase",
-                      yaxis_title="phrases", **LAYOUT)
+    finite_all = []
+    for run_id, (method, values) in per_run.items():
+        finite = [v for v in values if v is not None and math.isfinite(v) and v > 0]
+        finite_all.extend(finite)
+        fig.add_trace(go.Histogram(x=[math.log10(v) for v in finite], name=f"{method_label(method)}: {run_id}",
+                                   opacity=0.65, nbinsx=40, marker_color=METHOD_COLORS.get(method),
+                                   customdata=finite, hovertemplate="%{y} phrase(s)<extra>%{fullData.name}</extra>"))
+    ticks = [t for t in (0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000)
+             if not finite_all or min(finite_all) / 2 <= t <= max(finite_all) * 2]
+    fig.update_layout(barmode="overlay", title="ε per secret phrase", yaxis_title="phrases", **LAYOUT)
+    fig.update_xaxes(title="ε of the phrase (log scale)", tickvals=[math.log10(t) for t in ticks],
+                     ticktext=[f"{t:g}" for t in ticks])
     return fig
 
 

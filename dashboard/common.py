@@ -286,6 +286,16 @@ def variant_of(cfg: dict[str, Any]) -> str:
     return ", ".join(diffs)
 
 
+def only_varies(df: pd.DataFrame, setting: str) -> pd.DataFrame:
+    """Runs at their preset's defaults except, possibly, `setting` (a VARIANT_FIELDS name such as 'filter'): a table
+    of the paper varies one setting and holds the others, so a phrase-level or by-user run never joins it."""
+    def varies_only_that(variant: Any) -> bool:
+        parts = [part for part in str(variant or "").split(", ") if part]
+        return all(part.split(" ", 1)[0] == setting for part in parts)
+
+    return df[df["variant"].map(varies_only_that)] if not df.empty else df
+
+
 def _build_record(path: Path, source: str) -> dict[str, Any]:
     run = RunDir(path, source=source)
     stored = _safe(run.config, {})
@@ -519,24 +529,45 @@ def _eps_key(row: pd.Series) -> float | None:
     return target if target is not None and not _is_nan(target) else eps
 
 
+def is_synth_method(method: Any) -> bool:
+    """A DP synthetic-data run (its own page): no perplexity or BLEU to put beside the text-generation methods."""
+    return str(method or "").startswith("synth-")
+
+
+def distinct_configs(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per config hash: several sweep plans share a run (e.g. SeqPATE at ε 3), and a copy is not a seed."""
+    if df.empty or "config_hash" not in df:
+        return df
+    hashed = df["config_hash"].notna()
+    return pd.concat([df[hashed].drop_duplicates(subset="config_hash"), df[~hashed]]).sort_index()
+
+
 def headline_table(df: pd.DataFrame, include_variants: bool = False) -> pd.DataFrame:
-    """Method, setting, accounted ε, δ, PPL, BLEU-4 (means over seeds), R_name, runs: one row per configuration.
+    """Method, setting, accounted ε, δ, PPL, BLEU-4 (means over seeds), R_name, runs: one row per configuration
+    (and preset: a `preset` column leads when the frame holds several).
 
     Runs at their preset's defaults only, unless include_variants (then each variant is its own row, named by the
-    settings that differ: a phrase-level target or another filter is never averaged with the default)."""
+    settings that differ: a phrase-level target or another filter is never averaged with the default). Synthetic-data
+    runs are left out, and a run shared by several sweep plans counts once."""
     columns = ["Method", "setting", "ε", "δ", "PPL", "BLEU-4", "R_name", "runs", "run ids"]
     if df.empty:
         return pd.DataFrame(columns=columns)
-    main = df[df["ablation"].fillna("none") == "none"].copy()
+    main = distinct_configs(df[~df["method"].map(is_synth_method)])
+    main = main[main["ablation"].fillna("none") == "none"].copy()
     if not include_variants:
         main = main[main["variant"].fillna("") == ""]
     if main.empty:
         return pd.DataFrame(columns=columns)
+    several_presets = main["preset"].nunique() > 1
+    if several_presets:
+        columns = ["preset", *columns]
     main["setting"] = main["variant"].fillna("")
     main["eps_key"] = main.apply(_eps_key, axis=1)
     rows = []
-    for (method, setting, _key), group in main.groupby(["method", "setting", "eps_key"], dropna=False, sort=False):
+    groups = main.groupby(["preset", "method", "setting", "eps_key"], dropna=False, sort=False)
+    for (preset, method, setting, _key), group in groups:
         rows.append({
+            "preset": preset,
             "Method": method_label(method),
             "setting": setting,
             "ε": float(group["epsilon"].max()) if group["epsilon"].notna().any() else None,
@@ -546,7 +577,7 @@ def headline_table(df: pd.DataFrame, include_variants: bool = False) -> pd.DataF
             "R_name": group["r_name"].mean() if group["r_name"].notna().any() else None,
             "runs": len(group),
             "run ids": ", ".join(group["run_id"]),
-            "_order": (method_order(method), setting, _key if _key is not None else -1.0),
+            "_order": (str(preset), method_order(method), setting, _key if _key is not None else -1.0),
         })
     rows.sort(key=lambda r: r.pop("_order"))
     table = pd.DataFrame(rows, columns=columns)
@@ -555,33 +586,50 @@ def headline_table(df: pd.DataFrame, include_variants: bool = False) -> pd.DataF
     return table
 
 
+# Methods whose accounted ε is valid for the noise they add but whose noise level depends on private data.
+HEURISTIC_PRIVACY = {
+    "adp": "ε is accounted at the smallest noise the run used, but the noise level itself is chosen from the "
+           "private sentences' perplexity, a dependence no accountant covers: treat it as a heuristic, not a DP "
+           "guarantee (the run's statement.md).",
+}
+
+
 def privacy_cards(df: pd.DataFrame) -> list[dict[str, Any]]:
-    """One privacy statement per method: unit protected, ε values, δ, accountant, non-private labels."""
+    """One privacy statement per method: unit protected, ε values, δ, accountant, non-private labels.
+
+    A method with DP runs is described by those runs; its ε = ∞ runs (no noise, kept for reference) are counted
+    in a note instead of turning the whole card into "not private"."""
     cards = []
     if df.empty:
         return cards
     for method in sorted(df["method"].dropna().unique(), key=method_order):
         rows = df[df["method"] == method]
-        eps_values = sorted({float(e) for e in rows["epsilon"].dropna()})
-        kinds = {privacy_kind(e) for e in eps_values} or {"unknown"}
-        kind = "not-private" if "not-private" in kinds else "private" if "private" in kinds else kinds.pop()
-        units = sorted({str(u) for u in rows["unit"].dropna()})
-        accountants = sorted({str(a) for a in rows["accountant"].dropna()})
-        deltas = sorted({float(d) for d in rows["delta"].dropna()})
+        kinds_of_rows = rows["epsilon"].map(privacy_kind)
+        kinds = set(kinds_of_rows) or {"unknown"}
+        kind = next((k for k in ("private", "not-private", "public-only") if k in kinds), "unknown")
+        described = rows[kinds_of_rows == kind] if kind != "unknown" else rows
+        eps_values = sorted({float(e) for e in described["epsilon"].dropna()})
+        units = sorted({str(u) for u in described["unit"].dropna()})
+        accountants = sorted({str(a) for a in described["accountant"].dropna()})
+        deltas = sorted({float(d) for d in described["delta"].dropna()})
         unit_text = "; ".join(UNIT_TEXT.get(u, u) for u in units) or "–"
         if kind == "public-only":
             unit_text = "everything private: no private data is used"
         elif kind == "not-private":
             unit_text = "nothing: private data without noise"
+        unprotected = int((kinds_of_rows == "not-private").sum()) if kind == "private" else 0
         cards.append({
             "method": method,
             "label": method_label(method),
             "kind": kind,
-            "epsilon": ", ".join(fmt_eps(e) for e in eps_values) or "–",
-            "delta": ", ".join(fmt_delta(d) for d in deltas) or "–",
+            "epsilon": ", ".join(dict.fromkeys(fmt_eps(e) for e in eps_values)) or "–",
+            "delta": ", ".join(dict.fromkeys(fmt_delta(d) for d in deltas)) or "–",
             "unit": unit_text,
             "accountant": "; ".join(accountants) or "–",
             "runs": len(rows),
+            "caveat": HEURISTIC_PRIVACY.get(method, ""),
+            "note": (f"also {unprotected} run(s) at ε = ∞ (no noise), kept as a non-private reference"
+                     if unprotected else ""),
         })
     return cards
 

@@ -51,7 +51,7 @@ st.dataframe(
         "ε": st.column_config.NumberColumn(format="%.3g", help="accounted ε (0: public only, inf: not private)"),
     },
 )
-st.caption("Means over runs with the same method and ε (seeds) at this preset's defaults; runs with other "
+st.caption("Means over distinct runs (seeds) with the same method and ε at this preset's defaults; runs with other "
            "settings (teacher counts, filters, ablations, phrase-level targets) are on the Privacy-utility page. "
            "PPL lower is better, BLEU-4 higher is better.")
 
@@ -65,6 +65,10 @@ for i, card in enumerate(cards):
             st.error("NOT PRIVATE: private data, no noise (ε = ∞)", icon=":material/warning:")
         elif card["kind"] == "public-only":
             st.info("Non-private reference: uses no private data (ε = 0)", icon=":material/public:")
+        elif card["caveat"]:
+            st.warning(f"ε = {card['epsilon']}, δ = {card['delta']}. {card['caveat']}", icon=":material/warning:")
         else:
             st.success(f"ε = {card['epsilon']}, δ = {card['delta']}", icon=":material/shield:")
         st.markdown(f"Protects: {card['unit']}  \nAccountant: `{card['accountant']}`  \nRuns: {card['runs']}")
+        if card["note"]:
+            st.caption(card["note"])

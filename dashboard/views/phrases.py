@@ -26,12 +26,26 @@ if phrases.empty:
     st.info("This run's phrases.csv has no rows.")
     st.stop()
 
+kinds = sorted(phrases["kind"].dropna().unique()) if "kind" in phrases else []
+if len(kinds) > 1:
+    # Names and inserted canaries are different populations: a phrase-avg run calibrates the names' average, and
+    # a canary inserted 100 times has a far larger ε; one average over both describes neither.
+    kind = st.radio("Phrases", ["all", *kinds], index=1 + kinds.index("name") if "name" in kinds else 0,
+                    horizontal=True, key="phrases_kind",
+                    help="The summary and the table cover this kind of phrase (names or inserted canaries).")
+    if kind != "all":
+        phrases = phrases[phrases["kind"] == kind]
+
 f1, f2, f3 = st.columns([3, 2, 2])
 search = f1.text_input("Search phrases", key="phrases_search", placeholder="e.g. a name")
 finite = phrases["epsilon"][phrases["epsilon"].map(lambda v: v is not None and math.isfinite(v))]
 max_teachers = int(phrases["teachers"].max()) if "teachers" in phrases and phrases["teachers"].notna().any() else 0
-min_teachers = f2.number_input("Held by at least … teachers", min_value=0, max_value=max(max_teachers, 0),
-                               value=0, step=1, key="phrases_min_teachers")
+if max_teachers > 0:
+    min_teachers = f2.number_input("Held by at least … teachers", min_value=0, max_value=max_teachers,
+                                   value=0, step=1, key="phrases_min_teachers")
+else:  # DP-SGD runs have no teachers: the phrase's basis column says which batches hold it
+    min_teachers = 0
+    f2.caption("No teacher counts in this run (not a SeqPATE run).")
 min_occ = f3.number_input("Occurring at least … times", min_value=0, value=0, step=1, key="phrases_min_occ")
 view = phrases
 if search:
@@ -53,20 +67,20 @@ st.caption(f"Showing {len(view):,} of {len(phrases):,} phrases; click a column h
 st.dataframe(view, hide_index=True, width="stretch",
              column_config={"epsilon": st.column_config.NumberColumn("ε", format="%.3g")})
 
-st.subheader("ε per phrase, by method")
+st.subheader("ε per phrase, by run")
 options = list(records)
-latest_per_method = list({r["method"]: i for i, r in reversed(list(records.items()))}.values())
+same_preset = [i for i in options if records[i]["preset"] == records[run_id]["preset"]]
+latest_per_method = list({records[i]["method"]: i for i in reversed(same_preset)}.values())
 chosen = st.multiselect("Runs in the histogram", options, default=[run_id] + [i for i in latest_per_method
                                                                              if i != run_id][:3],
-                        key="phrases_hist_runs", format_func=lambda i: c.run_option_label(records[i]))
-per_method: dict[str, list[float]] = {}
+                        key=f"phrases_hist_runs_{run_id}", format_func=lambda i: c.run_option_label(records[i]))
+per_run: dict[str, tuple[str, list[float]]] = {}
 for rid in chosen:
     rows = c.read_run(c.get_run(rid), "phrases")
-    per_method.setdefault(records[rid]["method"], []).extend(r["epsilon"] for r in rows if r.get("epsilon")
-                                                             is not None)
-if per_method:
-    st.plotly_chart(charts.phrase_epsilon_histogram(per_method), width="stretch", key="phrases_hist")
-    n_inf = sum(1 for values in per_method.values() for v in values if not math.isfinite(v))
+    per_run[rid] = (records[rid]["method"], [r["epsilon"] for r in rows if r.get("epsilon") is not None])
+if per_run:
+    st.plotly_chart(charts.phrase_epsilon_histogram(per_run), width="stretch", key="phrases_hist")
+    n_inf = sum(1 for _, values in per_run.values() for v in values if not math.isfinite(v))
     if n_inf:
         st.caption(f"{n_inf} phrase(s) with ε = ∞ (no noise) are left out of the histogram.")
 

@@ -64,32 +64,40 @@ def small_table(rows: pd.DataFrame, first: str, values: pd.Series) -> pd.DataFra
     }).sort_values([first, "ε"])
 
 
+def at_varied_epsilons(pool: pd.DataFrame, varied: pd.DataFrame) -> pd.DataFrame:
+    """The pool's runs at the target ε values where some run varies the setting (the default run is the baseline)."""
+    return pool[pool["epsilon_target"].isin(set(varied["epsilon_target"].dropna()))]
+
+
+# Each table varies one setting with every other at the preset's defaults (c.only_varies).
 st.subheader("Ablations (Table 3)")
-ablations = seqpate[seqpate["ablation"].fillna("none") != "none"]
+pool = c.only_varies(seqpate, "ablation")
+ablations = pool[pool["ablation"].fillna("none") != "none"]
 if ablations.empty:
     st.info("No ablation runs yet (SeqPATE runs with an ablation other than none).")
 else:
-    eps_values = set(ablations["epsilon_target"].dropna())
-    full = seqpate[(seqpate["ablation"].fillna("none") == "none") & seqpate["epsilon_target"].isin(eps_values)]
-    rows = pd.concat([full, ablations])
+    rows = at_varied_epsilons(pool, ablations)
     names = rows["ablation"].fillna("none").replace({"none": "SeqPATE (full)"})
     st.dataframe(small_table(rows, "ablation", names), hide_index=True, width="stretch",
                  column_config=metric_cols)
 
 st.subheader("Candidate filters (Table 4)")
-filters = seqpate[seqpate["ablation"].fillna("none") == "none"]
+pool = c.only_varies(seqpate, "filter")
+filters = at_varied_epsilons(pool, pool[pool["variant"].fillna("") != ""])
 if filters["filter"].nunique() < 2:
     st.info("No filter comparison yet: needs SeqPATE runs with at least two candidate filters "
-            "(e.g. top-p:0.95 and top-k:50)." + (f" Present: {', '.join(filters['filter'].dropna().unique())}."
-                                                  if not filters.empty else ""))
+            "(e.g. top-p:0.95 and top-k:50)." + (f" Present: {', '.join(pool['filter'].dropna().unique())}."
+                                                  if not pool.empty else ""))
 else:
     st.dataframe(small_table(filters, "filter", filters["filter"]), hide_index=True, width="stretch",
                  column_config=metric_cols)
 
 st.subheader("Number of teachers (App. H)")
-if filters["teachers"].nunique() < 2:
+pool = c.only_varies(seqpate, "teachers")
+teachers = at_varied_epsilons(pool, pool[pool["variant"].fillna("") != ""])
+if teachers["teachers"].nunique() < 2:
     st.info("No teacher-count curve yet: needs SeqPATE runs with at least two teacher counts.")
 else:
     metric = st.radio("Metric", ["bleu4", "ppl"], format_func=charts.METRIC_LABELS.get, horizontal=True,
                       key="pu_teacher_metric")
-    st.plotly_chart(charts.teacher_curve_figure(filters, metric), width="stretch", key="pu_teachers")
+    st.plotly_chart(charts.teacher_curve_figure(teachers, metric), width="stretch", key="pu_teachers")

@@ -63,3 +63,42 @@ def test_headline_groups_seeds_and_skips_ablations(roots):
     assert (row["PPL"], row["BLEU-4"], row["runs"]) == (15.0, 2.0, 2)
     both = c.headline_table(c.finished_frame(), include_variants=True).set_index("setting")
     assert both.loc["filter top-k:50", "PPL"] == 99.0 and both.loc["", "runs"] == 2
+
+
+def test_headline_counts_a_shared_run_once_leaves_out_synthetic_runs_and_splits_presets(roots):
+    import shutil
+
+    from fake_runs import write_synth_run
+
+    original = write_run(roots["cached"], "seq", "seqpate", ppl=10.0, bleu4=1.0)
+    shutil.copytree(original.path, roots["cached"] / "seq-copy-from-another-plan")  # same config hash
+    write_run(roots["cached"], "seq-seed1", "seqpate", seed=1, ppl=20.0, bleu4=3.0)
+    write_run(roots["cached"], "quick-seq", "seqpate", preset="quick", ppl=40.0, bleu4=5.0)
+    write_synth_run(roots["cached"], "synth-filter-3", "filter", 3.0, 0.4)
+    table = c.headline_table(c.finished_frame())
+    assert list(table.columns[:2]) == ["preset", "Method"]  # two presets: never averaged together
+    rows = table.set_index("preset")
+    assert (rows.loc["tiny", "PPL"], rows.loc["tiny", "runs"]) == (15.0, 2)  # the copy is not a third seed
+    assert rows.loc["quick", "PPL"] == 40.0
+    assert not table["Method"].str.contains("synth").any()
+    one_preset = c.headline_table(c.finished_frame().query("preset == 'tiny'"))
+    assert "preset" not in one_preset.columns
+
+
+def test_privacy_cards_describe_a_method_by_its_dp_runs_and_flag_adp():
+    import pandas as pd
+
+    frame = pd.DataFrame([
+        {"method": "synth-filter", "epsilon": 2.9999991, "unit": "sample", "accountant": "pld", "delta": 1e-3},
+        {"method": "synth-filter", "epsilon": 3.0, "unit": "sample", "accountant": "pld", "delta": 1e-3},
+        {"method": "synth-filter", "epsilon": 8.0, "unit": "sample", "accountant": "pld", "delta": 1e-3},
+        {"method": "synth-filter", "epsilon": math.inf, "unit": "none", "accountant": "none", "delta": 0.0},
+        {"method": "adp", "epsilon": 3.0, "unit": "sample", "accountant": "pld", "delta": 1e-6},
+        {"method": "pri-gpt", "epsilon": math.inf, "unit": "none", "accountant": "none", "delta": 0.0},
+    ])
+    cards = {card["method"]: card for card in c.privacy_cards(frame)}
+    synth = cards["synth-filter"]
+    assert synth["kind"] == "private" and synth["epsilon"] == "3, 8" and synth["accountant"] == "pld"
+    assert synth["note"].startswith("also 1 run(s) at ε = ∞") and synth["runs"] == 4
+    assert cards["adp"]["kind"] == "private" and "heuristic" in cards["adp"]["caveat"]
+    assert cards["pri-gpt"]["kind"] == "not-private" and cards["pri-gpt"]["note"] == ""

@@ -30,6 +30,8 @@ def test_privacy_utility_empty(roots, app_page):
 
 
 def test_privacy_utility_chart_has_points_and_reference_lines(results, app_page):
+    # a by-user run with another teacher count varies two settings: it belongs to no table of the paper
+    write_run(results, "seq-byuser-m5", "seqpate", epsilon=3.0, partition="by-user", teachers=5, bleu4=0.1)
     at = app_page("privacy_utility")
     assert not at.exception
     bleu = plotly_specs(at)[0]
@@ -57,10 +59,14 @@ def test_privacy_utility_chart_has_points_and_reference_lines(results, app_page)
     frames = [d.value for d in at.dataframe]
     ablation = next(f for f in frames if "ablation" in f.columns)
     assert set(ablation["ablation"]) == {"SeqPATE (full)", "-kl"}
+    assert set(ablation["run"]) == {"seq-eps3", "seq-kl"}
     filters = next(f for f in frames if "filter" in f.columns)
     assert set(filters["filter"]) == {"top-p:0.95", "top-k:50"}
-    assert any(spec["layout"]["title"]["text"].startswith("SeqPATE: BLEU-4 vs number of teachers")
-               for spec in plotly_specs(at))
+    assert set(filters["run"]) == {"seq-eps3", "seq-topk"}  # at the ε of the varied run, other settings default
+    teacher_curve = next(spec for spec in plotly_specs(at)
+                         if spec["layout"]["title"]["text"].startswith("SeqPATE: BLEU-4 vs number of teachers"))
+    curve_ids = {row[0] for trace in teacher_curve["data"] for row in (trace.get("customdata") or [])}
+    assert curve_ids == {"seq-eps3", "seq-m5"}
 
 
 def test_phrases_summary_matches_csv(results, app_page):
@@ -82,6 +88,27 @@ def test_phrases_summary_matches_csv(results, app_page):
     titles = [s["layout"]["title"]["text"] for s in plotly_specs(at)]
     assert "ε per secret phrase" in titles
     assert any(t.startswith("Users by number of teachers") for t in titles)
+
+
+def test_phrases_summary_is_per_kind_and_histogram_per_run(roots, app_page):
+    names = [{"phrase": f"Name{i}", "occurrences": 2, "users": 1, "teachers": 1, "epsilon": 2.0 + i, "kind": "name"}
+             for i in range(3)]
+    canaries = [{"phrase": "123456", "occurrences": 100, "users": 1, "teachers": 1, "epsilon": 500.0,
+                 "kind": "canary"}]
+    write_run(roots["cached"], "sgd-a", "noisysgd", phrases=names + canaries)
+    write_run(roots["cached"], "sgd-b", "noisysgd", seed=1, phrases=names)
+    at = app_page("phrases")
+    at.selectbox(key="phrases_run").set_value("sgd-a").run()
+    assert not at.exception
+    assert at.radio(key="phrases_kind").value == "name"  # the names' average, not one mixed with canaries
+    assert metrics(at)["average ε"] == "3" and metrics(at)["phrases"] == "3"
+    at.radio(key="phrases_kind").set_value("all").run()
+    assert metrics(at)["average ε"] == f"{(2 + 3 + 4 + 500) / 4:.3g}" and len(at.dataframe[0].value) == 4
+    at.multiselect(key="phrases_hist_runs_sgd-a").set_value(["sgd-a", "sgd-b"]).run()
+    hist = next(spec for spec in plotly_specs(at) if spec["layout"]["title"]["text"] == "ε per secret phrase")
+    traces = {trace["name"]: trace for trace in hist["data"]}
+    assert set(traces) == {"NoisySGD: sgd-a", "NoisySGD: sgd-b"}  # two runs of one method stay apart
+    assert traces["NoisySGD: sgd-a"]["customdata"] == [2.0, 3.0, 4.0, 500.0]
 
 
 def test_phrases_without_any_csv(roots, app_page):
