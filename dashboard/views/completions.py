@@ -12,7 +12,8 @@ st.info("Typing a free prefix and generating live would need the trained model w
         "(only their artefacts). Completions shown here are the ones each run stored.", icon=":material/info:")
 
 df = c.finished_frame()
-with_completions = df[df["has_completions"]] if not df.empty else df
+# synthetic-data runs store generated samples in completions.jsonl, not completions of the test prefixes
+with_completions = df[df["has_completions"] & ~df["method"].map(c.is_synth_method)] if not df.empty else df
 if with_completions.empty:
     c.no_runs("runs with completions")
     st.stop()
@@ -20,8 +21,12 @@ if with_completions.empty:
 preset = c.preset_picker(with_completions, key="comp_preset")
 pool = with_completions[with_completions["preset"] == preset]
 records = {r["run_id"]: r for r in pool.to_dict("records")}
-latest_per_method = list({r["method"]: i for i, r in reversed(list(records.items()))}.values())
-run_ids = st.multiselect("Runs", list(records), default=latest_per_method[:4], key="comp_runs",
+# default: one run per method at the preset's defaults, SeqPATE first (the method this bench is about)
+at_defaults = {i: r for i, r in records.items() if not r.get("variant")} or records
+latest_per_method = {r["method"]: i for i, r in reversed(list(at_defaults.items()))}
+default_runs = sorted(latest_per_method.values(),
+                      key=lambda i: (records[i]["method"] != "seqpate", c.method_order(records[i]["method"])))
+run_ids = st.multiselect("Runs", list(records), default=default_runs[:4], key=f"comp_runs_{preset}",
                          format_func=lambda i: c.run_option_label(records[i]))
 if not run_ids:
     st.info("Choose at least one run.")
@@ -46,10 +51,12 @@ if all_phrases:
     st.caption(f"Highlighted: {len(all_phrases):,} secret phrase(s) from the runs' phrases.csv.")
 
 headers, labels = [], []
-for rid in run_ids:
+names = [f"{c.method_label(records[rid]['method'])} · ε {c.fmt_eps(records[rid]['epsilon'])}" for rid in run_ids]
+for rid, name in zip(run_ids, names, strict=True):
     record = records[rid]
     leak = record.get("r_name")
-    labels.append(f"<div class='who'><b>{html.escape(c.method_label(record['method']))}</b></div>")
+    shown = name if names.count(name) == 1 else f"{name} · {rid}"  # two runs of one method and ε stay apart
+    labels.append(f"<div class='who'><b>{html.escape(shown)}</b></div>")
     headers.append(
         f"<div class='who'><b>{html.escape(c.method_label(record['method']))}</b> · ε = "
         f"{html.escape(c.fmt_eps(record['epsilon']))}"

@@ -72,18 +72,21 @@ for record in runs.to_dict("records"):
     grams = m.get("ngram_ratios") or {}
     rows.append({
         "run": record["run_id"], "generator": record["method"].removeprefix("synth-"),
-        "ε target": record["epsilon_target"], "ε": record["epsilon"],
+        "ε target": record["epsilon_target"], "ε": record["epsilon"], "δ": record["delta"],
         "accuracy (synthetic)": m.get("accuracy_synthetic"), "accuracy (real)": m.get("accuracy_real"),
         "label agreement": m.get("synthetic_label_agreement"), "separability": m.get("separability"),
         "discriminator": m.get("discriminator_test_accuracy"), "LM test loss": m.get("lm_test_loss"),
         **{f"{n}-gram": grams.get(str(n)) for n in range(3, 8)},
         "samples": m.get("n_synthetic"),
+        "passed filter": (m.get("generation") or {}).get("accepted") if record["method"] == "synth-filter" else None,
     })
 table = pd.DataFrame(rows)
 
 st.subheader("Accuracy vs ε (paper Table 1)")
+deltas = sorted({c.fmt_delta(d) for d in table["δ"].dropna() if d > 0})
 st.caption("Classifier: TF-IDF + logistic regression trained on each synthetic set, tested on the real test set; "
-           "\"original\" trains it on the real train set. Cells average the runs of one setting.")
+           "the last row trains it on the real train set. Cells average the runs of one setting. "
+           + (f"δ = 1/|train| as in the paper: {', '.join(deltas)}." if deltas else ""))
 
 
 def pivot(value: str) -> pd.DataFrame:
@@ -97,7 +100,7 @@ def pivot(value: str) -> pd.DataFrame:
 accuracy = pivot("accuracy (synthetic)")
 original = table["accuracy (real)"].dropna()
 if not original.empty:
-    accuracy.loc["original (real train data)"] = float(original.mean())
+    accuracy.loc["real train data"] = float(original.mean())
 st.dataframe(accuracy, width="stretch", column_config={g: st.column_config.NumberColumn(GENERATORS[g], format="%.3f")
                                                         for g in GENERATORS})
 st.markdown("**Embedding separability** (random-forest accuracy on the fine-tuned model's mean embeddings of the "
@@ -132,11 +135,16 @@ options = list(table.sort_values(["generator", "ε target"])["run"])
 labels = {r["run"]: f"{r['generator']} · ε = {eps_label(r['ε target'])} · {r['run']}" for r in rows}
 run_id = st.selectbox("Run", options, key="synth_run", format_func=labels.get)
 chosen = table[table["run"] == run_id].iloc[0]
-cols = st.columns(4)
+cols = st.columns(5)
 cols[0].metric("accuracy (synthetic)", c.fmt_num(chosen["accuracy (synthetic)"], 3))
 cols[1].metric("accuracy (real)", c.fmt_num(chosen["accuracy (real)"], 3))
 cols[2].metric("separability", c.fmt_num(chosen["separability"], 3))
 cols[3].metric("ε", eps_label(chosen["ε"]))
+cols[4].metric("δ", c.fmt_delta(chosen["δ"]) if c.present(chosen["δ"]) else "–")
+if c.present(chosen["passed filter"]):
+    st.caption(f"The filter kept {int(chosen['passed filter'])} of {int(chosen['samples'])} samples because the "
+               "discriminator scored them above its threshold; the rest (kept: filled) are the best-scored rejects, "
+               "taken so that every label has its share.")
 
 points = run_file(run_id, "embeddings.csv")
 if points.empty:

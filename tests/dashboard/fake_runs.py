@@ -188,7 +188,9 @@ def write_synth_run(root: Path, run_id: str, generator: str, epsilon: float, acc
                        "synthetic_label_agreement": 0.5, "n_synthetic": 6, "projection": "umap",
                        "ngram_ratios": {str(n): 0.1 / n for n in range(3, 8)},
                        "ngram_ratios_real_test": {str(n): 0.2 / n for n in range(3, 8)},
-                       "data": {"labels": list(SYNTH_LABELS), "test": n_test}})
+                       "data": {"labels": list(SYNTH_LABELS), "test": n_test},
+                       **({"generation": {"candidates": 24, "accepted": 2, "filled": 4, "empty": 0,
+                                          "acceptance_rate": 2 / 24}} if generator == "filter" else {})})
     samples = [{"label": label, "text": f"a {label} sample {k}", "disc_prob": 0.5, "kept": "accepted"}
                for label in SYNTH_LABELS for k in range(2)]
     run.write_text("samples.jsonl", "".join(json.dumps(s) + "\n" for s in samples))

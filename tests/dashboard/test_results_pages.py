@@ -119,9 +119,16 @@ def test_phrases_without_any_csv(roots, app_page):
 
 
 def test_completions_side_by_side_with_highlights_and_leak_rate(results, app_page):
+    from fake_runs import write_synth_run
+
+    write_synth_run(results, "synth-x", "filter", 3.0, 0.4)
     at = app_page("completions")
     assert not at.exception
-    at.multiselect(key="comp_runs").set_value(["pri", "seq-eps3"]).run()
+    runs = at.multiselect(key="comp_runs_tiny")
+    assert "synth-x" not in runs.options  # generated samples, not completions of the test prefixes
+    assert runs.value[0].startswith("seq-eps") and len(runs.value) == 4  # SeqPATE first, one run per method
+    assert not {"seq-topk", "seq-m5", "seq-kl"} & set(runs.value)  # at the preset's defaults
+    at.multiselect(key="comp_runs_tiny").set_value(["pri", "seq-eps3"]).run()
     at.multiselect(key="comp_prefixes").set_value([0]).run()
     assert not at.exception
     html = texts(at)
@@ -131,6 +138,9 @@ def test_completions_side_by_side_with_highlights_and_leak_rate(results, app_pag
     assert "seqpate says something about item 0" in html
     assert "leak rate R_name = 12.50%" in html
     assert "generating live would need the trained model weights" in html
+    at.multiselect(key="comp_runs_tiny").set_value(["seq-eps3", "seq-topk"]).run()  # same method and ε
+    html = texts(at)
+    assert "SeqPATE · ε 3 · seq-eps3" in html and "SeqPATE · ε 3 · seq-topk" in html
 
 
 def test_completion_highlight_escapes_html():

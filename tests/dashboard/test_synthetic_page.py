@@ -32,7 +32,9 @@ def test_page_shows_table_ngrams_umap_and_samples(roots):
     table = at.dataframe[0].value
     assert table.loc["3", "multitask"] == pytest.approx(0.55) and table.loc["3", "filter"] == pytest.approx(0.40)
     assert table.loc["∞ (not private)", "multitask"] == pytest.approx(0.58)
-    assert table.loc["original (real train data)"].dropna().iloc[0] == pytest.approx(0.6)
+    assert table.loc["real train data"].dropna().iloc[0] == pytest.approx(0.6)
+    captions = " ".join(caption.value for caption in at.caption)
+    assert "δ = 1/|train| as in the paper: 0.00166667" in captions
     specs = plotly_specs(at)
     assert len(specs) == 2  # n-gram chart and the scatter
     grams, scatter = specs
@@ -43,6 +45,8 @@ def test_page_shows_table_ngrams_umap_and_samples(roots):
     assert list(samples["text"]) == ["a film sample 0", "a film sample 1"]
     at.selectbox(key="synth_label").set_value("smell").run()
     assert list(at.dataframe[-1].value["text"]) == ["a smell sample 0", "a smell sample 1"]
+    at.selectbox(key="synth_run").set_value("s-filter-3").run()
+    assert "The filter kept 2 of 6 samples" in " ".join(caption.value for caption in at.caption)
 
 
 def test_other_pages_tolerate_synth_runs(roots):
