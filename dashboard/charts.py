@@ -55,6 +55,9 @@ def privacy_utility_figure(df: pd.DataFrame, metric: str = "bleu4", title: str |
         ))
     for method in sorted(refs["method"].dropna().unique(), key=method_order) if not refs.empty else []:
         rows = refs[refs["method"] == method]
+        if "variant" in rows:  # a reference line is the reference at its defaults, not averaged with canary runs
+            at_defaults = rows[rows["variant"].fillna("") == ""]
+            rows = at_defaults if not at_defaults.empty else rows
         value = float(rows[metric].mean())
         eps_text = fmt_eps(float(rows["epsilon"].iloc[0])) if rows["epsilon"].notna().any() else "–"
         color = METHOD_COLORS.get(method, "#4a5568")
@@ -131,7 +134,9 @@ def relative_noise_figure(noise_std: float, teachers: int, max_teachers: int | N
                                hovertemplate="M=%{x}<br>std/M=%{y:.4f}<extra></extra>"))
     fig.add_trace(go.Scatter(x=[teachers], y=[noise_std / teachers], mode="markers", marker=dict(size=11),
                              name=f"M = {teachers}"))
-    fig.add_hline(y=1.0, line_dash="dot", annotation_text="noise std = 1 (a whole probability mass)")
+    # a trace, not add_hline: on a log axis the hline's annotation is placed at log10 coordinates (y = 10)
+    fig.add_trace(go.Scatter(x=[ms[0], ms[-1]], y=[1.0, 1.0], mode="lines", line=dict(dash="dot", color="#718096"),
+                             name="std / M = 1: noise as large as a whole probability mass", hoverinfo="skip"))
     fig.update_layout(title="Noise on the average teacher distribution vs teachers",
                       xaxis_title="teachers (M)", yaxis_title="noise std / M", **LAYOUT)
     fig.update_xaxes(type="log", dtick=1)

@@ -81,7 +81,7 @@ def fmt_eps(eps: float | None) -> str:
         return "–"
     if math.isinf(eps):
         return "∞"
-    return f"{eps:.3g}"
+    return f"{eps:,.0f}" if abs(eps) >= 1000 else f"{eps:.3g}"  # 1,000 rather than 1e+03
 
 
 def fmt_delta(delta: float | None) -> str:
@@ -154,11 +154,14 @@ def epsilon_reading(epsilon: float, delta: float, unit: str = "training sentence
     if math.isinf(epsilon):
         return (f"ε = ∞ gives no formal protection: the model may memorise and repeat any {unit}, "
                 "names and secrets included.")
-    ratio = math.exp(min(epsilon, 700))
-    posterior = ratio / (1 + ratio)
+    posterior = 1 / (1 + math.exp(-epsilon))  # e^ε / (1 + e^ε), without overflow for large ε
     tier = ("strong" if epsilon <= 1 else "moderate (common in published work)" if epsilon <= 10
             else "weak: the bound alone says little")
-    ratio_text = f"{ratio:.3g}" if ratio < 1e6 else f"{ratio:.1e}"
+    if delta is not None and delta > 1e-3:  # the guarantee may fail outright with probability δ
+        tier = f"weak: δ = {fmt_delta(delta)} is large (use δ well below 1 / the number of {unit}s)"
+    decades = epsilon / math.log(10)  # e^ε = 10^decades, written out even where e^ε overflows a float
+    ratio_text = f"{math.exp(epsilon):.3g}" if decades < 6 else \
+        f"{10 ** (decades - math.floor(decades)):.1f}e+{math.floor(decades)}"
     return (
         f"Whatever anyone can observe about the result is at most e^ε ≈ {ratio_text}× more likely with any one "
         f"{unit} in the private data than without it, except with probability δ = {fmt_delta(delta)}. "

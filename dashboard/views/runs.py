@@ -151,6 +151,9 @@ else:
     a, b = st.columns(2)
     id_a = a.selectbox("Run A", all_ids, index=0, key="runs_cmp_a")
     id_b = b.selectbox("Run B", all_ids, index=1, key="runs_cmp_b")
+    if id_a == id_b:  # e.g. after a delete moved both boxes to the same run
+        st.info("Run A and run B are the same run: choose two different runs.")
+        st.stop()
     run_a, run_b = c.get_run(id_a), c.get_run(id_b)
     comparison = c.perplexity_comparison(run_a, run_b)
     if comparison is not None:

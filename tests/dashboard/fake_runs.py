@@ -83,6 +83,7 @@ def write_run(
     filter: str | None = None,
     partition: str | None = None,
     ablation: str | None = None,
+    canaries: str | None = None,
     r_name: float | None = None,
     phrases: list[dict[str, Any]] | None = None,
     completions: list[str] | None = None,
@@ -96,6 +97,8 @@ def write_run(
                        ("ablation", ablation)):
         if value is not None:
             overrides[f"seqpate__{key}"] = value
+    if canaries is not None:
+        overrides["data__canaries"] = canaries
     cfg = preset_config(preset, **overrides)
     run = RunDir.create(Path(root) / run_id, cfg.to_dict(), seed)
     if log is not None:

@@ -50,7 +50,10 @@ def test_privacy_utility_chart_has_points_and_reference_lines(results, app_page)
     assert pri_line["y"][0] == 4.2
     ppl = plotly_specs(at)[1]
     assert ppl["layout"]["yaxis"]["type"] == "log"
+    write_run(results, "pri-canaries", "pri-gpt", bleu4=0.2, ppl=70.0, canaries="1,10")  # a variant of the reference
     at.toggle(key="pu_variants").set_value(True).run()
+    pri_line = next(t for t in plotly_specs(at)[0]["data"] if t["name"].startswith("Pri-GPT (ε=∞"))
+    assert pri_line["y"][0] == 4.2  # still the reference at its defaults, not averaged with the canary run
     ids = {row[0] for trace in plotly_specs(at)[0]["data"] for row in (trace.get("customdata") or [])}
     assert {"seq-topk", "seq-m5"} <= ids and "seq-kl" not in ids
     points = next(d.value for d in at.dataframe if "setting" in d.value.columns)

@@ -55,6 +55,9 @@ def test_config_compare_shows_only_differing_fields(some_runs, app_page):
     assert set(diff["field"]) == {"privacy.epsilon", "seed"}
     row = diff.set_index("field").loc["privacy.epsilon"]
     assert (row["A"], row["B"]) == ("3.0", "8.0")
+    at.selectbox(key="runs_cmp_b").set_value("cached-seq").run()  # the same run twice is not "Same config."
+    assert not at.exception and not at.success
+    assert any("the same run" in info.value for info in at.info)
 
 
 def test_compare_shows_the_paired_perplexity_interval_when_both_runs_kept_test_nll(some_runs, app_page):

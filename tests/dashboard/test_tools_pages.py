@@ -7,7 +7,7 @@ import subprocess
 import sys
 import textwrap
 
-from apptest_helpers import ROOT, metrics
+from apptest_helpers import ROOT, metrics, plotly_specs
 from fake_runs import phrase_rows, write_run
 
 try:
@@ -24,6 +24,10 @@ def test_calculator_seqpate_matches_core_privacy(roots, app_page):
     assert shown["noise multiplier z"] == f"{z:.4g}"
     assert shown["noise std σ"] == f"{z * math.sqrt(2):.4g}"
     assert shown["σ / M"] == f"{z * math.sqrt(2) / 100:.4g}"  # 100 teachers by default
+    noise = next(spec for spec in plotly_specs(at) if spec["layout"]["title"]["text"].startswith("Noise on the"))
+    level = next(trace for trace in noise["data"] if trace["name"].startswith("std / M = 1"))
+    assert level["y"] == [1.0, 1.0]  # the reference drawn at σ / M = 1, labelled in the legend
+    assert not noise["layout"].get("annotations")  # (an hline annotation sat at log10 coordinates, y = 10)
     at.radio(key="calc_sp_mode").set_value("ε from noise").run()
     at.number_input(key="calc_sp_std").set_value(69.04).run()
     at.number_input(key="calc_sp_queries2").set_value(1000).run()
@@ -105,6 +109,12 @@ def test_plain_language_reading():
     assert "no formal protection" in epsilon_reading(math.inf, 1e-6)
     text = epsilon_reading(1.0, 1e-6)
     assert "2.72×" in text and "73.1% sure" in text and "strong" in text
+    # e^1000 = 10^434.29 = 1.97e+434: written out, not capped at a float's range
+    assert "e^ε ≈ 2.0e+434×" in epsilon_reading(1000.0, 1e-6) and "100.0% sure" in epsilon_reading(1000.0, 1e-6)
+    assert "e^ε ≈ 8.0e+434294481×" in epsilon_reading(1e9, 1e-6)
+    # a large delta makes the guarantee weak whatever epsilon says
+    assert "Protection: weak: δ = 0.4 is large" in epsilon_reading(1.0, 0.4)
+    assert "Protection: strong" in epsilon_reading(1.0, 1e-5)
 
 
 def test_no_page_accepts_a_path_as_run_id(roots):
