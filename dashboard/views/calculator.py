@@ -65,7 +65,10 @@ def dpsgd_calculator() -> None:
     n = a.number_input("private training sentences N", min_value=1, value=20000, step=1000, key="calc_dp_n")
     batch = b.number_input("expected batch size", min_value=1, value=32, step=1, key="calc_dp_batch")
     epochs = d.number_input("epochs", min_value=0.01, value=2.0, step=0.5, key="calc_dp_epochs")
-    q = min(1.0, batch / n)
+    if batch > n:  # Poisson sampling at rate batch / N: a batch cannot expect more sentences than there are
+        st.error(f"The expected batch size ({batch:,}) cannot exceed the number of training sentences ({n:,}).")
+        return
+    q = batch / n
     steps = max(1, int(math.ceil(epochs * n / batch)))
     a, b = st.columns(2)
     delta = b.number_input("δ", min_value=1e-12, max_value=0.5, value=1e-6, format="%.1e", key="calc_dp_delta")
