@@ -45,7 +45,13 @@ if n == 0:
 if any(len(rows) != len(first) for rows in completions.values()):
     st.caption(f"The runs have different numbers of completions; showing the first {n} shared indices.")
 prefixes = [first[i].get("prefix", "") for i in range(n)]
-chosen = st.multiselect("Test prefixes", list(range(n)), default=list(range(min(5, n))), key="comp_prefixes",
+find = st.text_input("Find test prefixes", key="comp_find", placeholder="type words of a prefix, e.g. my name",
+                     help="Runs keep their completions, not their weights, so only the test prefixes every run "
+                          "completed can be shown; this finds those containing what you type.")
+matches = [i for i in range(n) if find.strip().lower() in prefixes[i].lower()] if find.strip() else list(range(n))
+if find.strip() and not matches:
+    st.warning(f"No test prefix contains {find.strip()!r}.")
+chosen = st.multiselect("Test prefixes", matches, default=matches[:5], key=f"comp_prefixes_{find.strip().lower()}",
                         format_func=lambda i: f"{i}: {prefixes[i]}")
 if all_phrases:
     st.caption(f"Highlighted: {len(all_phrases):,} secret phrase(s) from the runs' phrases.csv.")

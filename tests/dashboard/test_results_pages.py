@@ -132,7 +132,7 @@ def test_completions_side_by_side_with_highlights_and_leak_rate(results, app_pag
     assert runs.value[0].startswith("seq-eps") and len(runs.value) == 4  # SeqPATE first, one run per method
     assert not {"seq-topk", "seq-m5", "seq-kl"} & set(runs.value)  # at the preset's defaults
     at.multiselect(key="comp_runs_tiny").set_value(["pri", "seq-eps3"]).run()
-    at.multiselect(key="comp_prefixes").set_value([0]).run()
+    at.multiselect(key="comp_prefixes_").set_value([0]).run()
     assert not at.exception
     html = texts(at)
     assert "my name is really" in html  # prefix 0
@@ -141,6 +141,11 @@ def test_completions_side_by_side_with_highlights_and_leak_rate(results, app_pag
     assert "seqpate says something about item 0" in html
     assert "leak rate R_name = 12.50%" in html
     assert "generating live would need the trained model weights" in html
+    at.text_input(key="comp_find").set_value("NAME IS").run()  # finds the test prefixes containing the words
+    assert at.multiselect(key="comp_prefixes_name is").options == ["0: my name is really"]
+    at.text_input(key="comp_find").set_value("zebra").run()
+    assert "No test prefix contains 'zebra'" in at.warning[0].value
+    at.text_input(key="comp_find").set_value("").run()
     at.multiselect(key="comp_runs_tiny").set_value(["seq-eps3", "seq-topk"]).run()  # same method and ε
     html = texts(at)
     assert "SeqPATE · ε 3 · seq-eps3" in html and "SeqPATE · ε 3 · seq-topk" in html
