@@ -219,6 +219,23 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def cmd_complete(args) -> int:
+    from core.runs.live import complete_prefix
+    from core.runs.registry import resolve_run
+    from core.runs.store import RunError
+    from core.tokenizer import ModelLoadError
+
+    out = []
+    for ref in args.runs:
+        run = resolve_run(ref)
+        try:
+            out.append({"run": run.run_id, "completion": complete_prefix(run, args.prefix, seed=args.seed)})
+        except (RunError, ModelLoadError) as exc:  # one run without weights does not stop the others
+            out.append({"run": run.run_id, "error": str(exc)})
+    print(json.dumps(out, ensure_ascii=False, indent=2))
+    return 0
+
+
 def cmd_audit(args) -> int:
     from core.analysis.audit import audit_run_dir
 
@@ -326,6 +343,12 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--resamples", type=int, default=5000)
     compare.add_argument("--json", action="store_true")
     compare.set_defaults(func=cmd_compare)
+
+    comp = sub.add_parser("complete", help="complete a prefix you type with finished runs' saved models")
+    comp.add_argument("runs", nargs="+", help="run ids or run directories")
+    comp.add_argument("--prefix", required=True)
+    comp.add_argument("--seed", type=int, default=0)
+    comp.set_defaults(func=cmd_complete)
 
     audit = sub.add_parser("audit", help="recompute phrases.csv, R_name and statement.md of a finished run "
                            "(exposure needs the model: reported as computed at run time)")

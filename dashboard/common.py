@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import html
+import json
 import math
 import re
+import subprocess
+import sys
 import threading
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
@@ -498,6 +501,32 @@ def perplexity_comparison(run_a: RunDir, run_b: RunDir) -> tuple[bool, str] | No
         return None
     key = _digest([(str(r.path), r.source, file_signature(r.path, (store.TEST_NLL, store.CONFIG))) for r in runs])
     return _cached_perplexity_comparison(key, tuple((str(r.path), r.source) for r in runs))
+
+
+def has_model(run: RunDir) -> bool:
+    """The run kept its final weights (run/model/), so it can complete a prefix the user types."""
+    return (run.path / store.MODEL / "config.json").is_file()
+
+
+@st.cache_data(show_spinner=False, max_entries=200)
+def _cached_own_completions(key: str, _paths: tuple[str, ...], prefix: str, seed: int) -> list[dict[str, Any]]:
+    command = [sys.executable, "-m", "core", "complete", *_paths, "--prefix", prefix, "--seed", str(seed)]
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=registry.REPO_ROOT)
+    except subprocess.TimeoutExpired:
+        return [{"run": Path(p).name, "error": "no answer within 5 minutes"} for p in _paths]
+    if proc.returncode != 0:
+        message = (proc.stderr.strip().splitlines() or ["python -m core complete failed"])[-1]
+        return [{"run": Path(p).name, "error": message} for p in _paths]
+    return json.loads(proc.stdout)
+
+
+def complete_own_prefix(runs: Sequence[RunDir], prefix: str, seed: int = 0) -> dict[str, dict[str, Any]]:
+    """run id -> {"completion"} or {"error"}: `python -m core complete` in a subprocess, so the dashboard never
+    imports torch (it loads each run's saved model: a few seconds). Cached on the runs' weights and the prefix."""
+    paths = tuple(str(run.path) for run in runs)
+    key = _digest([(p, file_signature(Path(p), (f"{store.MODEL}/model.safetensors",))) for p in paths])
+    return {row["run"]: row for row in _cached_own_completions(key, paths, " ".join(prefix.split()), seed)}
 
 
 def run_config_dict(run: RunDir) -> dict[str, Any]:

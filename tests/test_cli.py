@@ -102,6 +102,37 @@ def test_compare_says_which_run_is_lower(pub_gpt_run, tmp_path):
     assert other.returncode == 2 and "different test prefixes" in other.stderr and other.stderr.count("\n") == 1
 
 
+def test_a_run_keeps_its_weights_and_completes_a_typed_prefix(pub_gpt_run, tmp_path):
+    from core.config import RunConfig
+    from core.data import load_prepared
+    from core.evaluation import sentence_nll
+    from core.models import load_local_model
+    from core.tokenizer import encode_sentences, load_tokenizer
+
+    run_dir, _ = pub_gpt_run
+    run = RunDir(run_dir)
+    # the saved weights are the evaluated model: they reproduce every test sentence's NLL
+    cfg = RunConfig.from_dict(run.config()["config"])
+    model, tokenizer = load_local_model(run_dir / "model"), load_tokenizer(run_dir / "model")
+    test = load_prepared(cfg.data, cfg.seed).private_test
+    rows = sentence_nll(model, encode_sentences(tokenizer, [s.text for s in test], cfg.data.max_tokens),
+                        tokenizer.pad_token_id)
+    assert [t for _, t in rows] == [t for _, t in run.test_nll()]
+    assert [n for n, _ in rows] == pytest.approx([n for n, _ in run.test_nll()], rel=1e-9)
+
+    no_weights = tmp_path / "shipped"
+    RunDir.create(no_weights, micro_config().to_dict(), 0)
+    out = cli("complete", str(run_dir), str(no_weights), "--prefix", "  my   name is ", "--seed", "3")
+    assert out.returncode == 0, out.stderr
+    first, second = json.loads(out.stdout)
+    assert isinstance(first["completion"], str) and first["run"] == "pub"
+    assert "kept no model weights" in second["error"]
+    again = json.loads(cli("complete", str(run_dir), "--prefix", "my name is", "--seed", "3").stdout)
+    assert again[0]["completion"] == first["completion"]  # seeded, and the prefix's spacing does not matter
+    empty = cli("complete", str(run_dir), "--prefix", "   ")
+    assert empty.returncode == 2 and "type a prefix" in empty.stderr
+
+
 def test_runs_show_prints_status_json(pub_gpt_run):
     run_dir, _ = pub_gpt_run
     out = cli("runs", "show", str(run_dir))

@@ -205,6 +205,10 @@ def execute(cfg: RunConfig, run: RunDir, should_stop: Callable[[], bool] = lambd
 
     metrics = audit_run(ws, result, metrics, completions, run)
 
+    if result.postprocess is None:  # the blacklist's post-processing needs private names the run does not keep
+        from core.runs.live import save_model
+
+        save_model(result.model, ws.tokenizer, run)
     run.write_privacy(result.privacy)
     run.write_completions(completions)
     run.write_test_nll(test_nll)

@@ -34,6 +34,7 @@ PRIVACY = "privacy.json"
 METRICS = "metrics.json"
 COMPLETIONS = "completions.jsonl"
 PHRASES = "phrases.csv"
+MODEL = "model"  # the final weights and tokenizer (optional; never shipped: git ignores cached_runs/*/model/)
 TEST_NLL = "test_nll.csv"  # per test sentence: summed NLL and predicted tokens (optional; for paired comparisons)
 LOG = "log.txt"
 CANCEL_MARKER = "cancel.requested"

@@ -8,8 +8,9 @@ from dashboard import common as c
 
 st.title("Completions")
 st.caption("Every method completes the same private test prefixes (same order, same index). " + c.PHRASE_NOTE)
-st.info("Typing a free prefix and generating live would need the trained model weights, which runs do not keep "
-        "(only their artefacts). Completions shown here are the ones each run stored.", icon=":material/info:")
+st.info("The test prefixes show the completions each run stored. To complete a prefix of your own (at the bottom), "
+        "a run needs its weights: runs made on this machine keep them, the shipped runs do not.",
+        icon=":material/info:")
 
 df = c.finished_frame()
 # synthetic-data runs store generated samples in completions.jsonl, not completions of the test prefixes
@@ -90,3 +91,31 @@ for i in chosen:
     )
 header = f"<div class='cmp'><div style='{grid}'>{''.join(headers)}</div></div>"
 st.html(STYLE + header + ("".join(blocks) if blocks else "<p>Choose test prefixes above.</p>"))
+
+st.subheader("Your own prefix")
+with_model = [rid for rid in run_ids if c.has_model(c.get_run(rid))]
+without = [rid for rid in run_ids if rid not in with_model]
+if not with_model:
+    st.caption("None of the selected runs kept its weights (shipped runs keep none, nor does the blacklist "
+               "baseline): launch a run on this machine to complete prefixes of your own.")
+else:
+    with st.form("comp_own_form"):
+        own = st.text_input("Prefix", key="comp_own", placeholder="e.g. my name is")
+        submitted = st.form_submit_button(f"Complete with the {len(with_model)} selected run(s) that kept weights")
+    if submitted and not own.strip():
+        st.warning("Type a prefix first.")
+    elif submitted:
+        with st.spinner("Loading the runs' models and sampling (a few seconds per run)…"):
+            answers = c.complete_own_prefix([c.get_run(rid) for rid in with_model], own)
+        cells = []
+        for rid in with_model:
+            answer = answers.get(rid, {"error": "no answer"})
+            body = (c.highlight(answer["completion"], phrases[rid]) if "completion" in answer
+                    else f"<i>{html.escape(answer.get('error', ''))}</i>")
+            cells.append(f"<div>{labels[run_ids.index(rid)]}<div class='text'>{body}</div></div>")
+        own_grid = f"display:grid;grid-template-columns:repeat({len(with_model)},minmax(0,1fr));gap:.75rem"
+        st.html(STYLE + f"<div class='cmp'><div><b>your prefix:</b> {html.escape(' '.join(own.split()))}</div>"
+                f"<div style='{own_grid}'>{''.join(cells)}</div></div>")
+        st.caption("One seeded sample per run (seed 0), with each run's own decoding settings.")
+if without and with_model:
+    st.caption("Kept no weights, so not completed: " + ", ".join(without))

@@ -38,6 +38,7 @@ def check_dp(privacy, metrics, target=3.0):
 def test_dpsgd_methods_poisson(tmp_path, method):
     _, privacy, metrics = run_method(tmp_path, method)
     check_dp(privacy, metrics)
+    assert (tmp_path / method.replace("+", "_") / "model" / "model.safetensors").is_file()  # weights kept
     assert privacy["events"][0]["mechanism"] == "subsampled_gaussian"
     assert privacy["events"][0]["steps"] == metrics["steps"]
 
@@ -63,3 +64,5 @@ def test_pri_gpt_blacklist(tmp_path):
     assert privacy["epsilon"] == math.inf and privacy["unit"] == "none"
     assert privacy["accountant"].startswith("none")
     assert metrics["postprocess"] == "blacklist" and metrics["blacklist_size"] > 0
+    # its completions need the list of private names, which the run does not keep: so no weights either
+    assert not (tmp_path / "pri-gpt-blacklist" / "model").exists()

@@ -151,6 +151,29 @@ def test_completions_side_by_side_with_highlights_and_leak_rate(results, app_pag
     assert "SeqPATE · ε 3 · seq-eps3" in html and "SeqPATE · ε 3 · seq-topk" in html
 
 
+def test_completions_of_a_typed_prefix_come_from_runs_that_kept_weights(results, app_page, monkeypatch):
+    from dashboard import common
+
+    (results / "seq-eps3" / "model").mkdir()
+    (results / "seq-eps3" / "model" / "config.json").write_text("{}")
+    calls = []
+
+    def fake_complete(runs, prefix, seed=0):  # the real one runs `python -m core complete` (tested in test_cli)
+        calls.append(([r.run_id for r in runs], prefix))
+        return {"seq-eps3": {"run": "seq-eps3", "completion": "Alice Smith says hello"}}
+
+    monkeypatch.setattr(common, "complete_own_prefix", fake_complete)
+    at = app_page("completions")
+    at.multiselect(key="comp_runs_tiny").set_value(["seq-eps3", "pri"]).run()
+    at.text_input(key="comp_own").set_value("hello there")  # inside a form: sent with the submit
+    at.button[0].click().run()  # the form's submit button
+    assert not at.exception
+    assert calls == [(["seq-eps3"], "hello there")]  # only the run with weights is asked
+    html = texts(at)
+    assert "<mark>Alice Smith</mark> says hello" in html  # highlighted with the run's secret phrases
+    assert "Kept no weights, so not completed: pri" in " ".join(c.value for c in at.caption)
+
+
 def test_completion_highlight_escapes_html():
     from dashboard.common import highlight
 

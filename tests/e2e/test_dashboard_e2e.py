@@ -125,3 +125,10 @@ def test_launch_follow_and_find_the_run(server, browser_page, e2e_dirs, method):
     assert squash(first["completion"]) in squash(text)
     assert exceptions(page) == []
     shoot(page, f"completions-{method}")
+    # the launched run kept its weights: it completes a prefix typed into the page (`python -m core complete`)
+    page.get_by_label("Prefix", exact=True).fill("my name is")
+    page.get_by_role("button", name=re.compile("^Complete with")).click()
+    page.wait_for_selector("text=your prefix:", timeout=120_000)
+    assert "my name is" in page.locator("[data-testid=stMain]").inner_text()
+    assert exceptions(page) == []
+    shoot(page, f"completions-own-prefix-{method}")

@@ -1,0 +1,42 @@
+"""Completing a prefix the user types, with the model a finished run saved (run/model/).
+
+Runs keep their final weights (save_model, called by the pipeline) unless their method post-processes its output
+with state the run does not keep (the blacklist baseline's list of private names). Shipped runs keep no weights
+(git ignores them), so only runs made on this machine can complete new prefixes.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+from core.evaluation import complete
+from core.models import load_local_model
+from core.runs.store import MODEL, RunDir, RunError
+from core.tokenizer import encode_prefixes, load_tokenizer
+
+
+def save_model(model, tokenizer, run: RunDir) -> None:
+    """model/ in the run folder (weights and tokenizer), written beside it and renamed into place."""
+    tmp = run.path / f"{MODEL}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    final = run.path / MODEL
+    shutil.rmtree(final, ignore_errors=True)
+    tmp.rename(final)
+
+
+def complete_prefix(run: RunDir, prefix: str, seed: int = 0) -> str:
+    """One seeded completion of `prefix` by the run's saved model, decoded with the run's own settings."""
+    text = " ".join(prefix.split())
+    if not text:
+        raise ValueError("type a prefix to complete")
+    folder = run.path / MODEL
+    if not (folder / "config.json").is_file():
+        raise RunError(f"{run.run_id} kept no model weights (shipped runs and the blacklist baseline keep none)")
+    cfg = run.run_config()
+    model, tokenizer = load_local_model(folder), load_tokenizer(folder)
+    length = len(encode_prefixes(tokenizer, [text])[0])
+    if length >= model.config.n_positions:
+        raise ValueError(f"the prefix is {length} tokens; this model reads at most {model.config.n_positions - 1}")
+    return complete(model, tokenizer, [text], cfg.decode, seed=seed)[0]
