@@ -140,7 +140,7 @@ def test_completions_side_by_side_with_highlights_and_leak_rate(results, app_pag
     assert "Alice Smith lives in Provo" in html  # pri-gpt has no phrases.csv: its completion is not marked
     assert "seqpate says something about item 0" in html
     assert "leak rate R_name = 12.50%" in html
-    assert "generating live would need the trained model weights" in html
+    assert "a run needs its weights: runs made on this machine keep them" in html
     at.text_input(key="comp_find").set_value("NAME IS").run()  # finds the test prefixes containing the words
     assert at.multiselect(key="comp_prefixes_name is").options == ["0: my name is really"]
     at.text_input(key="comp_find").set_value("zebra").run()
