@@ -276,30 +276,33 @@ VARIANT_FIELDS = (("seqpate", "teachers"), ("seqpate", "filter"), ("seqpate", "p
                   ("privacy", "target"), ("data", "canaries"), ("dpsgd", "batching"))
 
 
-def variant_of(cfg: dict[str, Any]) -> str:
-    """'' for a run at its preset's defaults, else the differing settings (e.g. 'filter top-k:10')."""
+def variant_settings(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The VARIANT_FIELDS whose value differs from the run's preset default, name -> value ({} at the defaults)."""
     name = cfg.get("preset")
     preset = PRESETS.get(name) if isinstance(name, str) else None
     if preset is None:
-        return ""
+        return {}
     defaults = RunConfig().to_dict()
-    diffs = []
+    diffs = {}
     for section, name in VARIANT_FIELDS:
         default = preset.get(section, {}).get(name, defaults[section][name])
         value = _dict(cfg.get(section)).get(name, default)
         if value != default:
-            diffs.append(f"{name} {value}")
-    return ", ".join(diffs)
+            diffs[name] = value
+    return diffs
+
+
+def variant_of(cfg: dict[str, Any]) -> str:
+    """'' for a run at its preset's defaults, else the differing settings (e.g. 'filter top-k:10')."""
+    return ", ".join(f"{name} {value}" for name, value in variant_settings(cfg).items())
 
 
 def only_varies(df: pd.DataFrame, setting: str) -> pd.DataFrame:
     """Runs at their preset's defaults except, possibly, `setting` (a VARIANT_FIELDS name such as 'filter'): a table
     of the paper varies one setting and holds the others, so a phrase-level or by-user run never joins it."""
-    def varies_only_that(variant: Any) -> bool:
-        parts = [part for part in str(variant or "").split(", ") if part]
-        return all(part.split(" ", 1)[0] == setting for part in parts)
-
-    return df[df["variant"].map(varies_only_that)] if not df.empty else df
+    if df.empty:
+        return df
+    return df[df["varied"].map(lambda names: set(names or ()) <= {setting})]
 
 
 def _build_record(path: Path, source: str) -> dict[str, Any]:
@@ -342,6 +345,7 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
         "partition": sp.get("partition"),
         "ablation": sp.get("ablation") or "none",
         "variant": variant_of(cfg),
+        "varied": tuple(variant_settings(cfg)),  # the names only, for only_varies
         "query_budget": privacy.get("query_budget", sp.get("query_budget")),
         "queries_spent": privacy.get("queries_spent"),
         "teachers_per_user": privacy.get("teachers_per_user"),
@@ -399,7 +403,7 @@ def run_records(infos: Sequence[RunInfo]) -> list[dict[str, Any]]:
 RECORD_COLUMNS = (
     "run_id", "source", "state", "stage", "progress", "error", "method", "preset", "seed", "epsilon",
     "epsilon_target", "delta", "accountant", "unit", "has_privacy", "ppl", "bleu1", "bleu2", "bleu3", "bleu4",
-    "r_name", "teachers", "filter", "partition", "ablation", "variant", "query_budget", "queries_spent",
+    "r_name", "teachers", "filter", "partition", "ablation", "variant", "varied", "query_budget", "queries_spent",
     "teachers_per_user", "has_phrases", "has_completions", "config_hash", "created", "started", "finished",
     "elapsed_s", "remaining_s", "total_s",
 )
@@ -508,16 +512,19 @@ def has_model(run: RunDir) -> bool:
     return (run.path / store.MODEL / "config.json").is_file()
 
 
+class CompletionFailed(RuntimeError):
+    """`python -m core complete` gave no answer; raised inside the cached function so a failure is not cached."""
+
+
 @st.cache_data(show_spinner=False, max_entries=200)
 def _cached_own_completions(key: str, _paths: tuple[str, ...], prefix: str, seed: int) -> list[dict[str, Any]]:
     command = [sys.executable, "-m", "core", "complete", *_paths, "--prefix", prefix, "--seed", str(seed)]
     try:
         proc = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=registry.REPO_ROOT)
     except subprocess.TimeoutExpired:
-        return [{"run": Path(p).name, "error": "no answer within 5 minutes"} for p in _paths]
+        raise CompletionFailed("no answer within 5 minutes") from None
     if proc.returncode != 0:
-        message = (proc.stderr.strip().splitlines() or ["python -m core complete failed"])[-1]
-        return [{"run": Path(p).name, "error": message} for p in _paths]
+        raise CompletionFailed((proc.stderr.strip().splitlines() or ["python -m core complete failed"])[-1])
     return json.loads(proc.stdout)
 
 
@@ -526,7 +533,11 @@ def complete_own_prefix(runs: Sequence[RunDir], prefix: str, seed: int = 0) -> d
     imports torch (it loads each run's saved model: a few seconds). Cached on the runs' weights and the prefix."""
     paths = tuple(str(run.path) for run in runs)
     key = _digest([(p, file_signature(Path(p), (f"{store.MODEL}/model.safetensors",))) for p in paths])
-    return {row["run"]: row for row in _cached_own_completions(key, paths, " ".join(prefix.split()), seed)}
+    try:
+        rows = _cached_own_completions(key, paths, " ".join(prefix.split()), seed)
+    except CompletionFailed as exc:
+        rows = [{"run": run.run_id, "error": str(exc)} for run in runs]
+    return {row["run"]: row for row in rows}
 
 
 def run_config_dict(run: RunDir) -> dict[str, Any]:

@@ -19,7 +19,7 @@ def perplexity_from_nll(total_nll: float, n_tokens: int) -> float:
 @torch.inference_mode()
 def sentence_nll(model, seqs: Sequence[Sequence[int]], pad_id: int, batch_size: int = 64) -> list[tuple[float, int]]:
     """Per sequence: (summed next-token NLL, number of predicted tokens). Kept per sentence so two models scored
-    on the same test set can be compared pairwise (core.evaluation.paired)."""
+    on the same test set can be compared pairwise (core.runs.compare)."""
     model.eval()
     rows: list[tuple[float, int]] = []
     for start in range(0, len(seqs), batch_size):
@@ -31,10 +31,14 @@ def sentence_nll(model, seqs: Sequence[Sequence[int]], pad_id: int, batch_size: 
     return rows
 
 
+def total_nll(rows: Sequence[tuple[float, int]]) -> tuple[float, int]:
+    """Per-sentence (NLL, tokens) rows summed into the corpus's (NLL, tokens)."""
+    return math.fsum(nll for nll, _ in rows), sum(tokens for _, tokens in rows)
+
+
 def corpus_nll(model, seqs: Sequence[Sequence[int]], pad_id: int, batch_size: int = 64) -> tuple[float, int]:
     """Summed next-token NLL over every predicted token of every sequence, and the number of those tokens."""
-    rows = sentence_nll(model, seqs, pad_id, batch_size)
-    return math.fsum(s for s, _ in rows), sum(c for _, c in rows)
+    return total_nll(sentence_nll(model, seqs, pad_id, batch_size))
 
 
 def corpus_perplexity(model, seqs: Sequence[Sequence[int]], pad_id: int, batch_size: int = 64) -> float:

@@ -86,11 +86,9 @@ def compare_perplexity(
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     total = n.sum()
-    if np.array_equal(a, b):  # the same model twice: every resample gives ratio 1 (and BCa is undefined)
-        ppl = float(np.exp(a.sum() / total))
-        return PerplexityComparison(ppl, ppl, 1.0, 1.0, 1.0, confidence, int(a.size), n_resamples)
     ci = _bootstrap_interval((a, b, n), confidence, n_resamples, seed, method="BCa")
-    if not (np.isfinite(ci.low) and np.isfinite(ci.high)):  # BCa is undefined when every jackknife value agrees
+    # BCa is undefined when every resample agrees (the same model twice, or a uniform per-token shift)
+    if not (np.isfinite(ci.low) and np.isfinite(ci.high)):
         ci = _bootstrap_interval((a, b, n), confidence, n_resamples, seed, method="percentile")
     return PerplexityComparison(
         ppl_a=float(np.exp(a.sum() / total)),

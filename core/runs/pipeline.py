@@ -6,7 +6,6 @@ prefixes, same seeded decoding), so the dashboard can compare runs fairly.
 
 from __future__ import annotations
 
-import math
 import signal
 import time
 from collections.abc import Callable
@@ -16,7 +15,7 @@ from functools import cached_property
 from core.base import base_key, load_or_train_base
 from core.config import RunConfig, check_private_size
 from core.data import PreparedData, load_prepared, split_prefix
-from core.evaluation import bleu_scores, complete, perplexity_from_nll, sentence_nll
+from core.evaluation import bleu_scores, complete, perplexity_from_nll, sentence_nll, total_nll
 from core.models import clone, set_threads
 from core.runs.store import RunDir
 from core.tokenizer import encode_sentences
@@ -111,7 +110,7 @@ def evaluate(
     cfg = ws.cfg
     test = ws.data.private_test
     test_nll = sentence_nll(model, ws.encode([s.text for s in test]), ws.pad_id)
-    ppl = perplexity_from_nll(math.fsum(n for n, _ in test_nll), sum(t for _, t in test_nll))
+    ppl = perplexity_from_nll(*total_nll(test_nll))
     chosen = test[: cfg.decode.n_completions]
     pairs = [split_prefix(s.text, cfg.data.prefix_words) for s in chosen]
     prefixes = [p for p, _ in pairs]

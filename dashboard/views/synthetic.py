@@ -140,7 +140,7 @@ cols[0].metric("accuracy (synthetic)", c.fmt_num(chosen["accuracy (synthetic)"],
 cols[1].metric("accuracy (real)", c.fmt_num(chosen["accuracy (real)"], 3))
 cols[2].metric("separability", c.fmt_num(chosen["separability"], 3))
 cols[3].metric("ε", eps_label(chosen["ε"]))
-cols[4].metric("δ", c.fmt_delta(chosen["δ"]) if c.present(chosen["δ"]) else "–")
+cols[4].metric("δ", c.fmt_delta(chosen["δ"]))
 if c.present(chosen["passed filter"]):
     st.caption(f"The filter kept {int(chosen['passed filter'])} of {int(chosen['samples'])} samples because the "
                "discriminator scored them above its threshold; the rest (kept: filled) are the best-scored rejects, "

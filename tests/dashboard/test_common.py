@@ -102,3 +102,18 @@ def test_privacy_cards_describe_a_method_by_its_dp_runs_and_flag_adp():
     assert synth["note"].startswith("also 1 run(s) at ε = ∞") and synth["runs"] == 4
     assert cards["adp"]["kind"] == "private" and "heuristic" in cards["adp"]["caveat"]
     assert cards["pri-gpt"]["kind"] == "not-private" and cards["pri-gpt"]["note"] == ""
+
+
+def test_own_prefix_completion_failures_are_reported_not_cached(roots, monkeypatch):
+    import subprocess
+    from types import SimpleNamespace
+
+    run = write_run(roots["live"], "with-weights", "pub-gpt")
+    answers = iter([SimpleNamespace(returncode=2, stdout="", stderr="error: the prefix is 80 tokens\n"),
+                    SimpleNamespace(returncode=0, stdout='[{"run": "with-weights", "completion": "hi"}]', stderr="")])
+    monkeypatch.setattr(subprocess, "run", lambda *args, **kwargs: next(answers))
+    c._cached_own_completions.clear()
+    assert c.complete_own_prefix([run], "my  name") == {"with-weights": {"run": "with-weights",
+                                                                         "error": "error: the prefix is 80 tokens"}}
+    # the failure was not cached: the same request asks again and gets the answer
+    assert c.complete_own_prefix([run], "my name")["with-weights"]["completion"] == "hi"
