@@ -91,10 +91,4 @@ def dpsgd_calculator() -> None:
 
 
 # Lazy tabs: only the open one runs (the DP-SGD accountant takes a second or two on a new setting).
-seqpate_tab, dpsgd_tab = st.tabs(["SeqPATE (Gaussian releases)", "DP-SGD"], key="calc_tab", on_change="rerun")
-if seqpate_tab.open:
-    with seqpate_tab:
-        seqpate_calculator()
-if dpsgd_tab.open:
-    with dpsgd_tab:
-        dpsgd_calculator()
+c.lazy_tabs({"SeqPATE (Gaussian releases)": seqpate_calculator, "DP-SGD": dpsgd_calculator}, key="calc_tab")

@@ -36,25 +36,7 @@ if len(kinds) > 1:
     if kind != "all":
         phrases = phrases[phrases["kind"] == kind]
 
-f1, f2, f3 = st.columns([3, 2, 2])
-search = f1.text_input("Search phrases", key="phrases_search", placeholder="e.g. a name")
 finite = phrases["epsilon"][phrases["epsilon"].map(lambda v: v is not None and math.isfinite(v))]
-max_teachers = int(phrases["teachers"].max()) if "teachers" in phrases and phrases["teachers"].notna().any() else 0
-if max_teachers > 0:
-    min_teachers = f2.number_input("Held by at least … teachers", min_value=0, max_value=max_teachers,
-                                   value=0, step=1, key="phrases_min_teachers")
-else:  # DP-SGD runs have no teachers: the phrase's basis column says which batches hold it
-    min_teachers = 0
-    f2.caption("No teacher counts in this run (not a SeqPATE run).")
-min_occ = f3.number_input("Occurring at least … times", min_value=0, value=0, step=1, key="phrases_min_occ")
-view = phrases
-if search:
-    view = view[view["phrase"].str.contains(search, case=False, regex=False)]
-if min_teachers and "teachers" in view:
-    view = view[view["teachers"].fillna(0) >= min_teachers]
-if min_occ and "occurrences" in view:
-    view = view[view["occurrences"].fillna(0) >= min_occ]
-
 eps = phrases["epsilon"]
 avg = float(finite.mean()) if not finite.empty else float("nan")
 s = st.columns(5)
@@ -63,32 +45,62 @@ s[1].metric("average ε", c.fmt_eps(avg))
 s[2].metric("min ε", c.fmt_eps(float(eps.min())))
 s[3].metric("max ε", c.fmt_eps(float(eps.max())))
 s[4].metric("share ≤ average", f"{(eps <= avg).mean():.0%}" if not math.isnan(avg) else "–")
-st.caption(f"Showing {len(view):,} of {len(phrases):,} phrases; click a column header to sort.")
-st.dataframe(view, hide_index=True, width="stretch",
-             column_config={"epsilon": st.column_config.NumberColumn("ε", format="%.3g")})
 
-st.subheader("ε per phrase, by run")
-options = list(records)
-same_preset = [i for i in options if records[i]["preset"] == records[run_id]["preset"]]
-latest_per_method = list({records[i]["method"]: i for i in reversed(same_preset)}.values())
-chosen = st.multiselect("Runs in the histogram", options, default=[run_id] + [i for i in latest_per_method
-                                                                             if i != run_id][:3],
-                        key=f"phrases_hist_runs_{run_id}", format_func=lambda i: c.run_option_label(records[i]))
-per_run: dict[str, tuple[str, list[float]]] = {}
-for rid in chosen:
-    rows = c.read_run(c.get_run(rid), "phrases")
-    per_run[rid] = (records[rid]["method"], [r["epsilon"] for r in rows if r.get("epsilon") is not None])
-if per_run:
-    st.plotly_chart(charts.phrase_epsilon_histogram(per_run), width="stretch", key="phrases_hist")
-    n_inf = sum(1 for _, values in per_run.values() for v in values if not math.isfinite(v))
-    if n_inf:
-        st.caption(f"{n_inf} phrase(s) with ε = ∞ (no noise) are left out of the histogram.")
 
-st.subheader("Teachers per user")
-hist = records[run_id].get("teachers_per_user")
-if isinstance(hist, dict) and hist:
-    st.plotly_chart(charts.teachers_per_user_figure(hist), width="stretch", key="phrases_tpu")
-    st.caption("How many teachers hold sentences of the same user (paper Table 5): with the by-user partition "
-               "most users sit in one teacher, so a user's phrases have small sensitivity.")
-else:
-    st.info("This run's privacy.json has no teachers_per_user histogram (only SeqPATE runs record it).")
+def show_table() -> None:
+    """The phrases of the chosen kind, searchable and filterable by teachers and occurrences."""
+    f1, f2, f3 = st.columns([3, 2, 2])
+    search = f1.text_input("Search phrases", key="phrases_search", placeholder="e.g. a name")
+    has_teachers = "teachers" in phrases and phrases["teachers"].notna().any()
+    max_teachers = int(phrases["teachers"].max()) if has_teachers else 0
+    if max_teachers > 0:
+        min_teachers = f2.number_input("Held by at least … teachers", min_value=0, max_value=max_teachers,
+                                       value=0, step=1, key="phrases_min_teachers")
+    else:  # DP-SGD runs have no teachers: the phrase's basis column says which batches hold it
+        min_teachers = 0
+        f2.caption("No teacher counts in this run (not a SeqPATE run).")
+    min_occ = f3.number_input("Occurring at least … times", min_value=0, value=0, step=1, key="phrases_min_occ")
+    view = phrases
+    if search:
+        view = view[view["phrase"].str.contains(search, case=False, regex=False)]
+    if min_teachers and "teachers" in view:
+        view = view[view["teachers"].fillna(0) >= min_teachers]
+    if min_occ and "occurrences" in view:
+        view = view[view["occurrences"].fillna(0) >= min_occ]
+    st.caption(f"Showing {len(view):,} of {len(phrases):,} phrases; click a column header to sort.")
+    st.dataframe(view, hide_index=True, width="stretch",
+                 column_config={"epsilon": st.column_config.NumberColumn("ε", format="%.3g")})
+
+
+def show_histogram() -> None:
+    """Histogram of phrase ε for the chosen run and others of its preset."""
+    options = list(records)
+    same_preset = [i for i in options if records[i]["preset"] == records[run_id]["preset"]]
+    latest_per_method = list({records[i]["method"]: i for i in reversed(same_preset)}.values())
+    default = [run_id] + [i for i in latest_per_method if i != run_id][:3]
+    chosen = st.multiselect("Runs in the histogram", options, default=default, key=f"phrases_hist_runs_{run_id}",
+                            format_func=lambda i: c.run_option_label(records[i]))
+    per_run: dict[str, tuple[str, list[float]]] = {}
+    for rid in chosen:
+        rows = c.read_run(c.get_run(rid), "phrases")
+        per_run[rid] = (records[rid]["method"], [r["epsilon"] for r in rows if r.get("epsilon") is not None])
+    if per_run:
+        st.plotly_chart(charts.phrase_epsilon_histogram(per_run), width="stretch", key="phrases_hist")
+        n_inf = sum(1 for _, values in per_run.values() for v in values if not math.isfinite(v))
+        if n_inf:
+            st.caption(f"{n_inf} phrase(s) with ε = ∞ (no noise) are left out of the histogram.")
+
+
+def show_teachers_per_user() -> None:
+    """How users spread over teachers (paper Table 5), from privacy.json."""
+    hist = records[run_id].get("teachers_per_user")
+    if isinstance(hist, dict) and hist:
+        st.plotly_chart(charts.teachers_per_user_figure(hist), width="stretch", key="phrases_tpu")
+        st.caption("How many teachers hold sentences of the same user (paper Table 5): with the by-user "
+                   "partition most users sit in one teacher, so a user's phrases have small sensitivity.")
+    else:
+        st.info("This run's privacy.json has no teachers_per_user histogram (only SeqPATE runs record it).")
+
+
+c.lazy_tabs({"Table": show_table, "ε histogram": show_histogram, "Teachers per user": show_teachers_per_user},
+            key="phrases_tab")

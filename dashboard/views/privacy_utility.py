@@ -21,36 +21,34 @@ runs = df[df["preset"] == preset]
 variants = st.toggle("Include experiment variants", key="pu_variants",
                      help="Off: every method at its preset's defaults (the paper's Fig. 2). On: also runs with another "
                           "teacher count, candidate filter, partition, phrase-level target or canaries (ablations are "
-                          "always in their own table below).")
+                          "always in their own tab).")
 main = runs[runs["ablation"].fillna("none") == "none"]
 if not variants:
     main = main[main["variant"].fillna("") == ""]
 
-left, right = st.columns(2)
-left.plotly_chart(charts.privacy_utility_figure(main, "bleu4", "BLEU-4 vs ε (higher is better)"),
-                  width="stretch", key="pu_bleu")
-right.plotly_chart(charts.privacy_utility_figure(main, "ppl", "Perplexity vs ε (lower is better)"),
-                   width="stretch", key="pu_ppl")
-
-st.markdown("**Points on the charts**")
-points = pd.DataFrame({
-    "run": main["run_id"],
-    "method": main["method"].map(c.method_label),
-    "ε": main["epsilon"],
-    "setting": main["variant"].fillna("") if not main.empty else [],
-    "PPL": main["ppl"],
-    "BLEU-4": main["bleu4"],
-    "seed": main["seed"],
-})
-st.dataframe(points.sort_values(["method", "ε"]), hide_index=True, width="stretch",
-             column_config={"PPL": st.column_config.NumberColumn(format="%.2f"),
-                            "BLEU-4": st.column_config.NumberColumn(format="%.2f"),
-                            "ε": st.column_config.NumberColumn(format="%.3g")})
-
-seqpate = runs[runs["method"] == "seqpate"]
 metric_cols = {"PPL": st.column_config.NumberColumn(format="%.2f"),
                "BLEU-4": st.column_config.NumberColumn(format="%.2f"),
                "ε": st.column_config.NumberColumn(format="%.3g")}
+seqpate = runs[runs["method"] == "seqpate"]
+
+
+def show_curves() -> None:
+    """Paper Fig. 2: BLEU-4 and perplexity against ε, one line per private method, references flat."""
+    st.plotly_chart(charts.privacy_utility_panels(main), width="stretch", key="pu_curves")
+
+
+def show_points() -> None:
+    """The runs behind the curves' points."""
+    points = pd.DataFrame({
+        "run": main["run_id"],
+        "method": main["method"].map(c.method_label),
+        "ε": main["epsilon"],
+        "setting": main["variant"].fillna("") if not main.empty else [],
+        "PPL": main["ppl"],
+        "BLEU-4": main["bleu4"],
+        "seed": main["seed"],
+    })
+    st.dataframe(points.sort_values(["method", "ε"]), hide_index=True, width="stretch", column_config=metric_cols)
 
 
 def small_table(rows: pd.DataFrame, first: str, values: pd.Series) -> pd.DataFrame:
@@ -70,34 +68,42 @@ def at_varied_epsilons(pool: pd.DataFrame, varied: pd.DataFrame) -> pd.DataFrame
 
 
 # Each table varies one setting with every other at the preset's defaults (c.only_varies).
-st.subheader("Ablations (Table 3)")
-pool = c.only_varies(seqpate, "ablation")
-ablations = pool[pool["ablation"].fillna("none") != "none"]
-if ablations.empty:
-    st.info("No ablation runs yet (SeqPATE runs with an ablation other than none).")
-else:
+def show_ablations() -> None:
+    """Paper Table 3: SeqPATE with one component switched off."""
+    pool = c.only_varies(seqpate, "ablation")
+    ablations = pool[pool["ablation"].fillna("none") != "none"]
+    if ablations.empty:
+        st.info("No ablation runs yet (SeqPATE runs with an ablation other than none).")
+        return
     rows = at_varied_epsilons(pool, ablations)
     names = rows["ablation"].fillna("none").replace({"none": "SeqPATE (full)"})
-    st.dataframe(small_table(rows, "ablation", names), hide_index=True, width="stretch",
-                 column_config=metric_cols)
+    st.dataframe(small_table(rows, "ablation", names), hide_index=True, width="stretch", column_config=metric_cols)
 
-st.subheader("Candidate filters (Table 4)")
-pool = c.only_varies(seqpate, "filter")
-filters = at_varied_epsilons(pool, pool[pool["variant"].fillna("") != ""])
-if filters["filter"].nunique() < 2:
-    st.info("No filter comparison yet: needs SeqPATE runs with at least two candidate filters "
-            "(e.g. top-p:0.95 and top-k:50)." + (f" Present: {', '.join(pool['filter'].dropna().unique())}."
-                                                  if not pool.empty else ""))
-else:
+
+def show_filters() -> None:
+    """Paper Table 4: SeqPATE with other candidate filters."""
+    pool = c.only_varies(seqpate, "filter")
+    filters = at_varied_epsilons(pool, pool[pool["variant"].fillna("") != ""])
+    if filters["filter"].nunique() < 2:
+        present = f" Present: {', '.join(pool['filter'].dropna().unique())}." if not pool.empty else ""
+        st.info("No filter comparison yet: needs SeqPATE runs with at least two candidate filters "
+                "(e.g. top-p:0.95 and top-k:50)." + present)
+        return
     st.dataframe(small_table(filters, "filter", filters["filter"]), hide_index=True, width="stretch",
                  column_config=metric_cols)
 
-st.subheader("Number of teachers (App. H)")
-pool = c.only_varies(seqpate, "teachers")
-teachers = at_varied_epsilons(pool, pool[pool["variant"].fillna("") != ""])
-if teachers["teachers"].nunique() < 2:
-    st.info("No teacher-count curve yet: needs SeqPATE runs with at least two teacher counts.")
-else:
+
+def show_teacher_curve() -> None:
+    """Paper App. H: SeqPATE against the number of teachers."""
+    pool = c.only_varies(seqpate, "teachers")
+    teachers = at_varied_epsilons(pool, pool[pool["variant"].fillna("") != ""])
+    if teachers["teachers"].nunique() < 2:
+        st.info("No teacher-count curve yet: needs SeqPATE runs with at least two teacher counts.")
+        return
     metric = st.radio("Metric", ["bleu4", "ppl"], format_func=charts.METRIC_LABELS.get, horizontal=True,
                       key="pu_teacher_metric")
     st.plotly_chart(charts.teacher_curve_figure(teachers, metric), width="stretch", key="pu_teachers")
+
+
+c.lazy_tabs({"Curves (Fig. 2)": show_curves, "Points": show_points, "Ablations (Table 3)": show_ablations,
+             "Candidate filters (Table 4)": show_filters, "Teachers (App. H)": show_teacher_curve}, key="pu_tab")

@@ -13,6 +13,19 @@ infos = c.list_infos()
 active = any(info.state in c.ACTIVE_STATES and info.source == "live" for info in infos)
 
 
+def confirmed(question: str, yes: str, key: str) -> bool:
+    """Ask before a delete or a rerun: True once `yes` is clicked; "Keep" (or another run) drops the question."""
+    st.warning(question)
+    y, n, _ = st.columns([1, 1, 4])
+    if n.button("Keep", key=f"{key}_no"):
+        st.session_state.pop("runs_confirm", None)
+        st.rerun()
+    if y.button(yes, key=f"{key}_yes", type="primary"):
+        st.session_state.pop("runs_confirm", None)
+        return True
+    return False
+
+
 @st.fragment(run_every=2 if active else None)
 def live_view() -> None:
     df = c.runs_frame()
@@ -40,7 +53,7 @@ def live_view() -> None:
         "source": view["source"],
         "method": view["method"].map(c.method_label),
         "preset": view["preset"],
-        "ε": view["epsilon"].map(c.fmt_eps),
+        "ε": view["epsilon"],  # a number, so that the column sorts as one
         "state": view["state"],
         "stage": view["stage"],
         "progress": view["progress"],
@@ -50,6 +63,7 @@ def live_view() -> None:
         "error": view["error"].fillna(""),
     })
     st.dataframe(table, hide_index=True, width="stretch", column_config={
+        "ε": st.column_config.NumberColumn(format="%.3g", help="accounted ε; Infinity: not private"),
         "progress": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="percent"),
     })
     counts = df["state"].value_counts().to_dict()
@@ -100,32 +114,32 @@ def live_view() -> None:
     if b2.button("Delete", key="runs_delete", disabled=not (is_live and record["state"] in ("done", "failed",
                                                                                                "cancelled")),
                  help="remove a finished live run folder (cached runs are never deleted)"):
-        st.session_state["runs_confirm_delete"] = run_id
+        st.session_state["runs_confirm"] = ("delete", run_id)
     if b3.button("Rerun", key="runs_rerun", help="launch a new job with the same config"):
+        st.session_state["runs_confirm"] = ("rerun", run_id)
+    if st.session_state.get("runs_confirm") == ("delete", run_id) and confirmed(
+            f"Delete `{run_id}` and all its files?", "Yes, delete", "runs_delete"):
         try:
-            cfg = c.validated_config(c.run_config_dict(run))
-            new = jobs.launch(cfg.to_dict())
-            st.session_state["runs_flash"] = f"launched {new.run_id} with the config of {run_id}"
-            st.session_state["runs_select_next"] = new.run_id
-            st.rerun()
-        except (ConfigError, RunError, OSError, ValueError) as exc:
-            st.error(f"could not rerun: {exc}")
-    if st.session_state.get("runs_confirm_delete") == run_id:
-        st.warning(f"Delete `{run_id}` and all its files?")
-        y, n, _ = st.columns([1, 1, 4])
-        if y.button("Yes, delete", key="runs_delete_yes", type="primary"):
+            jobs.delete(run)
+            st.session_state["runs_flash"] = f"deleted {run_id}"
+        except RunError as exc:
+            st.session_state["runs_flash"] = f"could not delete: {exc}"
+        st.rerun()
+    if st.session_state.get("runs_confirm") == ("rerun", run_id):
+        took = f" The original took {c.fmt_duration(record['total_s'])}." if c.present(record["total_s"]) else ""
+        if confirmed(f"Launch a new {c.method_label(record['method'])} job on preset {record['preset']} with the "
+                     f"config of `{run_id}`?{took}", "Yes, rerun", "runs_rerun"):
             try:
-                jobs.delete(run)
-                st.session_state["runs_flash"] = f"deleted {run_id}"
-            except RunError as exc:
-                st.session_state["runs_flash"] = f"could not delete: {exc}"
-            st.session_state.pop("runs_confirm_delete", None)
-            st.rerun()
-        if n.button("Keep", key="runs_delete_no"):
-            st.session_state.pop("runs_confirm_delete", None)
+                cfg = c.validated_config(c.run_config_dict(run))
+                new = jobs.launch(cfg.to_dict())
+                st.session_state["runs_flash"] = f"launched {new.run_id} with the config of {run_id}"
+                st.session_state["runs_select_next"] = new.run_id
+            except (ConfigError, RunError, OSError, ValueError) as exc:
+                st.session_state["runs_flash"] = f"could not rerun: {exc}"
             st.rerun()
     if st.session_state.get("runs_flash"):
-        st.info(st.session_state.pop("runs_flash"))
+        flash = st.session_state.pop("runs_flash")
+        (st.error if flash.startswith("could not") else st.info)(flash)
 
     tail = run.log_tail(40)
     with st.expander("Log tail (last 40 lines)", expanded=record["state"] in c.ACTIVE_STATES + ("failed",)):

@@ -82,12 +82,6 @@ for record in runs.to_dict("records"):
     })
 table = pd.DataFrame(rows)
 
-st.subheader("Accuracy vs ε (paper Table 1)")
-deltas = sorted({c.fmt_delta(d) for d in table["δ"].dropna() if d > 0})
-st.caption("Classifier: TF-IDF + logistic regression trained on each synthetic set, tested on the real test set; "
-           "the last row trains it on the real train set. Cells average the runs of one setting. "
-           + (f"δ = 1/|train| as in the paper: {', '.join(deltas)}." if deltas else ""))
-
 
 def pivot(value: str) -> pd.DataFrame:
     grid = table.pivot_table(index="ε target", columns="generator", values=value, aggfunc="mean")
@@ -97,79 +91,93 @@ def pivot(value: str) -> pd.DataFrame:
     return grid
 
 
-accuracy = pivot("accuracy (synthetic)")
-original = table["accuracy (real)"].dropna()
-if not original.empty:
-    accuracy.loc["real train data"] = float(original.mean())
-st.dataframe(accuracy, width="stretch", column_config={g: st.column_config.NumberColumn(GENERATORS[g], format="%.3f")
-                                                        for g in GENERATORS})
-st.markdown("**Embedding separability** (random-forest accuracy on the fine-tuned model's mean embeddings of the "
-            "real test texts, paper Fig. 2)")
-st.dataframe(pivot("separability"), width="stretch",
-             column_config={g: st.column_config.NumberColumn(GENERATORS[g], format="%.3f") for g in GENERATORS})
-with st.expander("Every run", expanded=False):
-    st.dataframe(table.sort_values(["generator", "ε target"]), hide_index=True, width="stretch",
-                 column_config={"ε": st.column_config.NumberColumn(format="%.3g")})
+def show_accuracy() -> None:
+    """The synthetic-data classifier's accuracy and the embeddings' separability per generator and ε."""
+    deltas = sorted({c.fmt_delta(d) for d in table["δ"].dropna() if d > 0})
+    st.caption("Classifier: TF-IDF + logistic regression trained on each synthetic set, tested on the real test set; "
+               "the last row trains it on the real train set. Cells average the runs of one setting. "
+               + (f"δ = 1/|train| as in the paper: {', '.join(deltas)}." if deltas else ""))
+    accuracy = pivot("accuracy (synthetic)")
+    original = table["accuracy (real)"].dropna()
+    if not original.empty:
+        accuracy.loc["real train data"] = float(original.mean())
+    st.dataframe(accuracy, width="stretch", column_config={g: st.column_config.NumberColumn(GENERATORS[g], format="%.3f")
+                                                            for g in GENERATORS})
+    st.markdown("**Embedding separability** (random-forest accuracy on the fine-tuned model's mean embeddings of the "
+                "real test texts, paper Fig. 2)")
+    st.dataframe(pivot("separability"), width="stretch",
+                 column_config={g: st.column_config.NumberColumn(GENERATORS[g], format="%.3f") for g in GENERATORS})
+    with st.expander("Every run", expanded=False):
+        st.dataframe(table.sort_values(["generator", "ε target"]), hide_index=True, width="stretch",
+                     column_config={"ε": st.column_config.NumberColumn(format="%.3g")})
 
-st.subheader("Memorisation: n-gram overlap with the train set")
-st.caption("Share of distinct synthetic word n-grams that also occur in the private train set (paper Fig. 3). "
-           "Dashed: the same share for the real held-out test texts, which the model never saw.")
-generator = st.selectbox("Generator", [g for g in GENERATORS if g in set(table["generator"])], key="synth_gram_gen",
-                         format_func=lambda g: f"{g}: {GENERATORS[g]}")
-fig = go.Figure()
-reference = None
-for row in table[table["generator"] == generator].sort_values("ε target", ascending=False).to_dict("records"):
-    fig.add_trace(go.Scatter(x=list(range(3, 8)), y=[row[f"{n}-gram"] for n in range(3, 8)], mode="lines+markers",
-                             name=f"ε = {eps_label(row['ε target'])}", customdata=[[row["run"]]] * 5,
-                             hovertemplate="n=%{x}<br>ratio=%{y:.4f}<br>run %{customdata[0]}<extra></extra>"))
-    reference = reference or (c.read_run(c.get_run(row["run"]), "metrics") or {}).get("ngram_ratios_real_test")
-if reference:
-    fig.add_trace(go.Scatter(x=list(range(3, 8)), y=[reference.get(str(n)) for n in range(3, 8)], mode="lines",
-                             line=dict(dash="dash", color="#4a5568"), name="real test texts"))
-fig.update_layout(title="Synthetic n-grams found in the train set", xaxis_title="n", yaxis_title="ratio", **LAYOUT)
-fig.update_xaxes(dtick=1)
-st.plotly_chart(fig, width="stretch", key="synth_ngrams")
 
-st.subheader("One run: embeddings and samples")
-options = list(table.sort_values(["generator", "ε target"])["run"])
-labels = {r["run"]: f"{r['generator']} · ε = {eps_label(r['ε target'])} · {r['run']}" for r in rows}
-run_id = st.selectbox("Run", options, key="synth_run", format_func=labels.get)
-chosen = table[table["run"] == run_id].iloc[0]
-cols = st.columns(5)
-cols[0].metric("accuracy (synthetic)", c.fmt_num(chosen["accuracy (synthetic)"], 3))
-cols[1].metric("accuracy (real)", c.fmt_num(chosen["accuracy (real)"], 3))
-cols[2].metric("separability", c.fmt_num(chosen["separability"], 3))
-cols[3].metric("ε", eps_label(chosen["ε"]))
-cols[4].metric("δ", c.fmt_delta(chosen["δ"]))
-if c.present(chosen["passed filter"]):
-    st.caption(f"The filter kept {int(chosen['passed filter'])} of {int(chosen['samples'])} samples because the "
-               "discriminator scored them above its threshold; the rest (kept: filled) are the best-scored rejects, "
-               "taken so that every label has its share.")
+def show_memorisation() -> None:
+    """Share of synthetic n-grams found in the train set, per ε, for one generator."""
+    st.caption("Share of distinct synthetic word n-grams that also occur in the private train set (paper Fig. 3). "
+               "Dashed: the same share for the real held-out test texts, which the model never saw.")
+    generator = st.selectbox("Generator", [g for g in GENERATORS if g in set(table["generator"])], key="synth_gram_gen",
+                             format_func=lambda g: f"{g}: {GENERATORS[g]}")
+    fig = go.Figure()
+    reference = None
+    for row in table[table["generator"] == generator].sort_values("ε target", ascending=False).to_dict("records"):
+        fig.add_trace(go.Scatter(x=list(range(3, 8)), y=[row[f"{n}-gram"] for n in range(3, 8)], mode="lines+markers",
+                                 name=f"ε = {eps_label(row['ε target'])}", customdata=[[row["run"]]] * 5,
+                                 hovertemplate="n=%{x}<br>ratio=%{y:.4f}<br>run %{customdata[0]}<extra></extra>"))
+        reference = reference or (c.read_run(c.get_run(row["run"]), "metrics") or {}).get("ngram_ratios_real_test")
+    if reference:
+        fig.add_trace(go.Scatter(x=list(range(3, 8)), y=[reference.get(str(n)) for n in range(3, 8)], mode="lines",
+                                 line=dict(dash="dash", color="#4a5568"), name="real test texts"))
+    fig.update_layout(title="Synthetic n-grams found in the train set", xaxis_title="n", yaxis_title="ratio", **LAYOUT)
+    fig.update_xaxes(dtick=1)
+    st.plotly_chart(fig, width="stretch", key="synth_ngrams")
 
-points = run_file(run_id, "embeddings.csv")
-if points.empty:
-    st.info("This run has no embeddings.csv.")
-else:
-    scatter = go.Figure()
-    for label in sorted(points["label"].unique()):
-        part = points[points["label"] == label]
-        scatter.add_trace(go.Scatter(x=part["x"], y=part["y"], mode="markers", name=label,
-                                     marker=dict(size=6, opacity=0.75)))
-    metrics = c.read_run(c.get_run(run_id), "metrics") or {}
-    scatter.update_layout(title=f"{str(metrics.get('projection', 'umap')).upper()} of the real test embeddings, "
-                          "coloured by label", xaxis_title="", yaxis_title="", **LAYOUT)
-    st.plotly_chart(scatter, width="stretch", key="synth_umap")
 
-samples = pd.DataFrame(run_file(run_id, "samples.jsonl"))
-if samples.empty:
-    st.info("This run has no samples.jsonl.")
-else:
-    counts = samples["label"].value_counts().sort_index()
-    st.caption("Samples per label: " + ", ".join(f"{label} {n}" for label, n in counts.items())
-               + (". ε = ∞: the model was trained without noise, so samples may repeat private text."
-                  if c.present(chosen["ε"]) and math.isinf(chosen["ε"])
-                  else ". Synthetic text from a DP model (post-processing)."))
-    label = st.selectbox("Label", list(counts.index), key="synth_label")
-    shown = samples[samples["label"] == label].drop(columns=["label"])
-    st.dataframe(shown, hide_index=True, width="stretch",
-                 column_config={"disc_prob": st.column_config.NumberColumn("p(label | text)", format="%.3f")})
+def show_run() -> None:
+    """One run: its figures, the UMAP of its embeddings and its samples per label."""
+    options = list(table.sort_values(["generator", "ε target"])["run"])
+    labels = {r["run"]: f"{r['generator']} · ε = {eps_label(r['ε target'])} · {r['run']}" for r in rows}
+    run_id = st.selectbox("Run", options, key="synth_run", format_func=labels.get)
+    chosen = table[table["run"] == run_id].iloc[0]
+    cols = st.columns(5)
+    cols[0].metric("accuracy (synthetic)", c.fmt_num(chosen["accuracy (synthetic)"], 3))
+    cols[1].metric("accuracy (real)", c.fmt_num(chosen["accuracy (real)"], 3))
+    cols[2].metric("separability", c.fmt_num(chosen["separability"], 3))
+    cols[3].metric("ε", eps_label(chosen["ε"]))
+    cols[4].metric("δ", c.fmt_delta(chosen["δ"]))
+    if c.present(chosen["passed filter"]):
+        st.caption(f"The filter kept {int(chosen['passed filter'])} of {int(chosen['samples'])} samples because the "
+                   "discriminator scored them above its threshold; the rest (kept: filled) are the best-scored rejects, "
+                   "taken so that every label has its share.")
+
+    points = run_file(run_id, "embeddings.csv")
+    if points.empty:
+        st.info("This run has no embeddings.csv.")
+    else:
+        scatter = go.Figure()
+        for label in sorted(points["label"].unique()):
+            part = points[points["label"] == label]
+            scatter.add_trace(go.Scatter(x=part["x"], y=part["y"], mode="markers", name=label,
+                                         marker=dict(size=6, opacity=0.75)))
+        metrics = c.read_run(c.get_run(run_id), "metrics") or {}
+        scatter.update_layout(title=f"{str(metrics.get('projection', 'umap')).upper()} of the real test embeddings, "
+                              "coloured by label", xaxis_title="", yaxis_title="", **LAYOUT)
+        st.plotly_chart(scatter, width="stretch", key="synth_umap")
+
+    samples = pd.DataFrame(run_file(run_id, "samples.jsonl"))
+    if samples.empty:
+        st.info("This run has no samples.jsonl.")
+    else:
+        counts = samples["label"].value_counts().sort_index()
+        st.caption("Samples per label: " + ", ".join(f"{label} {n}" for label, n in counts.items())
+                   + (". ε = ∞: the model was trained without noise, so samples may repeat private text."
+                      if c.present(chosen["ε"]) and math.isinf(chosen["ε"])
+                      else ". Synthetic text from a DP model (post-processing)."))
+        label = st.selectbox("Label", list(counts.index), key="synth_label")
+        shown = samples[samples["label"] == label].drop(columns=["label"])
+        st.dataframe(shown, hide_index=True, width="stretch",
+                     column_config={"disc_prob": st.column_config.NumberColumn("p(label | text)", format="%.3f")})
+
+
+c.lazy_tabs({"Accuracy vs ε (Table 1)": show_accuracy, "Memorisation (n-grams)": show_memorisation,
+             "One run: embeddings and samples": show_run}, key="synth_tab")

@@ -23,6 +23,12 @@ def open_page(page: str | None = None, query: dict | None = None) -> AppTest:
     return at
 
 
+def open_tab(at: AppTest, key: str, label: str) -> AppTest:
+    """Switch the lazy tabs with this key (dashboard.common.lazy_tabs) to the tab called label, and rerun."""
+    at.session_state[key] = label
+    return at.run()
+
+
 def texts(at: AppTest) -> str:
     """Every markdown, caption, info, success, warning and error text of the page, joined."""
     parts = []

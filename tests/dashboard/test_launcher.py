@@ -29,7 +29,7 @@ from dashboard import charts
 before = set(sys.modules)
 runs = pd.DataFrame({"method": ["seqpate", "pub-gpt"], "epsilon": [3.0, 0.0], "ppl": [280.0, 225.0],
                      "bleu4": [0.3, 0.28], "run_id": ["a", "b"]})
-charts.privacy_utility_figure(runs[runs["method"] != "x"], "ppl").to_json()
+charts.privacy_utility_panels(runs[runs["method"] != "x"]).to_json()
 print(sorted(set(sys.modules) - before))
 print(gc.get_freeze_count() > 0)
 """

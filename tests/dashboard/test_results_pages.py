@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from apptest_helpers import metrics, plotly_specs, texts
+from apptest_helpers import metrics, open_tab, plotly_specs, texts
 from fake_runs import PHRASES, phrase_rows, write_run
 
 
@@ -34,7 +34,8 @@ def test_privacy_utility_chart_has_points_and_reference_lines(results, app_page)
     write_run(results, "seq-byuser-m5", "seqpate", epsilon=3.0, partition="by-user", teachers=5, bleu4=0.1)
     at = app_page("privacy_utility")
     assert not at.exception
-    bleu = plotly_specs(at)[0]
+    assert not at.dataframe  # lazy tabs: the first (the curves) is the only one built
+    bleu, ppl = panels(plotly_specs(at)[0])
     assert bleu["layout"]["xaxis"]["type"] == "log"
     ids = {row[0] for trace in bleu["data"] for row in (trace.get("customdata") or [])}
     assert {"seq-eps1", "seq-eps3", "seq-eps8", "sgd-eps1", "pri", "pub"} <= ids
@@ -48,28 +49,42 @@ def test_privacy_utility_chart_has_points_and_reference_lines(results, app_page)
     assert pub_line["y"][0] == pub_line["y"][1] == 0.4  # a flat line at the reference's value
     pri_line = next(t for t in bleu["data"] if t["name"].startswith("Pri-GPT (ε=∞"))
     assert pri_line["y"][0] == 4.2
-    ppl = plotly_specs(at)[1]
-    assert ppl["layout"]["yaxis"]["type"] == "log"
+    assert ppl["layout"]["yaxis2"]["type"] == "log" and ppl["layout"]["xaxis2"]["type"] == "log"
+    seq_ppl = next(t for t in ppl["data"] if t["name"] == "SeqPATE" and t["mode"] == "markers")
+    assert dict(zip((cd[0] for cd in seq_ppl["customdata"]), seq_ppl["y"], strict=True))["seq-eps3"] == 200 / 3
+    assert not any(t.get("showlegend", True) for t in ppl["data"])  # one legend for both panels
     write_run(results, "pri-canaries", "pri-gpt", bleu4=0.2, ppl=70.0, canaries="1,10")  # a variant of the reference
     at.toggle(key="pu_variants").set_value(True).run()
-    pri_line = next(t for t in plotly_specs(at)[0]["data"] if t["name"].startswith("Pri-GPT (ε=∞"))
+    bleu, _ = panels(plotly_specs(at)[0])
+    pri_line = next(t for t in bleu["data"] if t["name"].startswith("Pri-GPT (ε=∞"))
     assert pri_line["y"][0] == 4.2  # still the reference at its defaults, not averaged with the canary run
-    ids = {row[0] for trace in plotly_specs(at)[0]["data"] for row in (trace.get("customdata") or [])}
+    ids = {row[0] for trace in bleu["data"] for row in (trace.get("customdata") or [])}
     assert {"seq-topk", "seq-m5"} <= ids and "seq-kl" not in ids
-    points = next(d.value for d in at.dataframe if "setting" in d.value.columns)
+    open_tab(at, "pu_tab", "Points")
+    assert not plotly_specs(at)  # the curves' tab is not built while another is open
+    points = at.dataframe[0].value
     assert points.set_index("run").loc["seq-topk", "setting"] == "filter top-k:50"
-    # ablation (Table 3), filter (Table 4) tables and the teacher-count curve (App. H)
-    frames = [d.value for d in at.dataframe]
-    ablation = next(f for f in frames if "ablation" in f.columns)
+    # ablation (Table 3), filter (Table 4) tables and the teacher-count curve (App. H), each in its tab
+    ablation = open_tab(at, "pu_tab", "Ablations (Table 3)").dataframe[0].value
     assert set(ablation["ablation"]) == {"SeqPATE (full)", "-kl"}
     assert set(ablation["run"]) == {"seq-eps3", "seq-kl"}
-    filters = next(f for f in frames if "filter" in f.columns)
+    filters = open_tab(at, "pu_tab", "Candidate filters (Table 4)").dataframe[0].value
     assert set(filters["filter"]) == {"top-p:0.95", "top-k:50"}
     assert set(filters["run"]) == {"seq-eps3", "seq-topk"}  # at the ε of the varied run, other settings default
-    teacher_curve = next(spec for spec in plotly_specs(at)
-                         if spec["layout"]["title"]["text"].startswith("SeqPATE: BLEU-4 vs number of teachers"))
+    open_tab(at, "pu_tab", "Teachers (App. H)")
+    assert not at.exception
+    teacher_curve = plotly_specs(at)[0]
+    assert teacher_curve["layout"]["title"]["text"].startswith("SeqPATE: BLEU-4 vs number of teachers")
     curve_ids = {row[0] for trace in teacher_curve["data"] for row in (trace.get("customdata") or [])}
     assert curve_ids == {"seq-eps3", "seq-m5"}
+
+
+def panels(spec: dict) -> tuple[dict, dict]:
+    """The Fig. 2 figure's two panels (BLEU-4 on axes x/y, perplexity on x2/y2), each as {"data", "layout"}."""
+    left = [t for t in spec["data"] if t.get("xaxis", "x") == "x"]
+    right = [t for t in spec["data"] if t.get("xaxis") == "x2"]
+    assert len(left) + len(right) == len(spec["data"]) and left and right
+    return {"data": left, "layout": spec["layout"]}, {"data": right, "layout": spec["layout"]}
 
 
 def test_phrases_summary_matches_csv(results, app_page):
@@ -88,9 +103,12 @@ def test_phrases_summary_matches_csv(results, app_page):
     assert list(table["phrase"]) == PHRASES
     at.text_input(key="phrases_search").set_value("smith").run()
     assert list(at.dataframe[0].value["phrase"]) == ["Alice Smith"]
-    titles = [s["layout"]["title"]["text"] for s in plotly_specs(at)]
-    assert "ε per secret phrase" in titles
-    assert any(t.startswith("Users by number of teachers") for t in titles)
+    assert not plotly_specs(at)  # lazy tabs: the histograms are not built while the table is open
+    hist = plotly_specs(open_tab(at, "phrases_tab", "ε histogram"))
+    assert [s["layout"]["title"]["text"] for s in hist] == ["ε per secret phrase"] and not at.dataframe
+    teachers = plotly_specs(open_tab(at, "phrases_tab", "Teachers per user"))
+    assert teachers[0]["layout"]["title"]["text"].startswith("Users by number of teachers")
+    assert not at.exception
 
 
 def test_phrases_summary_is_per_kind_and_histogram_per_run(roots, app_page):
@@ -107,6 +125,7 @@ def test_phrases_summary_is_per_kind_and_histogram_per_run(roots, app_page):
     assert metrics(at)["average ε"] == "3" and metrics(at)["phrases"] == "3"
     at.radio(key="phrases_kind").set_value("all").run()
     assert metrics(at)["average ε"] == f"{(2 + 3 + 4 + 500) / 4:.3g}" and len(at.dataframe[0].value) == 4
+    open_tab(at, "phrases_tab", "ε histogram")
     at.multiselect(key="phrases_hist_runs_sgd-a").set_value(["sgd-a", "sgd-b"]).run()
     hist = next(spec for spec in plotly_specs(at) if spec["layout"]["title"]["text"] == "ε per secret phrase")
     traces = {trace["name"]: trace for trace in hist["data"]}

@@ -31,6 +31,9 @@ def test_lists_every_run_with_state_and_progress(some_runs, app_page):
     assert rows["live-running"]["progress"] == 0.25
     assert rows["cached-seq"]["source"] == "cached"
     assert rows["live-failed"]["error"] == "RuntimeError: teacher 3 diverged"
+    for run, root in (("cached-seq", "cached"), ("live-seq", "live")):  # numbers, so the column sorts as numbers
+        accounted = json.loads((some_runs[root] / run / "privacy.json").read_text())["epsilon"]
+        assert rows[run]["ε"] == accounted and isinstance(rows[run]["ε"], float)
     # the running run is selected first; its cancel button is enabled, delete is not
     assert at.selectbox(key="runs_selected").value == "live-running"
     assert not at.button(key="runs_cancel").disabled
@@ -101,7 +104,13 @@ def test_rerun_launches_the_same_config(some_runs, app_page, tmp_path, monkeypat
     monkeypatch.setattr(jobs, "JOB_COMMAND", [str(script)])
     at = app_page("runs")
     at.selectbox(key="runs_selected").set_value("cached-seq").run()
+    live_before = set(some_runs["live"].iterdir())
     at.button(key="runs_rerun").click().run()
+    assert any("with the config of `cached-seq`" in w.value for w in at.warning)  # asked first
+    at.button(key="runs_rerun_no").click().run()
+    assert set(some_runs["live"].iterdir()) == live_before and not at.warning  # "Keep" launches nothing
+    at.button(key="runs_rerun").click().run()
+    at.button(key="runs_rerun_yes").click().run()
     assert not at.exception
     original = json.loads((some_runs["cached"] / "cached-seq" / "config.json").read_text())
     new = [p for p in some_runs["live"].iterdir()

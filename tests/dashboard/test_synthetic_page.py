@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from apptest_helpers import open_page, plotly_specs, texts
+from apptest_helpers import open_page, open_tab, plotly_specs, texts
 from fake_runs import SYNTH_LABELS as LABELS
 from fake_runs import write_synth_run
 
@@ -35,11 +35,13 @@ def test_page_shows_table_ngrams_umap_and_samples(roots):
     assert table.loc["real train data"].dropna().iloc[0] == pytest.approx(0.6)
     captions = " ".join(caption.value for caption in at.caption)
     assert "δ = 1/|train| as in the paper: 0.00166667" in captions
-    specs = plotly_specs(at)
-    assert len(specs) == 2  # n-gram chart and the scatter
-    grams, scatter = specs
-    assert [t["name"] for t in grams["data"]][-1] == "real test texts"
-    assert sorted(t["name"] for t in scatter["data"]) == list(LABELS)
+    assert not plotly_specs(at)  # lazy tabs: the charts of the other tabs are not built
+    grams = plotly_specs(open_tab(at, "synth_tab", "Memorisation (n-grams)"))
+    assert len(grams) == 1 and not at.dataframe
+    assert [t["name"] for t in grams[0]["data"]][-1] == "real test texts"
+    scatter = plotly_specs(open_tab(at, "synth_tab", "One run: embeddings and samples"))
+    assert len(scatter) == 1 and not at.exception
+    assert sorted(t["name"] for t in scatter[0]["data"]) == list(LABELS)
     # samples of the first label of the chosen run
     samples = at.dataframe[-1].value
     assert list(samples["text"]) == ["a film sample 0", "a film sample 1"]

@@ -42,6 +42,29 @@ def test_every_page_renders_without_exceptions(server, browser_page):
         shoot(page, name)
 
 
+LAZY_TABS = {  # page -> (tab key, a tab other than the first, what that tab draws)
+    "/privacy-utility": ("pu_tab", "Points", "[data-testid=stDataFrame]"),
+    "/phrases": ("phrases_tab", "ε histogram", ".js-plotly-plot"),
+}
+
+
+def test_lazy_tabs_build_their_content_when_opened_and_open_from_a_link(server, browser_page):
+    page = browser_page
+    for path, (key, label, element) in LAZY_TABS.items():
+        visit(page, server, path)
+        assert page.locator(element).count() == 0  # not built while its tab is closed
+        page.get_by_role("tab", name=label).click()
+        page.wait_for_selector(element, timeout=30_000)
+        wait_ready(page)
+        assert f"{key}=" in page.url and exceptions(page) == []
+        shared = page.url
+        visit(page, server, "/")
+        page.goto(shared)  # the link opens the same tab
+        page.wait_for_selector(element, timeout=30_000)
+        assert page.get_by_role("tab", name=label).get_attribute("aria-selected") == "true"
+        assert exceptions(page) == []
+
+
 def _status(run_dir) -> dict:
     try:
         return json.loads((run_dir / "status.json").read_text())
