@@ -155,7 +155,11 @@ class BleuComparison:
 def compare_bleu(
     hyps_a: Sequence[str], hyps_b: Sequence[str], references: Sequence[str], trials: int = 10_000
 ) -> BleuComparison:
-    """sacrebleu's PairedTest (BLEU-4 as the runs' metrics compute it; seeded by SACREBLEU_SEED, 12345 unless set)."""
+    """sacrebleu's PairedTest (BLEU-4 as the runs' metrics compute it; seeded by SACREBLEU_SEED, 12345 unless set).
+
+    sacrebleu counts only shuffles whose difference is strictly larger than the observed one (multeval's
+    convention), so ties make p too small: with a handful of completions, or many with identical statistics, a
+    one-sentence lead can get p near 0. On 100-300 varied completions of different lengths ties are rare."""
     from sacrebleu.metrics import BLEU
     from sacrebleu.significance import PairedTest
 
