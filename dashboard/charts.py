@@ -157,34 +157,34 @@ def teachers_per_user_figure(hist: Mapping[str, Any]) -> go.Figure:
     return fig
 
 
-def relative_noise_figure(noise_std: float, teachers: int, max_teachers: int | None = None) -> go.Figure:
-    """Noise relative to the AVERAGE teacher distribution, std / M, for M teachers at a fixed std."""
-    top = max(max_teachers or 0, teachers * 10, 100)
+def seqpate_noise_figure(noise_std: float, teachers: int, points: Sequence[tuple[int, float]],
+                         queries: int | None = None) -> go.Figure:
+    """The calculator's two panels: noise relative to the AVERAGE teacher distribution (std / M) against the
+    teacher count M at a fixed std (left), and epsilon spent against queries at this noise (right)."""
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
+                        subplot_titles=("Noise on the average teacher distribution vs teachers",
+                                        "ε spent vs queries at this noise"))
+    top = max(teachers * 10, 100)
     ms = sorted({int(round(10 ** (i / 20))) for i in range(0, int(20 * math.log10(top)) + 1)} | {teachers})
-    fig = go.Figure(go.Scatter(x=ms, y=[noise_std / m for m in ms], mode="lines", name="std / M",
-                               hovertemplate="M=%{x}<br>std/M=%{y:.4f}<extra></extra>"))
+    fig.add_trace(go.Scatter(x=ms, y=[noise_std / m for m in ms], mode="lines", name="std / M",
+                             hovertemplate="M=%{x}<br>std/M=%{y:.4f}<extra></extra>"), row=1, col=1)
     fig.add_trace(go.Scatter(x=[teachers], y=[noise_std / teachers], mode="markers", marker=dict(size=11),
-                             name=f"M = {teachers}"))
+                             name=f"M = {teachers}"), row=1, col=1)
     # a trace, not add_hline: on a log axis the hline's annotation is placed at log10 coordinates (y = 10)
     fig.add_trace(go.Scatter(x=[ms[0], ms[-1]], y=[1.0, 1.0], mode="lines", line=dict(dash="dot", color="#718096"),
-                             name="std / M = 1: noise as large as a whole probability mass", hoverinfo="skip"))
-    fig.update_layout(title="Noise on the average teacher distribution vs teachers",
-                      xaxis_title="teachers (M)", yaxis_title="noise std / M", **LAYOUT)
-    fig.update_xaxes(type="log", dtick=1)
-    fig.update_yaxes(type="log", dtick=1)
-    return fig
-
-
-def epsilon_vs_queries_figure(points: Sequence[tuple[int, float]], marker: int | None = None) -> go.Figure:
-    fig = go.Figure(go.Scatter(x=[q for q, _ in points], y=[e for _, e in points], mode="lines",
-                               hovertemplate="Q=%{x}<br>ε=%{y:.3f}<extra></extra>", name="ε"))
-    if marker is not None:
-        match = [e for q, e in points if q == marker]
-        if match:
-            fig.add_trace(go.Scatter(x=[marker], y=match, mode="markers", marker=dict(size=11), name=f"Q = {marker}"))
-    fig.update_layout(title="ε spent vs queries at this noise", xaxis_title="queries (Q)", yaxis_title="ε",
-                      **LAYOUT)
-    fig.update_xaxes(type="log", dtick=1)
+                             name="std / M = 1: noise as large as a whole probability mass", hoverinfo="skip"),
+                  row=1, col=1)
+    fig.add_trace(go.Scatter(x=[q for q, _ in points], y=[e for _, e in points], mode="lines", name="ε",
+                             hovertemplate="Q=%{x}<br>ε=%{y:.3f}<extra></extra>"), row=1, col=2)
+    match = [e for q, e in points if q == queries]
+    if match:
+        fig.add_trace(go.Scatter(x=[queries], y=match, mode="markers", marker=dict(size=11), name=f"Q = {queries}"),
+                      row=1, col=2)
+    fig.update_xaxes(type="log", dtick=1, title_text="teachers (M)", row=1, col=1)
+    fig.update_yaxes(type="log", dtick=1, title_text="noise std / M", row=1, col=1)
+    fig.update_xaxes(type="log", dtick=1, title_text="queries (Q)", row=1, col=2)
+    fig.update_yaxes(title_text="ε", row=1, col=2)
+    fig.update_layout(**LAYOUT)
     return fig
 
 

@@ -49,13 +49,10 @@ def seqpate_calculator() -> None:
             f"{std / teachers:.4g}: more teachers, less relative noise"
             + (" — here the noise still swamps the average (σ/M > 1)." if std / teachers > 1 else ".")
         )
-        left, right = st.columns(2)
-        left.plotly_chart(charts.relative_noise_figure(std, int(teachers)), width="stretch",
-                          key="calc_rel_noise")
         grid = sorted({max(1, int(round(10 ** (k / 8)))) for k in range(0, 8 * 5 + 1)} | {int(queries)})
         points = [(q, c.seqpate_epsilon(std, q, delta)) for q in grid if q <= max(100_000, queries)]
-        right.plotly_chart(charts.epsilon_vs_queries_figure(points, int(queries)), width="stretch",
-                           key="calc_eps_q")
+        st.plotly_chart(charts.seqpate_noise_figure(std, int(teachers), points, int(queries)), width="stretch",
+                        key="calc_noise")
 
 
 def dpsgd_calculator() -> None:

@@ -24,10 +24,16 @@ def test_calculator_seqpate_matches_core_privacy(roots, app_page):
     assert shown["noise multiplier z"] == f"{z:.4g}"
     assert shown["noise std σ"] == f"{z * math.sqrt(2):.4g}"
     assert shown["σ / M"] == f"{z * math.sqrt(2) / 100:.4g}"  # 100 teachers by default
-    noise = next(spec for spec in plotly_specs(at) if spec["layout"]["title"]["text"].startswith("Noise on the"))
+    noise, = plotly_specs(at)
+    titles = [note["text"] for note in noise["layout"]["annotations"]]
+    # the two panels' titles are its only annotations (an hline annotation sat at log10 coordinates, y = 10)
+    assert titles == ["Noise on the average teacher distribution vs teachers", "ε spent vs queries at this noise"]
     level = next(trace for trace in noise["data"] if trace["name"].startswith("std / M = 1"))
     assert level["y"] == [1.0, 1.0]  # the reference drawn at σ / M = 1, labelled in the legend
-    assert not noise["layout"].get("annotations")  # (an hline annotation sat at log10 coordinates, y = 10)
+    assert level.get("xaxis", "x") == "x" and noise["layout"]["yaxis"]["type"] == "log"
+    eps_line = next(trace for trace in noise["data"] if trace["name"] == "ε")
+    at_q = dict(zip(eps_line["x"], eps_line["y"], strict=True))[8000]  # the right panel: ε at the chosen Q
+    assert eps_line["xaxis"] == "x2" and abs(at_q - 3.0) < 1e-6
     at.radio(key="calc_sp_mode").set_value("ε from noise").run()
     at.number_input(key="calc_sp_std").set_value(69.04).run()
     at.number_input(key="calc_sp_queries2").set_value(1000).run()
