@@ -6,12 +6,14 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from dashboard.common import METHOD_COLORS, NON_PRIVATE_REFERENCES, fmt_eps, method_label, method_order
 
+TRACE_COLORS = ("#2b6cb0", "#c53030", "#2f855a", "#6b46c1", "#b7791f")  # lines that are not methods
 METRIC_LABELS = {"bleu4": "BLEU-4", "ppl": "Perplexity (lower is better)", "bleu1": "BLEU-1", "r_name": "R_name"}
 # Every chart of the dashboard uses this layout (python -m dashboard builds one figure with it before serving: the
 # first use of the template costs ~0.6 s of imports and copies).
@@ -33,7 +35,7 @@ def _by_method(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
 def _privacy_utility_traces(df: pd.DataFrame, metric: str, legend: bool = True) -> tuple[list[go.Scatter], list]:
     """The traces of one Fig. 2 panel and its log-x tick values (see privacy_utility_figure)."""
     traces = []
-    label = METRIC_LABELS.get(metric, metric)
+    label = {"ppl": "PPL"}.get(metric, METRIC_LABELS.get(metric, metric))  # in hovers
     data = df[df[metric].notna()] if not df.empty else df
     private = data[_finite(data["epsilon"]) & (data["epsilon"] > 0)] if not data.empty else data
     refs = data[data["method"].isin(NON_PRIVATE_REFERENCES) | ~_finite(data["epsilon"]) | (data["epsilon"] == 0)] \
@@ -45,16 +47,22 @@ def _privacy_utility_traces(df: pd.DataFrame, metric: str, legend: bool = True) 
     for method, rows in _by_method(private):
         rows = rows.sort_values("epsilon")
         color = METHOD_COLORS.get(method, "#4a5568")
-        mean = rows.groupby("epsilon")[metric].mean().reset_index()
+        # the line goes through the runs at the preset's defaults; experiment variants (other teacher counts,
+        # filters...) are points beside it, not averaged into it
+        settings = rows["variant"].fillna("") if "variant" in rows else pd.Series("", index=rows.index)
+        at_defaults = rows[settings == ""] if (settings == "").any() else rows
+        mean = at_defaults.groupby("epsilon")[metric].mean().reset_index()
+        rows = rows.assign(setting=settings.replace("", "defaults"))
         traces.append(go.Scatter(
             x=mean["epsilon"], y=mean[metric], mode="lines", line=dict(color=color), name=method_label(method),
             legendgroup=method, hoverinfo="skip", showlegend=False,
         ))
         traces.append(go.Scatter(
             x=rows["epsilon"], y=rows[metric], mode="markers", marker=dict(color=color, size=9),
-            name=method_label(method), legendgroup=method, customdata=rows[["run_id"]].to_numpy(), showlegend=legend,
+            name=method_label(method), legendgroup=method, customdata=rows[["run_id", "setting"]].to_numpy(),
+            showlegend=legend,
             hovertemplate=(f"<b>{method_label(method)}</b><br>ε=%{{x:.3g}}<br>{label}=%{{y:.3f}}"
-                           "<br>run %{customdata[0]}<extra></extra>"),
+                           "<br>run %{customdata[0]} (%{customdata[1]})<extra></extra>"),
         ))
     for method, rows in _by_method(refs):
         if "variant" in rows:  # a reference line is the reference at its defaults, not averaged with canary runs
@@ -64,10 +72,11 @@ def _privacy_utility_traces(df: pd.DataFrame, metric: str, legend: bool = True) 
         eps_text = fmt_eps(float(rows["epsilon"].iloc[0])) if rows["epsilon"].notna().any() else "–"
         color = METHOD_COLORS.get(method, "#4a5568")
         ids = ", ".join(rows["run_id"].astype(str).tolist()[:5])
+        xs = np.geomspace(x_lo, x_hi, 25)  # points along the line, so that its hover shows anywhere on it
         traces.append(go.Scatter(
-            x=[x_lo, x_hi], y=[value, value], mode="lines", line=dict(color=color, dash="dash", width=2),
-            name=f"{method_label(method)} (ε={eps_text}, reference)", legendgroup=method, customdata=[[ids], [ids]],
-            showlegend=legend,
+            x=xs, y=[value] * len(xs), mode="lines", line=dict(color=color, dash="dash", width=2),
+            name=f"{method_label(method)} (ε={eps_text}, reference)", legendgroup=method,
+            customdata=[[ids]] * len(xs), showlegend=legend,
             hovertemplate=(f"<b>{method_label(method)}</b> (non-private reference, ε={eps_text})<br>"
                            f"{label}=%{{y:.3f}}<br>run %{{customdata[0]}}<extra></extra>"),
         ))
@@ -103,42 +112,57 @@ def privacy_utility_panels(df: pd.DataFrame) -> go.Figure:
         fig.update_xaxes(type="log", tickvals=ticks, ticktext=[f"{t:g}" for t in ticks], title_text="ε (log scale)",
                          row=1, col=col)
     fig.update_yaxes(title_text="BLEU-4", row=1, col=1)
-    fig.update_yaxes(title_text="Perplexity", type="log", row=1, col=2)
+    fig.update_yaxes(title_text="Perplexity (log scale)", type="log", row=1, col=2)
     fig.update_layout(**LAYOUT)
     return fig
 
 
 def teacher_curve_figure(df: pd.DataFrame, metric: str = "bleu4") -> go.Figure:
-    """SeqPATE metric vs teacher count, one line per epsilon (App. H)."""
+    """SeqPATE metric vs teacher count, one line per epsilon through the mean at each M (App. H), runs as points."""
     fig = go.Figure()
     label = METRIC_LABELS.get(metric, metric)
-    for eps in sorted(df["epsilon"].dropna().unique()):
-        rows = df[df["epsilon"] == eps].sort_values("teachers")
+    for i, eps in enumerate(sorted(df["epsilon_target"].dropna().unique())):
+        rows = df[df["epsilon_target"] == eps].sort_values("teachers")
+        color = TRACE_COLORS[i % len(TRACE_COLORS)]
+        mean = rows.groupby("teachers")[metric].mean().reset_index()
+        fig.add_trace(go.Scatter(x=mean["teachers"], y=mean[metric], mode="lines", line=dict(color=color),
+                                 name=f"ε={fmt_eps(eps)}", legendgroup=str(eps), hoverinfo="skip"))
         fig.add_trace(go.Scatter(
-            x=rows["teachers"], y=rows[metric], mode="lines+markers", name=f"ε={fmt_eps(eps)}",
+            x=rows["teachers"], y=rows[metric], mode="markers", marker=dict(color=color, size=9),
+            name=f"ε={fmt_eps(eps)}", legendgroup=str(eps), showlegend=False,
             customdata=rows[["run_id"]].to_numpy(),
             hovertemplate=f"teachers=%{{x}}<br>{label}=%{{y:.3f}}<br>run %{{customdata[0]}}<extra></extra>",
         ))
     fig.update_layout(title=f"SeqPATE: {label} vs number of teachers", xaxis_title="teachers (M)",
-                      yaxis_title=label, **LAYOUT)
+                      yaxis_title=label, showlegend=True, **LAYOUT)
     fig.update_xaxes(type="log")
     return fig
 
 
-def phrase_epsilon_histogram(per_run: Mapping[str, tuple[str, Sequence[float]]]) -> go.Figure:
+def phrase_epsilon_histogram(per_run: Mapping[str, tuple[str, Sequence[float]]], bins: int = 40) -> go.Figure:
     """One histogram per run (run id -> (method, phrase ε values)) on a log ε axis: names sit at a few units of ε,
-    canaries inserted 100 times at hundreds, and a linear axis would squeeze the first into one bar."""
+    canaries inserted 100 times at hundreds, and a linear axis would squeeze the first into one bar. Every run is
+    counted in the same bins (equal widths in log ε), and a bar's hover names its ε range; ε = 0 and ε = ∞ have no
+    place on a log axis and are left out (the page says how many)."""
+    logs = {run_id: [math.log10(v) for v in values if v is not None and math.isfinite(v) and v > 0]
+            for run_id, (_, values) in per_run.items()}
+    every = [x for xs in logs.values() for x in xs]
+    lo, hi = (min(every), max(every)) if every else (0.0, 1.0)
+    edges = np.linspace(lo, hi if hi > lo else lo + 1.0, bins + 1)
+    methods = [method for method, _ in per_run.values()]
     fig = go.Figure()
-    finite_all = []
-    for run_id, (method, values) in per_run.items():
-        finite = [v for v in values if v is not None and math.isfinite(v) and v > 0]
-        finite_all.extend(finite)
-        fig.add_trace(go.Histogram(x=[math.log10(v) for v in finite], name=f"{method_label(method)}: {run_id}",
-                                   opacity=0.65, nbinsx=40, marker_color=METHOD_COLORS.get(method),
-                                   customdata=finite, hovertemplate="%{y} phrase(s)<extra>%{fullData.name}</extra>"))
+    for run_id, (method, _) in per_run.items():
+        counts, _ = np.histogram(logs[run_id], bins=edges)
+        ranges = [f"ε {10 ** a:.3g}–{10 ** b:.3g}" for a, b in zip(edges[:-1], edges[1:], strict=True)]
+        # method colours only while they tell the runs apart
+        color = METHOD_COLORS.get(method) if methods.count(method) == 1 else None
+        fig.add_trace(go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=counts, width=edges[1] - edges[0], opacity=0.65,
+                             name=f"{method_label(method)}: {run_id}", marker_color=color, customdata=ranges,
+                             hovertemplate="%{customdata}: %{y} phrase(s)<extra>%{fullData.name}</extra>"))
     ticks = [t for t in (0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000)
-             if not finite_all or min(finite_all) / 2 <= t <= max(finite_all) * 2]
-    fig.update_layout(barmode="overlay", title="ε per secret phrase", yaxis_title="phrases", **LAYOUT)
+             if not every or 10 ** lo / 2 <= t <= 10 ** hi * 2]
+    fig.update_layout(barmode="overlay", title="ε per secret phrase", yaxis_title="phrases", showlegend=True,
+                      **LAYOUT)
     fig.update_xaxes(title="ε of the phrase (log scale)", tickvals=[math.log10(t) for t in ticks],
                      ticktext=[f"{t:g}" for t in ticks])
     return fig
@@ -178,7 +202,7 @@ def seqpate_noise_figure(noise_std: float, teachers: int, points: Sequence[tuple
                              hovertemplate="Q=%{x}<br>ε=%{y:.3f}<extra></extra>"), row=1, col=2)
     match = [e for q, e in points if q == queries]
     if match:
-        fig.add_trace(go.Scatter(x=[queries], y=match, mode="markers", marker=dict(size=11), name=f"Q = {queries}"),
+        fig.add_trace(go.Scatter(x=[queries], y=match, mode="markers", marker=dict(size=11), name=f"Q = {queries:,}"),
                       row=1, col=2)
     fig.update_xaxes(type="log", dtick=1, title_text="teachers (M)", row=1, col=1)
     fig.update_yaxes(type="log", dtick=1, title_text="noise std / M", row=1, col=1)

@@ -59,7 +59,8 @@ METHOD_HELP: dict[str, str] = {
 }
 NON_PRIVATE_REFERENCES = ("pub-gpt", "pub-gpt+pseudo", "pri-gpt")
 DPSGD_METHODS = ("noisysgd", "noisysgd+pseudo", "noisysgd-gc+pseudo", "adp")
-_PALETTE = ("#2b6cb0", "#c53030", "#2f855a", "#b7791f", "#6b46c1", "#319795", "#d53f8c", "#4a5568", "#dd6b20")
+# one colour per method, in METHODS order (SeqPATE amber; Adaptive DP near-black, told apart from it on one chart)
+_PALETTE = ("#2b6cb0", "#c53030", "#2f855a", "#b7791f", "#6b46c1", "#319795", "#d53f8c", "#4a5568", "#1a202c")
 METHOD_COLORS: dict[str, str] = {m: _PALETTE[i % len(_PALETTE)] for i, m in enumerate(METHODS)}
 ACTIVE_STATES = ("queued", "running")
 PHRASE_NOTE = "Completions, references and phrase tables quote private text by design: do not share them."
@@ -449,7 +450,8 @@ def preset_picker(df: pd.DataFrame, key: str, label: str = "Preset", include_all
     options = (["all"] if include_all else []) + list(presets)
     default = main_preset(df)
     index = options.index(default) if default in options else 0
-    return st.selectbox(label, options, index=index, key=key,
+    # in the URL, so that a shared link (which also names the open tab) shows the same runs
+    return st.selectbox(label, options, index=index, key=key, bind="query-params",
                         help="Runs are only comparable within one preset (same data sizes and model).")
 
 
@@ -458,7 +460,8 @@ def lazy_tabs(views: dict[str, Callable[[], None]], key: str) -> None:
 
     A first visit then loads the browser code of the first tab's elements only: plotly.js (4.7 MB) and the data grid
     cost about 1.1 s and 0.3 s of a cold load on 2 cores (benchmarks/RESULTS.md). Switching tabs reruns the page;
-    the open tab is kept in the URL, so a link opens it.
+    the open tab is kept in the URL, so a link opens it. A closed tab's widgets are not rendered, and Streamlit
+    forgets the value of a widget that is not rendered: widgets inside a tab take persist_state="page".
     """
     tabs = st.tabs(list(views), key=key, on_change="rerun", bind="query-params")
     for tab, view in zip(tabs, views.values(), strict=True):

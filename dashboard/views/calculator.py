@@ -13,23 +13,29 @@ st.caption("Instant what-if numbers from core.privacy: the same code that accoun
 
 def seqpate_calculator() -> None:
     mode = st.radio("Solve for", ["noise from ε", "ε from noise", "queries from ε and noise"], horizontal=True,
-                    key="calc_sp_mode")
+                    key="calc_sp_mode", persist_state="page")
     a, b, d, e = st.columns(4)
-    delta = d.number_input("δ", min_value=1e-12, max_value=0.5, value=1e-6, format="%.1e", key="calc_sp_delta")
-    teachers = e.number_input("teachers M", min_value=1, value=100, step=1, key="calc_sp_teachers")
+    delta = d.number_input("δ", min_value=1e-12, max_value=0.5, value=1e-6, format="%.1e",
+                           key="calc_sp_delta", persist_state="page")
+    teachers = e.number_input("teachers M", min_value=1, value=100, step=1,
+                              key="calc_sp_teachers", persist_state="page")
     if mode == "noise from ε":
-        eps = a.number_input("ε", min_value=0.01, value=3.0, step=0.5, key="calc_sp_eps")
-        queries = b.number_input("queries Q", min_value=1, value=8000, step=100, key="calc_sp_queries")
+        eps = a.number_input("ε", min_value=0.01, value=3.0, step=0.5, key="calc_sp_eps", persist_state="page")
+        queries = b.number_input("queries Q", min_value=1, value=8000, step=100,
+                                 key="calc_sp_queries", persist_state="page")
         noise = c.seqpate_noise(eps, delta, queries)
         z, std = noise["z"], noise["std"]
     elif mode == "ε from noise":
-        std = a.number_input("noise std σ", min_value=0.01, value=100.0, step=10.0, key="calc_sp_std")
-        queries = b.number_input("queries Q", min_value=1, value=8000, step=100, key="calc_sp_queries2")
+        std = a.number_input("noise std σ", min_value=0.01, value=100.0, step=10.0,
+                             key="calc_sp_std", persist_state="page")
+        queries = b.number_input("queries Q", min_value=1, value=8000, step=100,
+                                 key="calc_sp_queries2", persist_state="page")
         eps = c.seqpate_epsilon(std, queries, delta)
         z = std / math.sqrt(2)
     else:
-        eps = a.number_input("ε", min_value=0.01, value=3.0, step=0.5, key="calc_sp_eps3")
-        std = b.number_input("noise std σ", min_value=0.01, value=100.0, step=10.0, key="calc_sp_std3")
+        eps = a.number_input("ε", min_value=0.01, value=3.0, step=0.5, key="calc_sp_eps3", persist_state="page")
+        std = b.number_input("noise std σ", min_value=0.01, value=100.0, step=10.0,
+                             key="calc_sp_std3", persist_state="page")
         queries = c.seqpate_max_queries(eps, delta, std)
         z = std / math.sqrt(2)
     r = st.columns(5)
@@ -49,32 +55,37 @@ def seqpate_calculator() -> None:
             f"{std / teachers:.4g}: more teachers, less relative noise"
             + (" — here the noise still swamps the average (σ/M > 1)." if std / teachers > 1 else ".")
         )
-        grid = sorted({max(1, int(round(10 ** (k / 8)))) for k in range(0, 8 * 5 + 1)} | {int(queries)})
-        points = [(q, c.seqpate_epsilon(std, q, delta)) for q in grid if q <= max(100_000, queries)]
+        decades = max(5, math.ceil(math.log10(queries)))  # the curve reaches past the chosen Q, however large
+        grid = sorted({max(1, int(round(10 ** (k / 8)))) for k in range(0, 8 * decades + 1)} | {int(queries)})
+        points = [(q, c.seqpate_epsilon(std, q, delta)) for q in grid]
         st.plotly_chart(charts.seqpate_noise_figure(std, int(teachers), points, int(queries)), width="stretch",
                         key="calc_noise")
 
 
 def dpsgd_calculator() -> None:
     mode = st.radio("Solve for", ["noise multiplier from ε", "ε from noise multiplier"], horizontal=True,
-                    key="calc_dp_mode")
+                    key="calc_dp_mode", persist_state="page")
     a, b, d = st.columns(3)
-    n = a.number_input("private training sentences N", min_value=1, value=20000, step=1000, key="calc_dp_n")
-    batch = b.number_input("expected batch size", min_value=1, value=32, step=1, key="calc_dp_batch")
-    epochs = d.number_input("epochs", min_value=0.01, value=2.0, step=0.5, key="calc_dp_epochs")
+    n = a.number_input("private training sentences N", min_value=1, value=20000, step=1000,
+                       key="calc_dp_n", persist_state="page")
+    batch = b.number_input("expected batch size", min_value=1, value=32, step=1,
+                           key="calc_dp_batch", persist_state="page")
+    epochs = d.number_input("epochs", min_value=0.01, value=2.0, step=0.5, key="calc_dp_epochs", persist_state="page")
     if batch > n:  # Poisson sampling at rate batch / N: a batch cannot expect more sentences than there are
         st.error(f"The expected batch size ({batch:,}) cannot exceed the number of training sentences ({n:,}).")
         return
     q = batch / n
     steps = max(1, int(math.ceil(epochs * n / batch)))
     a, b = st.columns(2)
-    delta = b.number_input("δ", min_value=1e-12, max_value=0.5, value=1e-6, format="%.1e", key="calc_dp_delta")
+    delta = b.number_input("δ", min_value=1e-12, max_value=0.5, value=1e-6, format="%.1e",
+                           key="calc_dp_delta", persist_state="page")
     if mode == "noise multiplier from ε":
-        eps = a.number_input("ε", min_value=0.01, value=3.0, step=0.5, key="calc_dp_eps")
+        eps = a.number_input("ε", min_value=0.01, value=3.0, step=0.5, key="calc_dp_eps", persist_state="page")
         with st.spinner("PLD accountant…"):
             sigma = c.dpsgd_noise(eps, delta, q, steps)
     else:
-        sigma = a.number_input("noise multiplier", min_value=0.05, value=1.0, step=0.1, key="calc_dp_sigma")
+        sigma = a.number_input("noise multiplier", min_value=0.05, value=1.0, step=0.1,
+                               key="calc_dp_sigma", persist_state="page")
         with st.spinner("PLD accountant…"):
             eps = c.dpsgd_eps(sigma, q, steps, delta)
     r = st.columns(4)

@@ -27,6 +27,7 @@ if phrases.empty:
     st.stop()
 
 kinds = sorted(phrases["kind"].dropna().unique()) if "kind" in phrases else []
+kind = "all"
 if len(kinds) > 1:
     # Names and inserted canaries are different populations: a phrase-avg run calibrates the names' average, and
     # a canary inserted 100 times has a far larger ε; one average over both describes neither.
@@ -50,16 +51,18 @@ s[4].metric("share ≤ average", f"{(eps <= avg).mean():.0%}" if not math.isnan(
 def show_table() -> None:
     """The phrases of the chosen kind, searchable and filterable by teachers and occurrences."""
     f1, f2, f3 = st.columns([3, 2, 2])
-    search = f1.text_input("Search phrases", key="phrases_search", placeholder="e.g. a name")
+    search = f1.text_input("Search phrases", key="phrases_search", persist_state="page",
+                           placeholder="e.g. a name").strip()
     has_teachers = "teachers" in phrases and phrases["teachers"].notna().any()
     max_teachers = int(phrases["teachers"].max()) if has_teachers else 0
     if max_teachers > 0:
         min_teachers = f2.number_input("Held by at least … teachers", min_value=0, max_value=max_teachers,
-                                       value=0, step=1, key="phrases_min_teachers")
+                                       value=0, step=1, key="phrases_min_teachers", persist_state="page")
     else:  # DP-SGD runs have no teachers: the phrase's basis column says which batches hold it
         min_teachers = 0
         f2.caption("No teacher counts in this run (not a SeqPATE run).")
-    min_occ = f3.number_input("Occurring at least … times", min_value=0, value=0, step=1, key="phrases_min_occ")
+    min_occ = f3.number_input("Occurring at least … times", min_value=0, value=0, step=1,
+                              key="phrases_min_occ", persist_state="page")
     view = phrases
     if search:
         view = view[view["phrase"].str.contains(search, case=False, regex=False)]
@@ -76,19 +79,28 @@ def show_histogram() -> None:
     """Histogram of phrase ε for the chosen run and others of its preset."""
     options = list(records)
     same_preset = [i for i in options if records[i]["preset"] == records[run_id]["preset"]]
-    latest_per_method = list({records[i]["method"]: i for i in reversed(same_preset)}.values())
-    default = [run_id] + [i for i in latest_per_method if i != run_id][:3]
-    chosen = st.multiselect("Runs in the histogram", options, default=default, key=f"phrases_hist_runs_{run_id}",
+    # by default the latest run of each other method whose phrases can sit on a log axis (not ε = 0 or ∞)
+    noisy = [i for i in same_preset if c.present(records[i]["epsilon"]) and 0 < records[i]["epsilon"] < math.inf]
+    latest_per_method = list({records[i]["method"]: i for i in reversed(noisy)}.values())
+    others = [i for i in latest_per_method if records[i]["method"] != records[run_id]["method"]]
+    default = [run_id] + others[:3]
+    chosen = st.multiselect("Runs in the histogram", options, default=default,
+                            key=f"phrases_hist_runs_{run_id}", persist_state="page",
                             format_func=lambda i: c.run_option_label(records[i]))
     per_run: dict[str, tuple[str, list[float]]] = {}
     for rid in chosen:
-        rows = c.read_run(c.get_run(rid), "phrases")
+        rows = [r for r in c.read_run(c.get_run(rid), "phrases") if kind == "all" or r.get("kind") == kind]
         per_run[rid] = (records[rid]["method"], [r["epsilon"] for r in rows if r.get("epsilon") is not None])
     if per_run:
         st.plotly_chart(charts.phrase_epsilon_histogram(per_run), width="stretch", key="phrases_hist")
-        n_inf = sum(1 for _, values in per_run.values() for v in values if not math.isfinite(v))
-        if n_inf:
-            st.caption(f"{n_inf} phrase(s) with ε = ∞ (no noise) are left out of the histogram.")
+        values = [v for _, vs in per_run.values() for v in vs]
+        counts = ((sum(math.isinf(v) for v in values), "∞ (no noise)"),
+                  (sum(v == 0 for v in values), "0 (no private data)"))
+        left_out = [f"{n} with ε = {label}" for n, label in counts if n]
+        if left_out:
+            st.caption(f"Left out of the log axis: {' and '.join(left_out)}.")
+        if kind != "all":
+            st.caption(f"Phrases of kind {kind} only, as chosen above.")
 
 
 def show_teachers_per_user() -> None:

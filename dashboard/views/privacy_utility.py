@@ -52,6 +52,9 @@ def show_points() -> None:
 
 
 def small_table(rows: pd.DataFrame, first: str, values: pd.Series) -> pd.DataFrame:
+    """One row per config: several sweep plans share the default run (same config hash, other run ids)."""
+    keep = ~rows["config_hash"].duplicated() | rows["config_hash"].isna()
+    rows, values = rows[keep], values[keep]
     return pd.DataFrame({
         first: values,
         "ε": rows["epsilon"],
@@ -101,7 +104,7 @@ def show_teacher_curve() -> None:
         st.info("No teacher-count curve yet: needs SeqPATE runs with at least two teacher counts.")
         return
     metric = st.radio("Metric", ["bleu4", "ppl"], format_func=charts.METRIC_LABELS.get, horizontal=True,
-                      key="pu_teacher_metric")
+                      key="pu_teacher_metric", persist_state="page")
     st.plotly_chart(charts.teacher_curve_figure(teachers, metric), width="stretch", key="pu_teachers")
 
 

@@ -57,13 +57,15 @@ def live_view() -> None:
         "state": view["state"],
         "stage": view["stage"],
         "progress": view["progress"],
-        "elapsed": view["elapsed_s"].map(c.fmt_duration),
-        "remaining": view["remaining_s"].map(c.fmt_duration),
+        "elapsed": view["elapsed_s"] / 60,  # minutes as numbers, so that the columns sort as numbers
+        "remaining": view["remaining_s"] / 60,
         "created": view["created"].fillna("").str.slice(0, 19).str.replace("T", " "),
         "error": view["error"].fillna(""),
     })
     st.dataframe(table, hide_index=True, width="stretch", column_config={
         "ε": st.column_config.NumberColumn(format="%.3g", help="accounted ε; Infinity: not private"),
+        "elapsed": st.column_config.NumberColumn(format="%.1f min"),
+        "remaining": st.column_config.NumberColumn(format="%.1f min", help="estimated from the progress so far"),
         "progress": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="percent"),
     })
     counts = df["state"].value_counts().to_dict()
@@ -126,7 +128,7 @@ def live_view() -> None:
             st.session_state["runs_flash"] = f"could not delete: {exc}"
         st.rerun()
     if st.session_state.get("runs_confirm") == ("rerun", run_id):
-        took = f" The original took {c.fmt_duration(record['total_s'])}." if c.present(record["total_s"]) else ""
+        took = f" The original took {c.fmt_duration(record['elapsed_s'])}." if c.present(record["elapsed_s"]) else ""
         if confirmed(f"Launch a new {c.method_label(record['method'])} job on preset {record['preset']} with the "
                      f"config of `{run_id}`?{took}", "Yes, rerun", "runs_rerun"):
             try:

@@ -87,7 +87,7 @@ def pivot(value: str) -> pd.DataFrame:
     grid = table.pivot_table(index="ε target", columns="generator", values=value, aggfunc="mean")
     grid = grid.reindex(columns=[g for g in GENERATORS if g in grid.columns])
     grid = grid.sort_index(ascending=False)
-    grid.index = [eps_label(e) for e in grid.index]
+    grid.index = pd.Index([eps_label(e) for e in grid.index], name="ε")
     return grid
 
 
@@ -116,7 +116,8 @@ def show_memorisation() -> None:
     """Share of synthetic n-grams found in the train set, per ε, for one generator."""
     st.caption("Share of distinct synthetic word n-grams that also occur in the private train set (paper Fig. 3). "
                "Dashed: the same share for the real held-out test texts, which the model never saw.")
-    generator = st.selectbox("Generator", [g for g in GENERATORS if g in set(table["generator"])], key="synth_gram_gen",
+    generator = st.selectbox("Generator", [g for g in GENERATORS if g in set(table["generator"])],
+                             key="synth_gram_gen", persist_state="page",
                              format_func=lambda g: f"{g}: {GENERATORS[g]}")
     fig = go.Figure()
     reference = None
@@ -137,7 +138,7 @@ def show_run() -> None:
     """One run: its figures, the UMAP of its embeddings and its samples per label."""
     options = list(table.sort_values(["generator", "ε target"])["run"])
     labels = {r["run"]: f"{r['generator']} · ε = {eps_label(r['ε target'])} · {r['run']}" for r in rows}
-    run_id = st.selectbox("Run", options, key="synth_run", format_func=labels.get)
+    run_id = st.selectbox("Run", options, key="synth_run", persist_state="page", format_func=labels.get)
     chosen = table[table["run"] == run_id].iloc[0]
     cols = st.columns(5)
     cols[0].metric("accuracy (synthetic)", c.fmt_num(chosen["accuracy (synthetic)"], 3))
@@ -173,7 +174,7 @@ def show_run() -> None:
                    + (". ε = ∞: the model was trained without noise, so samples may repeat private text."
                       if c.present(chosen["ε"]) and math.isinf(chosen["ε"])
                       else ". Synthetic text from a DP model (post-processing)."))
-        label = st.selectbox("Label", list(counts.index), key="synth_label")
+        label = st.selectbox("Label", list(counts.index), key="synth_label", persist_state="page")
         shown = samples[samples["label"] == label].drop(columns=["label"])
         st.dataframe(shown, hide_index=True, width="stretch",
                      column_config={"disc_prob": st.column_config.NumberColumn("p(label | text)", format="%.3f")})

@@ -60,23 +60,28 @@ def test_privacy_utility_chart_has_points_and_reference_lines(results, app_page)
     assert pri_line["y"][0] == 4.2  # still the reference at its defaults, not averaged with the canary run
     ids = {row[0] for trace in bleu["data"] for row in (trace.get("customdata") or [])}
     assert {"seq-topk", "seq-m5"} <= ids and "seq-kl" not in ids
+    seq_line = next(t for t in bleu["data"] if t["name"] == "SeqPATE" and t["mode"] == "lines")
+    assert 2.5 in seq_line["y"] and not {2.2, 2.1} & set(seq_line["y"])  # variants are points, not in the line
     open_tab(at, "pu_tab", "Points")
     assert not plotly_specs(at)  # the curves' tab is not built while another is open
     points = at.dataframe[0].value
     assert points.set_index("run").loc["seq-topk", "setting"] == "filter top-k:50"
     # ablation (Table 3), filter (Table 4) tables and the teacher-count curve (App. H), each in its tab
+    write_run(results, "seq-eps3-other-plan", "seqpate", epsilon=3.0, bleu4=2.5)  # the same config, another plan
     ablation = open_tab(at, "pu_tab", "Ablations (Table 3)").dataframe[0].value
-    assert set(ablation["ablation"]) == {"SeqPATE (full)", "-kl"}
-    assert set(ablation["run"]) == {"seq-eps3", "seq-kl"}
+    assert sorted(ablation["ablation"]) == ["-kl", "SeqPATE (full)"]  # the shared baseline once
+    assert set(ablation["run"]) <= {"seq-eps3", "seq-eps3-other-plan", "seq-kl"}
     filters = open_tab(at, "pu_tab", "Candidate filters (Table 4)").dataframe[0].value
     assert set(filters["filter"]) == {"top-p:0.95", "top-k:50"}
-    assert set(filters["run"]) == {"seq-eps3", "seq-topk"}  # at the ε of the varied run, other settings default
+    assert len(filters) == 2 and "seq-topk" in set(filters["run"])  # at the ε of the varied run, others default
     open_tab(at, "pu_tab", "Teachers (App. H)")
     assert not at.exception
     teacher_curve = plotly_specs(at)[0]
     assert teacher_curve["layout"]["title"]["text"].startswith("SeqPATE: BLEU-4 vs number of teachers")
     curve_ids = {row[0] for trace in teacher_curve["data"] for row in (trace.get("customdata") or [])}
-    assert curve_ids == {"seq-eps3", "seq-m5"}
+    assert curve_ids == {"seq-eps3", "seq-eps3-other-plan", "seq-m5"}  # both runs at the default M, averaged
+    line = next(t for t in teacher_curve["data"] if t["mode"] == "lines")
+    assert line["name"] == "ε=3" and len(line["x"]) == 2  # one point per teacher count
 
 
 def panels(spec: dict) -> tuple[dict, dict]:
@@ -109,6 +114,9 @@ def test_phrases_summary_matches_csv(results, app_page):
     teachers = plotly_specs(open_tab(at, "phrases_tab", "Teachers per user"))
     assert teachers[0]["layout"]["title"]["text"].startswith("Users by number of teachers")
     assert not at.exception
+    open_tab(at, "phrases_tab", "Table")  # the table's search survived the other tabs
+    assert at.text_input(key="phrases_search").value == "smith"
+    assert list(at.dataframe[0].value["phrase"]) == ["Alice Smith"]
 
 
 def test_phrases_summary_is_per_kind_and_histogram_per_run(roots, app_page):
@@ -123,14 +131,20 @@ def test_phrases_summary_is_per_kind_and_histogram_per_run(roots, app_page):
     assert not at.exception
     assert at.radio(key="phrases_kind").value == "name"  # the names' average, not one mixed with canaries
     assert metrics(at)["average ε"] == "3" and metrics(at)["phrases"] == "3"
-    at.radio(key="phrases_kind").set_value("all").run()
-    assert metrics(at)["average ε"] == f"{(2 + 3 + 4 + 500) / 4:.3g}" and len(at.dataframe[0].value) == 4
-    open_tab(at, "phrases_tab", "ε histogram")
+    open_tab(at, "phrases_tab", "ε histogram")  # the histogram follows the kind chosen above: names only
     at.multiselect(key="phrases_hist_runs_sgd-a").set_value(["sgd-a", "sgd-b"]).run()
     hist = next(spec for spec in plotly_specs(at) if spec["layout"]["title"]["text"] == "ε per secret phrase")
-    traces = {trace["name"]: trace for trace in hist["data"]}
-    assert set(traces) == {"NoisySGD: sgd-a", "NoisySGD: sgd-b"}  # two runs of one method stay apart
-    assert traces["NoisySGD: sgd-a"]["customdata"] == [2.0, 3.0, 4.0, 500.0]
+    assert {name: sum(t["y"]) for name, t in ((t["name"], t) for t in hist["data"])} == {
+        "NoisySGD: sgd-a": 3, "NoisySGD: sgd-b": 3}  # two runs of one method stay apart, the canary is left out
+    at.radio(key="phrases_kind").set_value("all").run()
+    assert metrics(at)["average ε"] == f"{(2 + 3 + 4 + 500) / 4:.3g}"
+    hist = next(spec for spec in plotly_specs(at) if spec["layout"]["title"]["text"] == "ε per secret phrase")
+    a, b = hist["data"]
+    assert (sum(a["y"]), sum(b["y"])) == (4, 3) and a["x"] == b["x"]  # the same bins for every run
+    assert a["y"][0] == 1 and a["customdata"][0] == "ε 2–2.3"  # ε = 2 in the first of 40 log bins from 2 to 500
+    assert a["y"][-1] == 1 and a["customdata"][-1].endswith("–500")
+    open_tab(at, "phrases_tab", "Table")
+    assert len(at.dataframe[0].value) == 4
 
 
 def test_phrases_without_any_csv(roots, app_page):

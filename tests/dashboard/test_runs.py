@@ -29,6 +29,7 @@ def test_lists_every_run_with_state_and_progress(some_runs, app_page):
     assert set(rows) == {"cached-seq", "live-seq", "live-failed", "live-running"}
     assert rows["live-running"]["state"] == "running"
     assert rows["live-running"]["progress"] == 0.25
+    assert all(isinstance(row["elapsed"], float) for row in rows.values())  # minutes: sorts as numbers
     assert rows["cached-seq"]["source"] == "cached"
     assert rows["live-failed"]["error"] == "RuntimeError: teacher 3 diverged"
     for run, root in (("cached-seq", "cached"), ("live-seq", "live")):  # numbers, so the column sorts as numbers

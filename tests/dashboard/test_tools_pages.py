@@ -53,9 +53,13 @@ def test_calculator_dpsgd_tab(roots, app_page):
     q, steps = 32 / 20000, math.ceil(2 * 20000 / 32)
     assert shown["steps"] == f"{steps:,}"
     assert shown["ε"] == f"{dpsgd_epsilon(1.0, q, steps, 1e-6):.3g}"
+    at.number_input(key="calc_dp_sigma").set_value(0.8).run()
     at.number_input(key="calc_dp_batch").set_value(50000).run()  # more than the 20,000 sentences
     assert not at.exception and "cannot exceed the number of training sentences" in at.error[0].value
     assert "ε" not in metrics(at)
+    at.number_input(key="calc_dp_batch").set_value(32).run()  # corrected: the noise typed before is still there
+    assert at.number_input(key="calc_dp_sigma").value == 0.8
+    assert metrics(at)["ε"] == f"{dpsgd_epsilon(0.8, q, steps, 1e-6):.3g}"
 
 
 def test_export_page_and_self_contained_report(roots, app_page):
