@@ -212,3 +212,15 @@ def test_completion_highlight_escapes_html():
 
     assert highlight("<b>Bob</b> met Bobby", ["Bob"]) == "&lt;b&gt;<mark>Bob</mark>&lt;/b&gt; met Bobby"
     assert highlight("nothing", []) == "nothing"
+
+
+def test_a_link_names_the_preset_and_the_tab(roots):
+    from apptest_helpers import open_page
+
+    write_run(roots["cached"], "tiny-seq", "seqpate", epsilon=3.0, ppl=900.0)
+    write_run(roots["cached"], "tiny-pub", "pub-gpt", ppl=1000.0)
+    write_run(roots["cached"], "quick-seq", "seqpate", preset="quick", epsilon=3.0, ppl=280.0)
+    at = open_page("privacy_utility", query={"pu_preset": "quick", "pu_tab": "Points"})
+    assert not at.exception
+    assert at.selectbox(key="pu_preset").value == "quick"  # not the preset with the most runs
+    assert list(at.dataframe[0].value["run"]) == ["quick-seq"]
