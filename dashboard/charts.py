@@ -113,7 +113,7 @@ def privacy_utility_panels(df: pd.DataFrame) -> go.Figure:
                          row=1, col=col)
     fig.update_yaxes(title_text="BLEU-4", row=1, col=1)
     fig.update_yaxes(title_text="Perplexity (log scale)", type="log", row=1, col=2)
-    fig.update_layout(**LAYOUT)
+    fig.update_layout(**{**LAYOUT, "margin": {**LAYOUT["margin"], "t": 70}})  # panel titles clear of the modebar
     return fig
 
 
@@ -208,7 +208,7 @@ def seqpate_noise_figure(noise_std: float, teachers: int, points: Sequence[tuple
     fig.update_yaxes(type="log", dtick=1, title_text="noise std / M", row=1, col=1)
     fig.update_xaxes(type="log", dtick=1, title_text="queries (Q)", row=1, col=2)
     fig.update_yaxes(title_text="ε", row=1, col=2)
-    fig.update_layout(**LAYOUT)
+    fig.update_layout(**{**LAYOUT, "margin": {**LAYOUT["margin"], "t": 70}})  # panel titles clear of the modebar
     return fig
 
 
