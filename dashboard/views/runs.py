@@ -84,6 +84,8 @@ def live_view() -> None:
     run_id = st.selectbox("Run", ids, key="runs_selected",
                           format_func=lambda i: c.run_option_label(records[i], live=True))
     record = records[run_id]
+    if (st.session_state.get("runs_confirm") or (None, run_id))[1] != run_id:
+        st.session_state.pop("runs_confirm", None)  # a question about another run is dropped, not kept for later
     run = c.get_run(run_id)
 
     m = st.columns(5)

@@ -111,6 +111,10 @@ def test_rerun_launches_the_same_config(some_runs, app_page, tmp_path, monkeypat
     at.button(key="runs_rerun_no").click().run()
     assert set(some_runs["live"].iterdir()) == live_before and not at.warning  # "Keep" launches nothing
     at.button(key="runs_rerun").click().run()
+    at.selectbox(key="runs_selected").set_value("live-seq").run()  # another run: the question is dropped ...
+    at.selectbox(key="runs_selected").set_value("cached-seq").run()
+    assert not at.warning  # ... and does not come back with the first run
+    at.button(key="runs_rerun").click().run()
     at.button(key="runs_rerun_yes").click().run()
     assert not at.exception
     original = json.loads((some_runs["cached"] / "cached-seq" / "config.json").read_text())
