@@ -18,6 +18,7 @@ METRIC_LABELS = {"bleu4": "BLEU-4", "ppl": "Perplexity (lower is better)", "bleu
 # Every chart of the dashboard uses this layout (python -m dashboard builds one figure with it before serving: the
 # first use of the template costs ~0.6 s of imports and copies).
 LAYOUT = dict(margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.2), template="plotly_white")
+PANELS_LAYOUT = {**LAYOUT, "margin": {**LAYOUT["margin"], "t": 70}}  # two panels: titles clear of the modebar
 
 
 def _finite(values: pd.Series) -> pd.Series:
@@ -113,7 +114,7 @@ def privacy_utility_panels(df: pd.DataFrame) -> go.Figure:
                          row=1, col=col)
     fig.update_yaxes(title_text="BLEU-4", row=1, col=1)
     fig.update_yaxes(title_text="Perplexity (log scale)", type="log", row=1, col=2)
-    fig.update_layout(**{**LAYOUT, "margin": {**LAYOUT["margin"], "t": 70}})  # panel titles clear of the modebar
+    fig.update_layout(**PANELS_LAYOUT)
     return fig
 
 
@@ -149,11 +150,11 @@ def phrase_epsilon_histogram(per_run: Mapping[str, tuple[str, Sequence[float]]],
     every = [x for xs in logs.values() for x in xs]
     lo, hi = (min(every), max(every)) if every else (0.0, 1.0)
     edges = np.linspace(lo, hi if hi > lo else lo + 1.0, bins + 1)
+    ranges = [f"ε {10 ** a:.3g}–{10 ** b:.3g}" for a, b in zip(edges[:-1], edges[1:], strict=True)]
     methods = [method for method, _ in per_run.values()]
     fig = go.Figure()
     for run_id, (method, _) in per_run.items():
         counts, _ = np.histogram(logs[run_id], bins=edges)
-        ranges = [f"ε {10 ** a:.3g}–{10 ** b:.3g}" for a, b in zip(edges[:-1], edges[1:], strict=True)]
         # method colours only while they tell the runs apart
         color = METHOD_COLORS.get(method) if methods.count(method) == 1 else None
         fig.add_trace(go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=counts, width=edges[1] - edges[0], opacity=0.65,
@@ -208,7 +209,7 @@ def seqpate_noise_figure(noise_std: float, teachers: int, points: Sequence[tuple
     fig.update_yaxes(type="log", dtick=1, title_text="noise std / M", row=1, col=1)
     fig.update_xaxes(type="log", dtick=1, title_text="queries (Q)", row=1, col=2)
     fig.update_yaxes(title_text="ε", row=1, col=2)
-    fig.update_layout(**{**LAYOUT, "margin": {**LAYOUT["margin"], "t": 70}})  # panel titles clear of the modebar
+    fig.update_layout(**PANELS_LAYOUT)
     return fig
 
 

@@ -192,7 +192,7 @@ def ppl_outcome(a: Row, b: Row) -> tuple[str, str]:
         ratio = a.ppl / b.ppl
         outcome = HOLDS if ratio < 1 - PPL_NOISE_MARGIN else FAILS if ratio > 1 + PPL_NOISE_MARGIN else WITHIN_NOISE
         return outcome, f"PPL ratio {ratio:.3f} (±{PPL_NOISE_MARGIN:.0%}): {outcome}"
-    outcome = HOLDS if c.high < 1 else FAILS if c.low > 1 else WITHIN_NOISE
+    outcome = {"A is lower": HOLDS, "B is lower": FAILS}.get(c.verdict, WITHIN_NOISE)
     return outcome, f"PPL ratio {c.ratio:.3f} [{c.low:.3f}, {c.high:.3f}]: {outcome}"
 
 
@@ -203,12 +203,9 @@ def bleu_outcome(a: Row, b: Row) -> tuple[str, str]:
         c = compare_runs_bleu(RunDir(a.path, source="cached"), RunDir(b.path, source="cached"), trials=2000)
     except (NotComparableError, ValueError, KeyError, TypeError) as exc:
         return WITHIN_NOISE, f"BLEU-4 not testable ({exc}): {WITHIN_NOISE}"
-    if c.bleu_a == c.bleu_b:
-        return WITHIN_NOISE, f"BLEU-4 equal: {WITHIN_NOISE}"
-    if c.verdict == "no clear difference":
-        return WITHIN_NOISE, f"BLEU-4 p = {c.p_value:.2f}: {WITHIN_NOISE}"
-    outcome = HOLDS if c.bleu_a > c.bleu_b else FAILS
-    return outcome, f"BLEU-4 p = {c.p_value:.3f}: {outcome}"
+    outcome = {"A is higher": HOLDS, "B is higher": FAILS}.get(c.verdict, WITHIN_NOISE)
+    evidence = "BLEU-4 equal" if c.bleu_a == c.bleu_b else f"BLEU-4 p = {c.p_value:.2f}"
+    return outcome, f"{evidence}: {outcome}"
 
 
 def combined(outcomes: Iterable[str]) -> str:
@@ -447,8 +444,9 @@ def build_report(folder: Path, notes: str = "", notes_path: Path | None = None) 
         "Runs are only compared within a preset.",
         "",
         "A comparison counts only beyond test-set noise. Perplexity: `PPL ratio r [low, high]` is the 95% paired "
-        "bootstrap interval over the test sentences when both runs kept test_nll.csv; `PPL ratio r (±2%)` marks runs "
-        "written before that file existed, where a difference under 2% is called noise. BLEU-4: `p` of sacrebleu's "
+        "bootstrap interval over the test sentences when both runs kept test_nll.csv for the same sentences; "
+        "`PPL ratio r (±2%)` marks the other pairs (runs written before that file existed), where a difference "
+        "under 2% is called noise. BLEU-4: `p` of sacrebleu's "
         "paired approximate randomization test on the two runs' completions of the same test prefixes (p < 0.05). "
         "Neither covers training randomness (another seed).",
         "",
