@@ -1,12 +1,13 @@
 """Wall time of whole runs through the same pipeline the CLI and dashboard use (core.runs.pipeline.execute).
 
-Targets: SeqPATE on the `quick` preset under 10 minutes on 2 cores, on `tiny` under 1 minute. The public base model
+Targets: SeqPATE on the `quick` preset under 10 minutes on 2 cores, on `tiny` under 1 minute (at the preset's
+number of teachers, or at --teachers M). The public base model
 is trained once per preset and cached (every later run, of any method, loads it), so it is trained and timed
 separately first; each method's wall time then covers data, method and evaluation. SeqPATE runs first and so
 pays for generating the pseudo data, which later methods (pub-gpt+pseudo, noisysgd+pseudo...) load from the cache.
 
     python benchmarks/end_to_end.py [--preset quick,tiny] [--methods all | seqpate,pri-gpt,...]
-                                    [--executor local|process|ray] [--cache DIR] [--keep DIR]
+                                    [--executor local|process|ray] [--teachers M] [--cache DIR] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ def main() -> None:
     parser.add_argument("--preset", default="quick,tiny")
     parser.add_argument("--methods", default="all", help="comma list, or all (SeqPATE first, then the baselines)")
     parser.add_argument("--executor", default="local", help="SeqPATE teacher-phase executor")
+    parser.add_argument("--teachers", type=int, help="SeqPATE teachers (default: the preset's)")
     parser.add_argument("--cache", help="artefact cache (default: a fresh temporary folder)")
     parser.add_argument("--keep", help="write the run folders here instead of a temporary folder")
     args = parser.parse_args()
@@ -51,7 +53,8 @@ def main() -> None:
         base_s = time.perf_counter() - t
         print(f"[{preset}] base model ({'cached' if info.get('cached') else 'trained'}): {base_s:.1f} s", flush=True)
         for method in methods:
-            cfg = preset_config(preset, method=method, seqpate__executor=args.executor)
+            overrides = {"seqpate__teachers": args.teachers} if args.teachers else {}
+            cfg = preset_config(preset, method=method, seqpate__executor=args.executor, **overrides)
             run = RunDir.create(work / f"{preset}-{method}", cfg.to_dict(), cfg.seed)
             t = time.perf_counter()
             metrics = execute(cfg, run)
@@ -64,7 +67,8 @@ def main() -> None:
                   f"load {os.getloadavg()[0]:.1f}", flush=True)
             if method == "seqpate" and preset in TARGETS:
                 verdict = "meets" if wall <= TARGETS[preset] else "misses"
-                print(f"[{preset}] seqpate {wall:.0f} s {verdict} the target < {TARGETS[preset]:.0f} s "
+                print(f"[{preset}] seqpate (M = {cfg.seqpate.teachers}) {wall:.0f} s {verdict} the target "
+                      f"< {TARGETS[preset]:.0f} s "
                       f"(+ {base_s:.0f} s base model once per preset)", flush=True)
     print("\npreset  method               wall (s)")
     for preset, method, wall, _, _ in rows:

@@ -745,6 +745,7 @@ def validated_config(config: dict[str, Any]) -> RunConfig:
 def build_launch_config(method: str, preset: str, epsilon: Any, delta: Any, teachers: int | None, filter_spec: str,
                         partition: str, ablation: str, seed: int) -> RunConfig:
     """The config the Launch page would start for one method (ConfigError if the engine refuses it).
+    teachers None and filter_spec "" keep the preset's.
 
     SeqPATE settings (teachers, filter, partition, ablation) go only into SeqPATE runs, so the configs of the
     other methods stay those of the preset and remain comparable.
@@ -755,9 +756,12 @@ def build_launch_config(method: str, preset: str, epsilon: Any, delta: Any, teac
         "privacy__delta": parse_number(delta, "delta"),
         "seed": int(seed),
     }
-    parse_filter(filter_spec)
+    if filter_spec:
+        parse_filter(filter_spec)
     if method == "seqpate":
-        overrides.update(seqpate__filter=filter_spec, seqpate__partition=partition, seqpate__ablation=ablation)
+        overrides.update(seqpate__partition=partition, seqpate__ablation=ablation)
+        if filter_spec:
+            overrides["seqpate__filter"] = filter_spec
         if teachers is not None:
             overrides["seqpate__teachers"] = int(teachers)
     from core.config import preset_config
@@ -782,7 +786,7 @@ LAUNCH_DEFAULTS: dict[str, Any] = {
     "eps": "3",
     "delta": "1e-6",
     "teachers": None,  # None: the preset's teacher count
-    "filter_kind": "top-p",
+    "filter_kind": "preset",  # preset (its own filter), top-p or top-k
     "top_p": 0.95,
     "top_k": 50,
     "partition": "random",
@@ -794,13 +798,17 @@ _SHADOW = "_launch_settings"
 
 
 def launch_filter_spec(settings: dict[str, Any]) -> str:
+    """'top-k:50' / 'top-p:0.95', or '' for the preset's own filter."""
+    if settings["filter_kind"] == "preset":
+        return ""
     if settings["filter_kind"] == "top-k":
         return f"top-k:{int(settings['top_k'])}"
     return f"top-p:{float(settings['top_p']):g}"
 
 
 def settings_to_query(settings: dict[str, Any]) -> dict[str, str]:
-    """The URL form: methods comma-separated, the filter as 'top-p:0.95', teachers empty for the preset's."""
+    """The URL form: methods comma-separated, the filter as 'top-p:0.95', teachers and filter empty for the
+    preset's."""
     return {
         "methods": ",".join(settings["methods"]),
         "eps": str(settings["eps"]),

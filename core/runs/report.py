@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.config import PRESETS, SeqPATEConfig
 from core.runs.compare import NotComparableError, compare_runs, compare_runs_bleu
 from core.runs.store import RunDir
 
@@ -134,10 +135,15 @@ def table(header: list[str], body: Iterable[list[Any]]) -> str:
 # ----------------------------------------------------------------------------------------------------------------
 
 
+def preset_filter(preset: str) -> str:
+    """The student's candidate filter at the preset's defaults (quick's was chosen on public validation)."""
+    return PRESETS.get(preset, {}).get("seqpate", {}).get("filter", SeqPATEConfig.filter)
+
+
 def is_plain(r: Row) -> bool:
     """A run of the trade-off plan: default switches, sample-level target, no canaries."""
-    return (r.ablation == "none" and r.filter == "top-p:0.95" and r.target == "sample" and not r.canaries
-            and r.partition == "random" and r.batching == "samples")
+    return (r.ablation == "none" and r.filter == preset_filter(r.preset) and r.target == "sample"
+            and not r.canaries and r.partition == "random" and r.batching == "samples")
 
 
 def pick(rows: list[Row], **want) -> list[Row]:
@@ -246,17 +252,17 @@ def claims(rows: list[Row]) -> list[Claim]:
 
     abl = [r for r in rows if r.method == "seqpate" and r.epsilon == 3.0 and r.ablation != "none"
            and r.target == "sample" and not r.canaries and r.teachers == m]
-    full = seq3
     out.append(Claim("Table 3: the full method beats each ablation at epsilon 3 (lower PPL)",
-                     [c for a in abl for c in compare(full, a, bleu=False)]))
+                     [c for a in abl for c in compare(seq3, a, bleu=False)]))
 
     filt = [r for r in rows if r.method == "seqpate" and r.epsilon == 3.0 and r.ablation == "none"
-            and r.target == "sample" and not r.canaries and r.teachers == m and r.filter.startswith("top-k")]
+            and r.target == "sample" and not r.canaries and r.teachers == m and r.partition == "random"]
+    top_p = next((r for r in filt if r.filter == "top-p:0.95"), None)
     out.append(Claim("Table 4: top-p 0.95 beats every top-k candidate filter at epsilon 3 (lower PPL)",
-                     [c for k in filt for c in compare(full, k, bleu=False)]))
+                     [c for k in filt if k.filter.startswith("top-k") for c in compare(top_p, k, bleu=False)]))
 
     teach = sorted((r for r in rows if r.method == "seqpate" and r.epsilon == 3.0 and r.ablation == "none"
-                    and r.filter == "top-p:0.95" and r.target == "sample" and not r.canaries
+                    and r.filter == preset_filter(r.preset) and r.target == "sample" and not r.canaries
                     and r.partition == "random"), key=lambda r: r.teachers)
     out.append(Claim("App. H: more teachers is better at epsilon 3 (PPL falls as M grows)",
                      [c for a, b in zip(teach[1:], teach[:-1], strict=False)
@@ -303,7 +309,8 @@ def seqpate_section(rows: list[Row]) -> str:
     m = default_teachers(rows)
     parts = []
     abl = sorted((r for r in rows if r.method == "seqpate" and r.epsilon == 3.0 and r.target == "sample"
-                  and not r.canaries and r.teachers == m and r.filter == "top-p:0.95"), key=lambda r: r.ablation)
+                  and not r.canaries and r.teachers == m and r.filter == preset_filter(r.preset)),
+                 key=lambda r: r.ablation)
     if abl:
         parts.append("## Ablations at epsilon 3 (Table 3)\n\n" + table(
             ["ablation", "PPL", "BLEU-4", "queries spent", "epsilon spent"],
@@ -316,7 +323,7 @@ def seqpate_section(rows: list[Row]) -> str:
             ["filter", "PPL", "BLEU-4", "queries spent"],
             [[r.filter, r.ppl, r.bleu4, r.metrics.get("queries_spent")] for r in filt]))
     teach = sorted((r for r in rows if r.method == "seqpate" and r.epsilon == 3.0 and r.ablation == "none"
-                    and r.filter == "top-p:0.95" and r.target == "sample" and not r.canaries
+                    and r.filter == preset_filter(r.preset) and r.target == "sample" and not r.canaries
                     and r.partition == "random"), key=lambda r: r.teachers)
     if teach:
         parts.append("## Number of teachers at epsilon 3 (App. H)\n\n" + table(

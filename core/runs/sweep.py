@@ -49,23 +49,30 @@ def plan_teachers() -> Iterator[tuple[str, dict]]:
 
 CANARIES = "1,10,100"  # Carlini's insertion counts; the same secrets for every method of the phrase plans
 
+# The by-user partition assumes many more users than teachers (each user in one teacher). quick's 20,000 private
+# sentences come from 649 users: at its default M = 1,000 a user would sit in 2.3 teachers on average, at
+# M = 100 in 1.08. Presets not named here keep their default M for the phrase plan.
+BY_USER_TEACHERS = {"quick": 100}
 
-def plan_phrases() -> Iterator[tuple[str, dict]]:
+
+def plan_phrases(preset: str) -> Iterator[tuple[str, dict]]:
     """Table 2 / Table 6 / App. O: by-user partition, noise calibrated for the AVERAGE phrase epsilon (3 and 5);
     SeqPATE against NoisySGD-GC with sample batches and with user batches; Pri-GPT as the unprotected reference
     for leak rate and canary exposure."""
     common = {"data__canaries": CANARIES}
+    by_user = {"method": "seqpate", "seqpate__partition": "by-user"}
+    if preset in BY_USER_TEACHERS:
+        by_user["seqpate__teachers"] = BY_USER_TEACHERS[preset]
     yield "phrases-pri-gpt", {"method": "pri-gpt", **common}
     for eps in (3.0, 5.0):
         tag = f"avg{eps_name(eps)}"
         target = {"privacy__epsilon": eps, "privacy__target": "phrase-avg", **common}
-        yield f"phrases-seqpate-{tag}", {"method": "seqpate", "seqpate__partition": "by-user", **target}
+        yield f"phrases-seqpate-{tag}", {**by_user, **target}
         yield f"phrases-noisysgd-gc-{tag}", {"method": "noisysgd-gc+pseudo", **target}
         yield f"phrases-noisysgd-gc-users-{tag}", {"method": "noisysgd-gc+pseudo", "dpsgd__batching": "users", **target}
     # Sample-level epsilon 3 for both (issue: share of phrases at or below the sample epsilon; DP-SGD's phrase
     # epsilon grows with occurrences; leak rate and exposure at the same sample-level guarantee).
-    yield "phrases-seqpate-by-user-eps3", {"method": "seqpate", "seqpate__partition": "by-user",
-                                           "privacy__epsilon": 3.0, **common}
+    yield "phrases-seqpate-by-user-eps3", {**by_user, "privacy__epsilon": 3.0, **common}
     yield "phrases-noisysgd-gc-eps3", {"method": "noisysgd-gc+pseudo", "privacy__epsilon": 3.0, **common}
 
 
@@ -84,21 +91,22 @@ def plan_adp() -> Iterator[tuple[str, dict]]:
         yield f"adp-eps{eps_name(eps)}", {"method": "adp", "privacy__epsilon": eps}
 
 
-PLANS: dict[str, Callable[[], Iterator[tuple[str, dict]]]] = {
-    "tradeoff": plan_tradeoff,
-    "ablation": plan_ablation,
-    "filtering": plan_filtering,
-    "teachers": plan_teachers,
+PLANS: dict[str, Callable[[str], Iterator[tuple[str, dict]]]] = {  # preset name -> (run name, overrides)
+    "tradeoff": lambda preset: plan_tradeoff(),
+    "ablation": lambda preset: plan_ablation(),
+    "filtering": lambda preset: plan_filtering(),
+    "teachers": lambda preset: plan_teachers(),
     "phrases": plan_phrases,
-    "blacklist": plan_blacklist,
-    "adp": plan_adp,
+    "blacklist": lambda preset: plan_blacklist(),
+    "adp": lambda preset: plan_adp(),
 }
 
 
 def plan_configs(plan: str, preset: str, seed: int = 0) -> list[tuple[str, RunConfig]]:
     if plan not in PLANS:
         raise ValueError(f"unknown plan {plan!r}; choose one of {', '.join(PLANS)}")
-    return [(f"{preset}-{name}", preset_config(preset, seed=seed, **overrides)) for name, overrides in PLANS[plan]()]
+    return [(f"{preset}-{name}", preset_config(preset, seed=seed, **overrides))
+            for name, overrides in PLANS[plan](preset)]
 
 
 def run_plan(plan: str, preset: str, out: Path, seed: int = 0, execute=None, echo=print) -> list[str]:

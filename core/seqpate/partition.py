@@ -63,3 +63,13 @@ def teachers_per_user(user_ids: Sequence[str], teacher: np.ndarray) -> dict[str,
     return {"1": counts.get(1, 0), "2": counts.get(2, 0), "3": counts.get(3, 0),
             ">3": sum(v for k, v in counts.items() if k > 3),
             "mean": float(np.mean([len(s) for s in sets.values()])) if sets else 0.0}
+
+
+def crowding_note(user_ids: Sequence[str], n_teachers: int, histogram: dict[str, float]) -> str | None:
+    """A warning when a by-user partition has more teachers than users: App. F assumes many more users than
+    teachers, and a user split over several teachers gets a larger phrase epsilon."""
+    n_users = len(set(user_ids))
+    if n_teachers <= n_users:
+        return None
+    return (f"{n_teachers} teachers for {n_users} users: a user sits in {histogram['mean']:.2f} teachers on average; "
+            "fewer teachers keep phrase epsilons lower")

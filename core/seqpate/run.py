@@ -11,7 +11,7 @@ from core.config import parse_filter
 from core.privacy import epsilon_from_events, events_to_dicts, gaussian_std, laplace_scale
 from core.runs.pipeline import MethodResult, Workspace
 from core.seqpate.aggregate import L1_SENSITIVITY, L2_SENSITIVITY, TeacherOracle
-from core.seqpate.partition import partition_by_user, partition_random, teachers_per_user
+from core.seqpate.partition import crowding_note, partition_by_user, partition_random, teachers_per_user
 from core.seqpate.student import DistillSettings, distill
 from core.seqpate.teachers import TeacherJob, count_rows, get_executor
 from core.train import train_lm
@@ -59,8 +59,9 @@ def run_seqpate(ws: Workspace) -> MethodResult:
     histogram = teachers_per_user(users, teacher_of)
     private_seqs = ws.encode([s.text for s in private])
     teacher_data = [(m, [private_seqs[i] for i in np.flatnonzero(teacher_of == m)]) for m in range(sp.teachers)]
+    note = crowding_note(users, sp.teachers, histogram) if sp.partition == "by-user" else None
     ws.log("partition", ws.method_progress(0.05), teachers=sp.teachers, partition=sp.partition,
-           teachers_per_user=histogram, distill_positions=n_rows)
+           teachers_per_user=histogram, distill_positions=n_rows, **({"message": note} if note else {}))
 
     # 3. Calibrate before any query.
     noise, scale = calibrate_noise(switches.get("noise", "gaussian"), cfg.privacy.epsilon, cfg.privacy.delta,

@@ -37,11 +37,14 @@ with left:
         b.selectbox("Partition", ["random", "by-user"], key="launch_partition",
                     help="by-user keeps each user's sentences in as few teachers as possible (App. F)")
         a, b = st.columns(2)
-        a.radio("Candidate filter", ["top-p", "top-k"], key="launch_filter_kind", horizontal=True,
+        default_filter = c.preset_value(preset_for_help, "seqpate", "filter")
+        a.radio("Candidate filter", ["preset", "top-p", "top-k"], key="launch_filter_kind", horizontal=True,
+                format_func=lambda kind: f"{default_filter} (preset)" if kind == "preset" else kind,
                 help="the student's own candidate set (public information) on which teachers are queried")
-        if st.session_state.get("launch_filter_kind") == "top-k":
+        kind = st.session_state.get("launch_filter_kind")
+        if kind == "top-k":
             b.number_input("k", min_value=1, step=1, key="launch_top_k")
-        else:
+        elif kind == "top-p":
             b.number_input("p", min_value=0.01, max_value=1.0, step=0.01, format="%.2f", key="launch_top_p")
         st.selectbox("Ablation", ABLATIONS, key="launch_ablation", help="Table 3 of the paper; none = full SeqPATE")
 

@@ -48,7 +48,7 @@ st.dataframe(
     column_config={
         "PPL": st.column_config.NumberColumn(format="%.2f", help="corpus perplexity on private test sentences"),
         "BLEU-4": st.column_config.NumberColumn(format="%.2f", help="sacrebleu BLEU-4 of completions (0-100)"),
-        "ε": st.column_config.NumberColumn(format="%.3g", help="accounted ε (0: public only, inf: not private)"),
+        "ε": st.column_config.NumberColumn(format="%.3g", help="accounted ε (0: public only, Infinity: not private)"),
     },
 )
 st.caption("Means over distinct runs (seeds) with the same method and ε at this preset's defaults; runs with other "

@@ -40,6 +40,8 @@ def test_url_settings_round_trip():
     assert ignored == []
     assert {k: back[k] for k in ("methods", "filter_kind", "top_k", "teachers", "seed")} == {
         "methods": ["seqpate", "pub-gpt+pseudo"], "filter_kind": "top-k", "top_k": 40, "teachers": 7, "seed": 2}
+    preset_query = c.settings_to_query(c.LAUNCH_DEFAULTS)
+    assert preset_query["filter"] == "" and c.settings_from_query(preset_query)[0]["filter_kind"] == "preset"
     _, ignored = c.settings_from_query({"teachers": "-3", "filter": "top-z:1", "ablation": "-nope", "seed": "x"})
     assert sorted(ignored) == ["ablation=-nope", "filter=top-z:1", "seed=x", "teachers=-3"]
 

@@ -102,3 +102,18 @@ def test_launch_queues_one_job_per_method(roots, app_page, fake_job):
     seq = json.loads((configs["seqpate"] / "config.json").read_text())["config"]
     assert seq["privacy"]["epsilon"] == 4.0 and seq["seqpate"]["teachers"] == 5 and seq["preset"] == "tiny"
     assert "Queued 2 job(s)" in texts(at)
+
+
+def test_default_filter_is_the_presets_own(roots, app_page, fake_job):
+    at = app_page("launch", {"preset": "quick", "methods": "seqpate"})
+    assert not at.exception
+    assert at.radio(key="launch_filter_kind").value == "preset"
+    assert "top-k:10 (preset)" in at.radio(key="launch_filter_kind").options
+    assert at.query_params["filter"] == ""
+    at.button(key="launch_button").click().run()
+    (run,) = [p for p in roots["live"].iterdir() if not p.name.startswith(".")]
+    seq = json.loads((run / "config.json").read_text())["config"]["seqpate"]
+    assert (seq["filter"], seq["teachers"]) == ("top-k:10", 1000)  # quick's settings chosen on public validation
+    # choosing a filter overrides it
+    at.radio(key="launch_filter_kind").set_value("top-p").run()
+    assert at.query_params["filter"] == "top-p:0.95"

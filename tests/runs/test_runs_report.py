@@ -72,6 +72,20 @@ def test_more_teachers_claim_checks_each_step(tmp_path):
     assert teachers.verdict == "not reproduced"
 
 
+def test_a_preset_whose_default_filter_is_top_k_keeps_its_default_run_in_table_1(tmp_path):
+    # quick's default student filter is top-k:10 (chosen on public validation), tiny's is top-p 0.95
+    write_run(tmp_path, "seq", "seqpate", preset="quick", epsilon=3.0, ppl=100.0)
+    write_run(tmp_path, "seq-top-p", "seqpate", preset="quick", epsilon=3.0, filter="top-p:0.95", ppl=120.0)
+    write_run(tmp_path, "pub", "pub-gpt", preset="quick", ppl=300.0)
+    found = claims(load_rows(tmp_path))
+    (what, outcome), = found[0].checks[:1]
+    assert what.startswith("seq (PPL 100.0") and "vs pub (PPL 300.0" in what and "0.333 (±2%): holds" in what
+    assert outcome == WITHIN_NOISE  # the fake runs tie on BLEU-4
+    table4 = next(c for c in found if c.text.startswith("Table 4"))  # top-p 0.95 against the top-k runs
+    assert [(what.split(" (")[0], outcome) for what, outcome in table4.checks] == [("seq-top-p", FAILS)]
+    assert "vs seq (PPL 100.0" in table4.checks[0][0]
+
+
 def test_claims_without_runs_say_so_and_report_quotes_run_numbers(tmp_path):
     assert all(c.verdict == "no runs" for c in claims(load_rows(tmp_path)))
     write_run(tmp_path, "seq", "seqpate", epsilon=3.0, ppl=123.456, bleu4=2.5)

@@ -1,3 +1,4 @@
+from core.config import preset_config
 from core.runs.store import RunDir
 from core.runs.sweep import plan_configs, run_plan
 
@@ -18,6 +19,14 @@ def test_tradeoff_plan_covers_every_method_and_epsilon():
     assert len(names) == 3 + 4 * 6 and "tiny-seqpate-eps0.5" in names and "tiny-pri-gpt" in names
     cfg = dict(plan_configs("tradeoff", "tiny"))["tiny-noisysgd-gc+pseudo-eps8"]
     assert cfg.method == "noisysgd-gc+pseudo" and cfg.privacy.epsilon == 8.0
+
+
+def test_phrase_plan_on_quick_keeps_by_user_teachers_below_its_649_users():
+    quick = dict(plan_configs("phrases", "quick"))
+    by_user = [cfg for cfg in quick.values() if cfg.seqpate.partition == "by-user"]
+    assert len(by_user) == 3 and {cfg.seqpate.teachers for cfg in by_user} == {100}
+    assert preset_config("quick").seqpate.teachers == 1000  # the preset's default, kept for random partitions
+    assert {cfg.seqpate.teachers for cfg in dict(plan_configs("phrases", "tiny")).values()} == {10}
 
 
 def test_sweep_skips_finished_runs_and_redoes_broken_ones(tmp_path):

@@ -4,7 +4,7 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from core.seqpate.partition import partition_by_user, partition_random, teachers_per_user
+from core.seqpate.partition import crowding_note, partition_by_user, partition_random, teachers_per_user
 
 
 def test_random_partition_is_disjoint_complete_and_balanced():
@@ -54,3 +54,13 @@ def test_by_user_beats_random_on_teachers_per_user():
     by_user = teachers_per_user(users, partition_by_user(users, 20, seed=0))["mean"]
     random = teachers_per_user(users, partition_random(len(users), 20, seed=0))["mean"]
     assert by_user < random
+
+
+def test_more_teachers_than_users_is_flagged_with_the_mean_teachers_per_user():
+    users = [f"u{i % 4}" for i in range(40)]  # 4 users of 10 sentences
+    teacher = partition_by_user(users, 8, seed=0)
+    hist = teachers_per_user(users, teacher)
+    assert hist["mean"] == 2.0  # 5 sentences per teacher: every user split in two
+    assert crowding_note(users, 8, hist) == ("8 teachers for 4 users: a user sits in 2.00 teachers on average; "
+                                             "fewer teachers keep phrase epsilons lower")
+    assert crowding_note(users, 4, teachers_per_user(users, partition_by_user(users, 4, seed=0))) is None
