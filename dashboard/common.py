@@ -292,6 +292,8 @@ def variant_settings(cfg: dict[str, Any]) -> dict[str, Any]:
     defaults = _config_defaults()
     diffs = {}
     for section, name in VARIANT_FIELDS:
+        if section == "seqpate" and cfg.get("method") != "seqpate":
+            continue  # another method's config carries the preset's SeqPATE section unused
         default = preset.get(section, {}).get(name, defaults[section][name])
         value = _dict(cfg.get(section)).get(name, default)
         if value != default:
@@ -852,7 +854,9 @@ def settings_from_query(query: dict[str, str]) -> tuple[dict[str, Any], list[str
             settings["teachers"] = value
         except ValueError:
             ignored.append(f"teachers={raw}")
-    if (raw := get("filter")) is not None and raw.strip():
+    if (raw := get("filter")) is not None and raw.strip() == "preset":
+        settings["filter_kind"] = "preset"
+    elif raw is not None and raw.strip():
         try:
             kind, value = parse_filter(raw.strip())
             settings["filter_kind"] = kind

@@ -142,8 +142,9 @@ def preset_filter(preset: str) -> str:
 
 def is_plain(r: Row) -> bool:
     """A run of the trade-off plan: default switches, sample-level target, no canaries."""
-    return (r.ablation == "none" and r.filter == preset_filter(r.preset) and r.target == "sample"
-            and not r.canaries and r.partition == "random" and r.batching == "samples")
+    seqpate_defaults = r.method != "seqpate" or (
+        r.ablation == "none" and r.filter == preset_filter(r.preset) and r.partition == "random")
+    return seqpate_defaults and r.target == "sample" and not r.canaries and r.batching == "samples"
 
 
 def pick(rows: list[Row], **want) -> list[Row]:
@@ -251,7 +252,8 @@ def claims(rows: list[Row]) -> list[Claim]:
                      compare(one(plain, method="pub-gpt+pseudo"), one(plain, method="pub-gpt"))))
 
     abl = [r for r in rows if r.method == "seqpate" and r.epsilon == 3.0 and r.ablation != "none"
-           and r.target == "sample" and not r.canaries and r.teachers == m]
+           and r.target == "sample" and not r.canaries and r.teachers == m and r.filter == preset_filter(r.preset)
+           and r.partition == "random"]
     out.append(Claim("Table 3: the full method beats each ablation at epsilon 3 (lower PPL)",
                      [c for a in abl for c in compare(seq3, a, bleu=False)]))
 
@@ -309,14 +311,14 @@ def seqpate_section(rows: list[Row]) -> str:
     m = default_teachers(rows)
     parts = []
     abl = sorted((r for r in rows if r.method == "seqpate" and r.epsilon == 3.0 and r.target == "sample"
-                  and not r.canaries and r.teachers == m and r.filter == preset_filter(r.preset)),
-                 key=lambda r: r.ablation)
+                  and not r.canaries and r.teachers == m and r.filter == preset_filter(r.preset)
+                  and r.partition == "random"), key=lambda r: r.ablation)
     if abl:
         parts.append("## Ablations at epsilon 3 (Table 3)\n\n" + table(
             ["ablation", "PPL", "BLEU-4", "queries spent", "epsilon spent"],
             [[r.ablation, r.ppl, r.bleu4, r.metrics.get("queries_spent"), r.spent] for r in abl]))
     filt = sorted((r for r in rows if r.method == "seqpate" and r.epsilon == 3.0 and r.ablation == "none"
-                   and r.target == "sample" and not r.canaries and r.teachers == m),
+                   and r.target == "sample" and not r.canaries and r.teachers == m and r.partition == "random"),
                   key=lambda r: (r.filter.startswith("top-k"), _float(r.filter.split(":")[1]) or 0))
     if filt:
         parts.append("## Candidate filtering at epsilon 3 (Table 4)\n\n" + table(

@@ -35,7 +35,9 @@ with left:
         a.number_input("Teachers", min_value=1, step=1, value=None, key="launch_teachers",
                        placeholder=f"{default_teachers} (preset)")
         b.selectbox("Partition", ["random", "by-user"], key="launch_partition",
-                    help="by-user keeps each user's sentences in as few teachers as possible (App. F)")
+                    help="by-user keeps each user's sentences in as few teachers as possible (App. F); it needs "
+                         "many more users than teachers: quick's private set has 649 users, so its phrase runs "
+                         "use 100 teachers")
         a, b = st.columns(2)
         default_filter = c.preset_value(preset_for_help, "seqpate", "filter")
         a.radio("Candidate filter", ["preset", "top-p", "top-k"], key="launch_filter_kind", horizontal=True,
@@ -90,7 +92,8 @@ with right:
                       help=f"noise relative to the average of the M = {sp.teachers} teacher distributions")
             m4.metric("query budget Q", f"{sp.query_budget:,}", help=f"from preset {configs['seqpate'].preset}")
             st.caption(f"{sp.teachers} teachers, filter {sp.filter}, partition {sp.partition}, "
-                       f"ablation {sp.ablation}. Querying stops after Q releases; accountant: exact Gaussian "
+                       f"ablation {sp.ablation}; student λ {sp.kd_lambda:g}, lr {sp.student_lr:g} (preset "
+                       f"{configs['seqpate'].preset}). Querying stops after Q releases; accountant: exact Gaussian "
                        "composition.")
     dpsgd = [m for m in configs if m in c.DPSGD_METHODS]
     if dpsgd and valid_privacy and not math.isinf(eps):

@@ -108,8 +108,12 @@ def show_teachers_per_user() -> None:
     hist = records[run_id].get("teachers_per_user")
     if isinstance(hist, dict) and hist:
         st.plotly_chart(charts.teachers_per_user_figure(hist), width="stretch", key="phrases_tpu")
+        mean = hist.get("mean")
+        spread = (f" Here a user sits in {mean:.2f} teachers on average: more teachers than the users can fill "
+                  "one each, so phrase epsilons grow." if isinstance(mean, (int, float)) and mean > 1.5 else "")
         st.caption("How many teachers hold sentences of the same user (paper Table 5): with the by-user "
-                   "partition most users sit in one teacher, so a user's phrases have small sensitivity.")
+                   "partition and many more users than teachers most users sit in one teacher, so a user's "
+                   "phrases have small sensitivity." + spread)
     else:
         st.info("This run's privacy.json has no teachers_per_user histogram (only SeqPATE runs record it).")
 

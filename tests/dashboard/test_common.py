@@ -119,3 +119,20 @@ def test_own_prefix_completion_failures_are_reported_not_cached(roots, monkeypat
                                                                          "error": "error: the prefix is 80 tokens"}}
     # the failure was not cached: the same request asks again and gets the answer
     assert c.complete_own_prefix([run], "my name")["with-weights"]["completion"] == "hi"
+
+
+def test_only_a_seqpate_run_is_a_variant_by_its_seqpate_settings():
+    from core.config import preset_config
+
+    quick = preset_config("quick", method="pub-gpt", seqpate__teachers=100, seqpate__filter="top-p:0.95").to_dict()
+    assert c.variant_settings(quick) == {}  # pub-gpt never reads the SeqPATE section it carries
+    seq = preset_config("quick", method="seqpate", seqpate__teachers=100, seqpate__filter="top-p:0.95").to_dict()
+    assert c.variant_settings(seq) == {"teachers": 100, "filter": "top-p:0.95"}
+    assert c.variant_settings(preset_config("quick", method="seqpate").to_dict()) == {}
+    phrase = preset_config("quick", method="noisysgd-gc+pseudo", data__canaries="1,10,100").to_dict()
+    assert c.variant_settings(phrase) == {"canaries": "1,10,100"}
+
+
+def test_filter_preset_in_the_url_means_the_presets_own_filter():
+    settings, ignored = c.settings_from_query({"filter": "preset"})
+    assert ignored == [] and settings["filter_kind"] == "preset" and c.launch_filter_spec(settings) == ""

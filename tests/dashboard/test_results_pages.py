@@ -113,10 +113,21 @@ def test_phrases_summary_matches_csv(results, app_page):
     assert [s["layout"]["title"]["text"] for s in hist] == ["ε per secret phrase"] and not at.dataframe
     teachers = plotly_specs(open_tab(at, "phrases_tab", "Teachers per user"))
     assert teachers[0]["layout"]["title"]["text"].startswith("Users by number of teachers")
+    assert "on average" not in " ".join(x.value for x in at.caption)  # mean 1.2: most users in one teacher
     assert not at.exception
     open_tab(at, "phrases_tab", "Table")  # the table's search survived the other tabs
     assert at.text_input(key="phrases_search").value == "smith"
     assert list(at.dataframe[0].value["phrase"]) == ["Alice Smith"]
+
+
+def test_teachers_tab_says_when_users_are_spread_over_several_teachers(roots, app_page):
+    write_run(roots["cached"], "crowded", "seqpate", epsilon=3.0, partition="by-user", teachers=20,
+              phrases=phrase_rows(1.0), teachers_per_user={"1": 3, "2": 2, "3": 1, ">3": 2, "mean": 2.27})
+    at = app_page("phrases")
+    at.selectbox(key="phrases_run").set_value("crowded").run()
+    open_tab(at, "phrases_tab", "Teachers per user")
+    assert not at.exception
+    assert "Here a user sits in 2.27 teachers on average" in " ".join(x.value for x in at.caption)
 
 
 def test_phrases_summary_is_per_kind_and_histogram_per_run(roots, app_page):

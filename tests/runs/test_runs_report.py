@@ -76,7 +76,8 @@ def test_a_preset_whose_default_filter_is_top_k_keeps_its_default_run_in_table_1
     # quick's default student filter is top-k:10 (chosen on public validation), tiny's is top-p 0.95
     write_run(tmp_path, "seq", "seqpate", preset="quick", epsilon=3.0, ppl=100.0)
     write_run(tmp_path, "seq-top-p", "seqpate", preset="quick", epsilon=3.0, filter="top-p:0.95", ppl=120.0)
-    write_run(tmp_path, "pub", "pub-gpt", preset="quick", ppl=300.0)
+    # a reference made under other SeqPATE settings still counts: it never reads that section
+    write_run(tmp_path, "pub", "pub-gpt", preset="quick", teachers=100, filter="top-p:0.95", ppl=300.0)
     found = claims(load_rows(tmp_path))
     (what, outcome), = found[0].checks[:1]
     assert what.startswith("seq (PPL 100.0") and "vs pub (PPL 300.0" in what and "0.333 (±2%): holds" in what
