@@ -28,7 +28,7 @@ def main() -> None:
     parser.add_argument("--preset", default="quick,tiny")
     parser.add_argument("--methods", default="all", help="comma list, or all (SeqPATE first, then the baselines)")
     parser.add_argument("--executor", default="local", help="SeqPATE teacher-phase executor")
-    parser.add_argument("--teachers", type=int, help="SeqPATE teachers (default: the preset's)")
+    parser.add_argument("--teachers", type=int, help="SeqPATE teachers for every preset given (default: each preset's)")
     parser.add_argument("--cache", help="artefact cache (default: a fresh temporary folder)")
     parser.add_argument("--keep", help="write the run folders here instead of a temporary folder")
     args = parser.parse_args()

@@ -331,7 +331,7 @@ def seqpate_section(rows: list[Row]) -> str:
         parts.append("## Number of teachers at epsilon 3 (App. H)\n\n" + table(
             ["teachers", "PPL", "BLEU-4", "noise std", "teacher phase (s)"],
             [[r.teachers, r.ppl, r.bleu4, r.privacy.get("noise_scale"),
-              (r.metrics.get("timings") or {}).get("teachers_s")] for r in teach]))
+              (r.metrics.get("seqpate_timings") or {}).get("teachers_s")] for r in teach]))
     return "\n\n".join(parts)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from core.runs.report import FAILS, HOLDS, WITHIN_NOISE, build_report, claims, load_rows
@@ -70,6 +72,9 @@ def test_more_teachers_claim_checks_each_step(tmp_path):
     teachers = next(c for c in claims(load_rows(tmp_path)) if c.text.startswith("App. H"))
     assert [outcome for _, outcome in teachers.checks] == [HOLDS, FAILS]
     assert teachers.verdict == "not reproduced"
+    metrics = tmp_path / "t10" / "metrics.json"  # the teacher phase's time, as SeqPATE runs record it
+    metrics.write_text(json.dumps({**json.loads(metrics.read_text()), "seqpate_timings": {"teachers_s": 12.5}}))
+    assert "| 10 | 200.00 | 2.50 | " in build_report(tmp_path) and " | 12.50 |" in build_report(tmp_path)
 
 
 def test_a_preset_whose_default_filter_is_top_k_keeps_its_default_run_in_table_1(tmp_path):
