@@ -6,9 +6,9 @@ Only public prefixes and the public model are used, so the pseudo data carries n
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import Path
 
 from core.config import DecodeConfig, stable_hash
 from core.evaluation import complete
@@ -27,7 +27,7 @@ def pseudo_sentences(
     continuations = complete(model, tokenizer, prefixes, sampling, seed=seed)
     sentences = [f"{p} {c}".strip() for p, c in zip(prefixes, continuations, strict=True)]
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(str(path) + ".tmp")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # two runs may write the same entry at once
     tmp.write_text(json.dumps(sentences))
     tmp.replace(path)
     return sentences
