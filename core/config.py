@@ -235,6 +235,14 @@ METHODS = (
 ABLATIONS = ("none", "-merge_p", "-kl", "-pseudo", "-effi_kd", "-gaussian", "-all")
 
 
+def preset_value(preset: str, section: str, name: str) -> Any:
+    """A field of a preset (falling back to the dataclass default), e.g. quick's SeqPATE filter."""
+    value = PRESETS.get(preset, {}).get(section, {}).get(name)
+    if value is not None:
+        return value
+    return getattr(getattr(RunConfig(), section), name)
+
+
 def preset_config(preset: str = "tiny", **overrides: Any) -> RunConfig:
     """RunConfig for a preset; overrides are `section__field=value` or top-level `method=...`.
 

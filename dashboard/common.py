@@ -771,14 +771,6 @@ def build_launch_config(method: str, preset: str, epsilon: Any, delta: Any, teac
     return preset_config(preset, **overrides)
 
 
-def preset_value(preset: str, section: str, name: str) -> Any:
-    """A field of a preset (falling back to the dataclass default)."""
-    value = PRESETS.get(preset, {}).get(section, {}).get(name)
-    if value is not None:
-        return value
-    return getattr(getattr(RunConfig(), section), name)
-
-
 # ----------------------------------------------------------------------------------------------------------------
 # Launch settings <-> URL (st.query_params): read on load, written on every change
 # ----------------------------------------------------------------------------------------------------------------

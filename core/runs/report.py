@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.config import PRESETS, SeqPATEConfig
+from core.config import preset_value
 from core.runs.compare import NotComparableError, compare_runs, compare_runs_bleu
 from core.runs.store import RunDir
 
@@ -137,7 +137,7 @@ def table(header: list[str], body: Iterable[list[Any]]) -> str:
 
 def preset_filter(preset: str) -> str:
     """The student's candidate filter at the preset's defaults (quick's was chosen on public validation)."""
-    return PRESETS.get(preset, {}).get("seqpate", {}).get("filter", SeqPATEConfig.filter)
+    return preset_value(preset, "seqpate", "filter")
 
 
 def is_plain(r: Row) -> bool:

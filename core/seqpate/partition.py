@@ -65,10 +65,11 @@ def teachers_per_user(user_ids: Sequence[str], teacher: np.ndarray) -> dict[str,
             "mean": float(np.mean([len(s) for s in sets.values()])) if sets else 0.0}
 
 
-def crowding_note(user_ids: Sequence[str], n_teachers: int, histogram: dict[str, float]) -> str | None:
-    """A warning when a by-user partition has more teachers than users: App. F assumes many more users than
-    teachers, and a user split over several teachers gets a larger phrase epsilon."""
-    n_users = len(set(user_ids))
+def crowding_note(n_teachers: int, histogram: dict[str, float]) -> str | None:
+    """A warning when a by-user partition has more teachers than users (teachers_per_user's histogram counts
+    them): App. F assumes many more users than teachers, and a user split over several teachers gets a larger
+    phrase epsilon."""
+    n_users = sum(int(histogram[k]) for k in ("1", "2", "3", ">3"))
     if n_teachers <= n_users:
         return None
     return (f"{n_teachers} teachers for {n_users} users: a user sits in {histogram['mean']:.2f} teachers on average; "

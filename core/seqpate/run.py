@@ -59,7 +59,7 @@ def run_seqpate(ws: Workspace) -> MethodResult:
     histogram = teachers_per_user(users, teacher_of)
     private_seqs = ws.encode([s.text for s in private])
     teacher_data = [(m, [private_seqs[i] for i in np.flatnonzero(teacher_of == m)]) for m in range(sp.teachers)]
-    note = crowding_note(users, sp.teachers, histogram) if sp.partition == "by-user" else None
+    note = crowding_note(sp.teachers, histogram) if sp.partition == "by-user" else None
     ws.log("partition", ws.method_progress(0.05), teachers=sp.teachers, partition=sp.partition,
            teachers_per_user=histogram, distill_positions=n_rows, **({"message": note} if note else {}))
 

@@ -4,7 +4,7 @@ import math
 
 import streamlit as st
 
-from core.config import ABLATIONS, METHODS, PRESETS, ConfigError
+from core.config import ABLATIONS, METHODS, PRESETS, ConfigError, preset_value
 from core.runs import jobs
 from dashboard import common as c
 
@@ -30,7 +30,7 @@ with left:
     with st.container(border=True):
         st.markdown("**SeqPATE settings** (used by SeqPATE runs only)")
         preset_for_help = st.session_state.get("launch_preset", "quick")
-        default_teachers = c.preset_value(preset_for_help, "seqpate", "teachers")
+        default_teachers = preset_value(preset_for_help, "seqpate", "teachers")
         a, b = st.columns(2)
         a.number_input("Teachers", min_value=1, step=1, value=None, key="launch_teachers",
                        placeholder=f"{default_teachers} (preset)")
@@ -39,7 +39,7 @@ with left:
                          "many more users than teachers: quick's private set has 649 users, so its phrase runs "
                          "use 100 teachers")
         a, b = st.columns(2)
-        default_filter = c.preset_value(preset_for_help, "seqpate", "filter")
+        default_filter = preset_value(preset_for_help, "seqpate", "filter")
         a.radio("Candidate filter", ["preset", "top-p", "top-k"], key="launch_filter_kind", horizontal=True,
                 format_func=lambda kind: f"{default_filter} (preset)" if kind == "preset" else kind,
                 help="the student's own candidate set (public information) on which teachers are queried")
