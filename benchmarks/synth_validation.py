@@ -3,7 +3,8 @@
 Trains one DP conditional LM of a synth preset (the naive LM plus its DP head on the frozen model, or the multitask
 model), then generates with each requested mode and prints two label signals of the synthetic set:
 - val. accuracy: TF-IDF + logistic regression trained on the synthetic samples, tested on every 5th train text;
-- agreement: how often the same classifier trained on the other train texts agrees with the synthetic labels.
+- agreement: how often the same classifier trained on the other train texts agrees with the synthetic labels;
+- head agrees: how often the model's own discriminator head agrees with them (what PPLM steers towards).
 The generator saw the validation texts during fine-tuning, so both numbers are for comparing settings with each
 other; the run's own `accuracy_synthetic` (real test set) is what `python -m core synth` reports.
 
@@ -14,6 +15,7 @@ other; the run's own `accuracy_synthetic` (real test set) is what `python -m cor
 
 Modes: plain (conditional nucleus sampling, nothing kept out), filter (the `filter` generator), pplm (PPLM steering
 with the model's head: the `pplm` generator on the naive model, the `multitask` generator on the multitask model).
+A mode may carry its own generation settings, joined by +: `pplm+pplm_iterations=10+pplm_stepsize=0.1`.
 """
 
 from __future__ import annotations
@@ -117,9 +119,11 @@ def main() -> None:
     if args.probe:
         print(f"non-private logistic probe on the mean hidden state, validation accuracy: base model "
               f"{probe_before:.3f}, fine-tuned {probe_accuracy(model):.3f}; TF-IDF on the texts {reference_acc:.3f}")
-    print(f"{'generation':>10s} {'val. accuracy':>14s} {'agreement':>10s} {'samples':>8s}")
-    for mode in args.generate.split(","):
-        gen_cfg = dataclasses.replace(cfg, generator="filter" if mode in ("plain", "filter") else generator)
+    print(f"{'generation':>10s} {'val. accuracy':>14s} {'agreement':>10s} {'head agrees':>12s} {'samples':>8s}")
+    for spec in args.generate.split(","):
+        mode, *extra = spec.split("+")  # e.g. pplm+pplm_iterations=10: generation settings for this mode only
+        gen_cfg = dataclasses.replace(cfg, generator="filter" if mode in ("plain", "filter") else generator,
+                                      **parse_settings(extra))
         if mode == "plain":  # the filter generator with a filter that keeps everything, one round
             gen_cfg = dataclasses.replace(gen_cfg, filter_threshold=0.0, filter_rounds=1)
         if mode == "pplm" and args.model == "naive":
@@ -129,7 +133,10 @@ def main() -> None:
         texts, labels = [s["text"] for s in samples], [s["label"] for s in samples]
         accuracy, _ = classifier_accuracy(texts, labels, val_texts, val_labels)
         agreement = float(np.mean(reference.predict(texts) == np.array(labels)))
-        print(f"{mode:>10s} {accuracy:14.3f} {agreement:10.3f} {len(samples):8d}", flush=True)
+        # the model's own head on its samples: did steering move the text where the head looks?
+        head_says = label_probs(model, fmt, encode_texts(tokenizer, texts), cfg.seed).argmax(-1).numpy()
+        head_agrees = float(np.mean(head_says == np.array([data.index(y) for y in labels])))
+        print(f"{spec:>10s} {accuracy:14.3f} {agreement:10.3f} {head_agrees:12.3f} {len(samples):8d}", flush=True)
 
 
 if __name__ == "__main__":

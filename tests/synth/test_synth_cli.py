@@ -98,3 +98,16 @@ def test_bad_labelled_file_names_its_line(tmp_path, capsys):
     data.write_text("text,label\ngood film,pos\nbad film\n")
     assert main(["synth", "--corpus", str(data), "--run-dir", str(tmp_path / "run")]) == 2
     assert f"{data} line 3: expected 2 fields" in capsys.readouterr().err
+
+
+def test_quick_base_model_uses_all_public_text_and_overrides_win():
+    from core.config import preset_config
+    from core.synth.config import synth_config
+    from core.synth.job import base_config
+
+    quick = base_config(synth_config("quick"))
+    assert quick.data.public_train is None  # every public sentence, not core quick's 8,000
+    assert quick.data.private_train == preset_config("quick").data.private_train  # the user split is untouched
+    assert quick.model == preset_config("quick").model  # same model size, so DP fine-tuning costs the same
+    assert base_config(synth_config("quick"), {"data__public_train": 500}).data.public_train == 500
+    assert base_config(synth_config("tiny")) == preset_config("tiny")
