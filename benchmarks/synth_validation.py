@@ -1,17 +1,18 @@
 """Synthetic-data generators compared on a VALIDATION slice of the train set (never the test set).
 
 Trains one DP conditional LM of a synth preset (the naive LM plus its DP head on the frozen model, or the multitask
-model), then generates with each requested mode and prints two label signals of the synthetic set:
+model), then generates with each requested mode and prints three label signals of the synthetic set:
 - val. accuracy: TF-IDF + logistic regression trained on the synthetic samples, tested on every 5th train text;
 - agreement: how often the same classifier trained on the other train texts agrees with the synthetic labels;
 - head agrees: how often the model's own discriminator head agrees with them (what PPLM steers towards).
-The generator saw the validation texts during fine-tuning, so both numbers are for comparing settings with each
-other; the run's own `accuracy_synthetic` (real test set) is what `python -m core synth` reports.
+The generator saw the validation texts during fine-tuning, so these numbers are for comparing settings with each
+other (`head agrees` is high for `filter` by construction: it keeps what that head scores highest); the run's own `accuracy_synthetic` (real test set) is what `python -m core synth` reports.
 
     python benchmarks/synth_validation.py --model naive --epsilon 3 --generate plain,filter,pplm
     python benchmarks/synth_validation.py --model multitask --epsilon 3 --generate pplm,plain --set epochs=24
     python benchmarks/synth_validation.py --model naive --epsilon inf --generate plain --set epochs=24
     python benchmarks/synth_validation.py --model naive --epsilon inf --generate plain --probe
+    python benchmarks/synth_validation.py --probe-only --base data__public_train=8000   # core quick's base model
 
 Modes: plain (conditional nucleus sampling, nothing kept out), filter (the `filter` generator), pplm (PPLM steering
 with the model's head: the `pplm` generator on the naive model, the `multitask` generator on the multitask model).
@@ -25,6 +26,14 @@ import dataclasses
 import time
 
 from common import machine_line
+
+
+def parse_base(items: list[str]) -> dict:
+    """KEY=VALUE core preset overrides of the public base model (section__field=JSON value, e.g.
+    data__public_train=8000 for core quick's base), after the synth preset's own (core.synth.config.SYNTH_BASE_OVERRIDES)."""
+    import json
+
+    return {key: json.loads(text) for key, _, text in (item.partition("=") for item in items)}
 
 
 def parse_settings(items: list[str]) -> dict:
@@ -47,6 +56,10 @@ def main() -> None:
     parser.add_argument("--preset", default="quick")
     parser.add_argument("--generate", default="plain,filter,pplm")
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="SynthConfig overrides")
+    parser.add_argument("--base", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="public base model overrides, e.g. data__public_train=8000")
+    parser.add_argument("--probe-only", action="store_true",
+                        help="print the probe (below) on the public base model, before any private training, and stop")
     parser.add_argument("--probe", action="store_true",
                         help="also fit a non-private logistic probe on the mean hidden state, before and after "
                              "fine-tuning: how much topic the model's features carry at all")
@@ -75,7 +88,8 @@ def main() -> None:
     set_threads()
     settings = parse_settings(args.set)
     generator = "multitask" if args.model == "multitask" else "filter"
-    job = prepare_job(synth_config(args.preset, generator=generator, epsilon=args.epsilon, **settings))
+    job = prepare_job(synth_config(args.preset, generator=generator, epsilon=args.epsilon, **settings),
+                      parse_base(args.base))
     cfg, data = job.cfg, job.data
     base, tokenizer, _ = load_or_train_base(job.base, job.prepared)
     fmt = Formatter.build(tokenizer, data.labels, cfg.max_tokens)
@@ -96,7 +110,12 @@ def main() -> None:
         clf = LogisticRegression(max_iter=2000).fit(features(fit), [e.label for e in fit])
         return float(clf.score(features(val), [e.label for e in val]))
 
-    probe_before = probe_accuracy(model) if args.probe else None
+    probe_before = probe_accuracy(model) if args.probe or args.probe_only else None
+    if args.probe_only:
+        print(machine_line())
+        print(f"preset {args.preset}, base model trained on {len(job.prepared.public_train)} public sentences: "
+              f"non-private logistic probe on the mean hidden state, validation accuracy {probe_before:.3f}")
+        return
     batches = Batches(fmt, train_ids, [data.index(e.label) for e in data.train], cfg.seed)
     t0 = time.time()
     model, _, _ = train_lm(model, batches, cfg, plan["noise_multiplier"], lambda *a, **k: None)
@@ -119,7 +138,7 @@ def main() -> None:
     if args.probe:
         print(f"non-private logistic probe on the mean hidden state, validation accuracy: base model "
               f"{probe_before:.3f}, fine-tuned {probe_accuracy(model):.3f}; TF-IDF on the texts {reference_acc:.3f}")
-    print(f"{'generation':>10s} {'val. accuracy':>14s} {'agreement':>10s} {'head agrees':>12s} {'samples':>8s}")
+    print(f"{'val. accuracy':>14s} {'agreement':>10s} {'head agrees':>12s} {'samples':>8s}  generation")
     for spec in args.generate.split(","):
         mode, *extra = spec.split("+")  # e.g. pplm+pplm_iterations=10: generation settings for this mode only
         gen_cfg = dataclasses.replace(cfg, generator="filter" if mode in ("plain", "filter") else generator,
@@ -136,7 +155,7 @@ def main() -> None:
         # the model's own head on its samples: did steering move the text where the head looks?
         head_says = label_probs(model, fmt, encode_texts(tokenizer, texts), cfg.seed).argmax(-1).numpy()
         head_agrees = float(np.mean(head_says == np.array([data.index(y) for y in labels])))
-        print(f"{spec:>10s} {accuracy:14.3f} {agreement:10.3f} {head_agrees:12.3f} {len(samples):8d}", flush=True)
+        print(f"{accuracy:14.3f} {agreement:10.3f} {head_agrees:12.3f} {len(samples):8d}  {spec}", flush=True)
 
 
 if __name__ == "__main__":

@@ -91,9 +91,9 @@ SYNTH_PRESETS: dict[str, dict[str, Any]] = {
 
 # The core preset whose public base model a synth preset fine-tunes, with these overrides. quick's base is trained
 # on ALL public sentences (30,404, not the 8,000 of core quick; same model size, so DP fine-tuning costs the same):
-# its features carry more topic (a logistic probe on the mean hidden state, fitted on the train texts: 0.461 test
-# accuracy against 0.417), and a public model should use all the public text it can. tiny stays a smoke test.
-SYNTH_BASE: dict[str, dict[str, Any]] = {
+# a public model should use all the public text there is, and its features carry more topic (README, `python
+# benchmarks/synth_validation.py --probe-only`). tiny stays a smoke test.
+SYNTH_BASE_OVERRIDES: dict[str, dict[str, Any]] = {
     "tiny": {},
     "quick": {"data__public_train": None},
 }

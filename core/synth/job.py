@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from core.config import RunConfig, preset_config
 from core.data import PreparedData, load_prepared, load_records
-from core.synth.config import SYNTH_BASE, SynthConfig
+from core.synth.config import SYNTH_BASE_OVERRIDES, SynthConfig
 from core.synth.data import LabelledData, labelled_data
 
 
@@ -30,14 +30,15 @@ class SynthJob:
                 "synth": self.cfg.to_dict(), "base": self.base.to_dict(), "data_stats": self.data.stats()}
 
 
-def base_config(cfg: SynthConfig, base_overrides: dict | None = None) -> RunConfig:
+def synth_base_config(cfg: SynthConfig, base_overrides: dict | None = None) -> RunConfig:
     """The core config of the public base model: the synth preset's base, then the caller's overrides."""
-    return preset_config(cfg.preset, seed=cfg.seed, **{**SYNTH_BASE[cfg.preset], **(base_overrides or {})})
+    overrides = {**SYNTH_BASE_OVERRIDES[cfg.preset], **(base_overrides or {})}
+    return preset_config(cfg.preset, seed=cfg.seed, **overrides)
 
 
 def prepare_job(cfg: SynthConfig, base_overrides: dict | None = None) -> SynthJob:
     """Load and check everything a run needs (raises one-line errors before anything is written)."""
-    base = base_config(cfg, base_overrides)
+    base = synth_base_config(cfg, base_overrides)
     own = labelled_data(cfg) if cfg.corpus != "chitchat" else None  # a bad file fails before chitchat loads
     prepared = load_prepared(base.data, cfg.seed)  # the public base model's data and the user split
     data = own or labelled_data(cfg, prepared.public_users, load_records(base.data))

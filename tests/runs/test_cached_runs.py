@@ -60,7 +60,7 @@ def test_cached_run_is_complete_and_matches_its_config(path):
 @pytest.mark.parametrize("path", SYNTH_RUNS, ids=[p.name for p in SYNTH_RUNS])
 def test_cached_synth_run_is_complete_and_matches_its_config(path):
     from core.synth.config import SynthConfig
-    from core.synth.job import base_config
+    from core.synth.job import synth_base_config
 
     run = RunDir(path, source="cached")
     assert run.is_complete(), f"{path.name}: missing {run.missing_files()} or state {run.state()}"
@@ -68,7 +68,7 @@ def test_cached_synth_run_is_complete_and_matches_its_config(path):
     assert stored["config_hash"] == stable_hash(stored["config"])
     synth = SynthConfig.from_dict(stored["config"]["synth"])
     # the public base model is the one the synth preset names today (quick: trained on all public text)
-    base = base_config(synth)
+    base = synth_base_config(synth)
     assert stored["config"]["base"]["data"] == base.to_dict()["data"]
     assert stored["config"]["base"]["model"] == base.to_dict()["model"]
     metrics, privacy = run.metrics(), run.privacy()

@@ -131,7 +131,7 @@ def test_a_synthetic_accuracy_lead_within_two_standard_errors_is_not_a_reproduct
 
 
 @pytest.mark.parametrize("multitask, frozen, n_test, margin, verdict", [
-    # the shipped quick runs: 2 SE = 2 sqrt((0.359 * 0.641 + 0.341 * 0.659) / 384) = 0.069
+    # quick runs shipped with core quick's base model: 2 SE = 2 sqrt((0.359 * 0.641 + 0.341 * 0.659) / 384) = 0.069
     (0.359, 0.341, 384, "0.069", "not shown (within test-set noise)"),
     (0.45, 0.341, 384, "0.070", "reproduced"),
 ])

@@ -103,11 +103,32 @@ def test_bad_labelled_file_names_its_line(tmp_path, capsys):
 def test_quick_base_model_uses_all_public_text_and_overrides_win():
     from core.config import preset_config
     from core.synth.config import synth_config
-    from core.synth.job import base_config
+    from core.synth.job import synth_base_config
 
-    quick = base_config(synth_config("quick"))
+    quick = synth_base_config(synth_config("quick"))
     assert quick.data.public_train is None  # every public sentence, not core quick's 8,000
     assert quick.data.private_train == preset_config("quick").data.private_train  # the user split is untouched
     assert quick.model == preset_config("quick").model  # same model size, so DP fine-tuning costs the same
-    assert base_config(synth_config("quick"), {"data__public_train": 500}).data.public_train == 500
-    assert base_config(synth_config("tiny")) == preset_config("tiny")
+    assert synth_base_config(synth_config("quick"), {"data__public_train": 500}).data.public_train == 500
+    assert synth_base_config(synth_config("tiny")) == preset_config("tiny")
+
+
+def test_an_old_runs_config_still_names_its_own_base_model(tmp_path):
+    """Replaying a config.json written before quick moved to the all-public base rebuilds that run's base."""
+    import argparse
+
+    from core.config import preset_config
+    from core.synth.command import config_from_args
+    from core.synth.config import SYNTH_BASE_OVERRIDES, SYNTH_PRESETS
+    from core.synth.job import synth_base_config
+
+    assert set(SYNTH_BASE_OVERRIDES) == set(SYNTH_PRESETS)  # every synth preset names its base model
+    old_base = preset_config("quick").to_dict()  # core quick's base: 8,000 public sentences
+    stored = {"config": {"method": "synth-filter", "preset": "quick",
+                         "synth": {"generator": "filter", "preset": "quick", "epsilon": 3.0}, "base": old_base}}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(stored))
+    args = argparse.Namespace(config=str(path), preset=None, generator=None, seed=None, corpus=None, epsilon=None)
+    cfg, overrides = config_from_args(args)
+    assert synth_base_config(cfg, overrides).data == preset_config("quick").data
+    assert synth_base_config(cfg, overrides).data.public_train == 8000
