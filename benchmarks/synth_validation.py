@@ -6,7 +6,8 @@ model), then generates with each requested mode and prints three label signals o
 - agreement: how often the same classifier trained on the other train texts agrees with the synthetic labels;
 - head agrees: how often the model's own discriminator head agrees with them (what PPLM steers towards).
 The generator saw the validation texts during fine-tuning, so these numbers are for comparing settings with each
-other (`head agrees` is high for `filter` by construction: it keeps what that head scores highest); the run's own `accuracy_synthetic` (real test set) is what `python -m core synth` reports.
+other (`head agrees` is high for `filter` by construction: it keeps what that head scores highest); the run's own
+`accuracy_synthetic` (real test set) is what `python -m core synth` reports.
 
     python benchmarks/synth_validation.py --model naive --epsilon 3 --generate plain,filter,pplm
     python benchmarks/synth_validation.py --model multitask --epsilon 3 --generate pplm,plain --set epochs=24
@@ -30,7 +31,7 @@ from common import machine_line
 
 def parse_base(items: list[str]) -> dict:
     """KEY=VALUE core preset overrides of the public base model (section__field=JSON value, e.g.
-    data__public_train=8000 for core quick's base), after the synth preset's own (core.synth.config.SYNTH_BASE_OVERRIDES)."""
+    data__public_train=8000 for core quick's base), applied after the synth preset's SYNTH_BASE_OVERRIDES."""
     import json
 
     return {key: json.loads(text) for key, _, text in (item.partition("=") for item in items)}

@@ -62,5 +62,5 @@ def test_more_teachers_than_users_is_flagged_with_the_mean_teachers_per_user():
     hist = teachers_per_user(users, teacher)
     assert hist["mean"] == 2.0  # 5 sentences per teacher: every user split in two
     assert crowding_note(8, hist) == ("8 teachers for 4 users: a user sits in 2.00 teachers on average; "
-                                             "fewer teachers keep phrase epsilons lower")
+                                      "fewer teachers keep phrase epsilons lower")
     assert crowding_note(4, teachers_per_user(users, partition_by_user(users, 4, seed=0))) is None
