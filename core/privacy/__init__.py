@@ -24,7 +24,9 @@ from core.privacy.calibrate import (
     epsilon_for_gaussian,
     gaussian_noise_multiplier,
     gaussian_std,
+    joint_noise_multiplier,
     laplace_scale,
+    per_release_noise_multiplier,
 )
 from core.privacy.events import (
     GaussianEvent,
@@ -70,7 +72,9 @@ __all__ = [
     "gaussian_epsilon",
     "gaussian_noise_multiplier",
     "gaussian_std",
+    "joint_noise_multiplier",
     "laplace_scale",
+    "per_release_noise_multiplier",
     "seqpate_phrase_epsilon",
     "summarize_phrase_epsilons",
     "user_batched_phrase_epsilon",

@@ -3,6 +3,7 @@
 import math
 
 import pytest
+from autodp import mechanism_zoo, transformer_zoo
 from dp_accounting import dp_event
 from dp_accounting.pld import pld_privacy_accountant
 from scipy.stats import norm
@@ -20,7 +21,9 @@ from core.privacy import (
     epsilon_from_events,
     gaussian_noise_multiplier,
     gaussian_std,
+    joint_noise_multiplier,
     laplace_scale,
+    per_release_noise_multiplier,
 )
 
 
@@ -157,3 +160,25 @@ def test_infinite_budget_means_no_noise():
 def test_invalid_inputs_raise_value_error(call):
     with pytest.raises(ValueError):
         call()
+
+
+def test_two_gaussian_releases_on_one_batch_are_one_release_at_z_over_sqrt2():
+    # Algorithm 1 of the multitask synthetic-data paper: an LM and a discriminator gradient per sampled batch,
+    # each clipped to C with noise z C
+    z, q, steps, delta = 1.3, 0.05, 200, 1e-5
+    joint = joint_noise_multiplier(z, 2)
+    assert joint == pytest.approx(z / math.sqrt(2), rel=1e-15)
+    assert per_release_noise_multiplier(joint, 2) == pytest.approx(z, rel=1e-15)
+    assert joint_noise_multiplier(z, 1) == z
+
+    def autodp_epsilon(per_batch):  # autodp, independently: compose the batch's releases, subsample, compose
+        batch = transformer_zoo.Composition()(per_batch, [1] * len(per_batch))
+        sampled = transformer_zoo.AmplificationBySampling(PoissonSampling=True)(batch, q)
+        return transformer_zoo.Composition()([sampled], [steps]).get_approxDP(delta)
+
+    pair = autodp_epsilon([mechanism_zoo.GaussianMechanism(sigma=z)] * 2)
+    assert autodp_epsilon([mechanism_zoo.GaussianMechanism(sigma=joint)]) == pytest.approx(pair, rel=1e-9)
+    # the PLD accountant of the recorded event is tighter than autodp's generic subsampled-RDP bound
+    assert epsilon_from_events([SubsampledGaussianEvent(joint, q, steps)], delta).epsilon < pair
+    with pytest.raises(ValueError):
+        joint_noise_multiplier(z, 0)
