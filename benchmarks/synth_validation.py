@@ -119,7 +119,7 @@ def main() -> None:
         return
     batches = Batches(fmt, train_ids, [data.index(e.label) for e in data.train], cfg.seed)
     t0 = time.time()
-    model, _, _ = train_lm(model, batches, cfg, plan["noise_multiplier"], lambda *a, **k: None)
+    model, _, _ = train_lm(model, batches, cfg, plan["release_noise_multiplier"], lambda *a, **k: None)
     if args.model == "naive":
         model, _, _ = train_head(model, batches, cfg, plan["noise_multiplier"], lambda *a, **k: None)
     train_s = time.time() - t0
@@ -133,7 +133,8 @@ def main() -> None:
 
     print(machine_line())
     print(f"preset {args.preset}: {len(data.train)} train texts, {len(data.labels)} labels; {args.model} model, "
-          f"epsilon {args.epsilon:g}, noise multiplier {plan['noise_multiplier']:.3f}, "
+          f"epsilon {args.epsilon:g}, noise multiplier {plan['noise_multiplier']:.3f} "
+          f"({plan['release_noise_multiplier']:.3f} per release), "
           f"{plan['lm_steps'] + plan['head_steps']} DP steps ({train_s:.0f} s); settings {settings or 'preset'}")
     print(f"LM test loss {test_loss:.3f}; discriminator head accuracy on validation {head_acc:.3f}")
     if args.probe:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from core.config import ConfigError
-from core.synth.config import GENERATORS, SYNTH_PRESETS, SynthConfig, synth_config
+from core.synth.config import GENERATORS, SYNTH_PRESETS, SynthConfig, stored_settings, synth_config
 
 
 def add_parser(sub) -> None:
@@ -41,8 +41,11 @@ def config_from_args(args) -> tuple[SynthConfig, dict]:
             loaded = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError) as exc:
             raise ConfigError(f"cannot read config {path}: {exc}") from None
-        loaded = loaded.get("config", loaded)  # a run's config.json wraps the config
+        stored = "config" in loaded  # a run's config.json wraps the config
+        loaded = loaded.get("config", loaded)
         synth = dict(loaded.get("synth") or {})
+        if stored:
+            synth = stored_settings(synth)  # it rebuilds what that run ran, settings it predates included
         base = _base_overrides(loaded.get("base") or {})
     known = set(SynthConfig.__dataclass_fields__)
     unknown = set(synth) - known

@@ -44,6 +44,10 @@ class SynthConfig:
     max_grad_norm: float = 0.1
     trainable: str = "blocks"  # blocks: transformer blocks + final norm + heads; all: every weight
     disc_weight: float = 1.0  # multitask: weight of the discriminator loss next to the LM loss
+    # multitask: `separate` is the paper's Algorithm 1: the LM and the discriminator gradient each clipped to C,
+    # noised and applied by its own Adam step (two releases per batch, so each needs sqrt(2) times the noise at
+    # the same epsilon); `joint` clips each example's summed gradient once (one release per batch)
+    multitask_clipping: str = "separate"
     prefix_step: int = 2  # discriminator loss at every prefix_step-th text token, linearly weighted
     head_epochs: int = 3  # filter/pplm: DP epochs of the discriminator head on the frozen fine-tuned model
     head_lr: float = 1e-2
@@ -74,6 +78,8 @@ class SynthConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SynthConfig:
+        """The config a run stored (config.json's `synth`); settings it predates take the value it ran with."""
+        d = stored_settings(d)
         known = {f.name for f in fields(cls)}
         unknown = set(d) - known
         if unknown:
@@ -81,11 +87,25 @@ class SynthConfig:
         return validate(cls(**{**d, "epsilon": float(d.get("epsilon", 3.0))}))
 
 
+def stored_settings(synth: dict[str, Any]) -> dict[str, Any]:
+    """A run's stored synth settings, completed with the values it ran with where it predates a setting.
+
+    Before multitask_clipping existed, multitask runs clipped their two gradients jointly (the other generators
+    never read it, so today's default describes them).
+    """
+    if synth.get("generator", SynthConfig.generator) == "multitask":
+        return {"multitask_clipping": "joint", **synth}
+    return dict(synth)
+
+
 SYNTH_PRESETS: dict[str, dict[str, Any]] = {
     # about a minute per run on 2 CPU cores
     "tiny": dict(per_label=200, epochs=3, batch_size=32, head_epochs=3, max_new_tokens=20),
     # several minutes: all balanced on-topic private utterances, more epochs
-    "quick": dict(per_label=None, epochs=6, batch_size=64, head_epochs=6, max_new_tokens=24, samples_per_label=250),
+    # PPLM at 10 steps per token (PPLM's own setting for discriminators): 3 barely moved this model's head
+    # (README, `benchmarks/synth_validation.py`); generation takes about 2.5 times as long
+    "quick": dict(per_label=None, epochs=6, batch_size=64, head_epochs=6, max_new_tokens=24, samples_per_label=250,
+                  pplm_iterations=10),
 }
 
 
@@ -119,6 +139,8 @@ def validate(cfg: SynthConfig) -> SynthConfig:
         raise ConfigError(f"projection must be umap or pca, got {cfg.projection!r}")
     if cfg.max_tokens < 8:
         raise ConfigError(f"max_tokens must be at least 8, got {cfg.max_tokens}")
+    if cfg.multitask_clipping not in ("joint", "separate"):
+        raise ConfigError(f"multitask_clipping must be joint or separate, got {cfg.multitask_clipping!r}")
     if cfg.trainable not in ("blocks", "all"):
         raise ConfigError(f"trainable must be blocks or all, got {cfg.trainable!r}")
     if not 0.0 < cfg.test_fraction < 1.0:

@@ -187,8 +187,10 @@ def execute(job: SynthJob, run: RunDir, should_stop: Callable[[], bool] = lambda
     train_ids = encode_texts(tokenizer, [e.text for e in data.train])
     train_y = [data.index(e.label) for e in data.train]
     plan = plan_privacy(cfg, len(train_ids))
-    log("privacy", 0.1, message=f"noise multiplier {plan['noise_multiplier']:.4g} for epsilon {cfg.epsilon} "
-        f"(delta {plan['delta']:.3g}) over {plan['lm_steps'] + plan['head_steps']} steps",
+    per_release = (f", {plan['release_noise_multiplier']:.4g} on each of the LM and discriminator releases"
+                   if plan["releases_per_step"] > 1 else "")
+    log("privacy", 0.1, message=f"noise multiplier {plan['noise_multiplier']:.4g}{per_release} for epsilon "
+        f"{cfg.epsilon} (delta {plan['delta']:.3g}) over {plan['lm_steps'] + plan['head_steps']} steps",
         noise_multiplier=plan["noise_multiplier"], sampling_rate=plan["sampling_rate"])
 
     t = time.time()
@@ -196,7 +198,7 @@ def execute(job: SynthJob, run: RunDir, should_stop: Callable[[], bool] = lambda
     model = SynthLM(clone(base), len(data.labels))
     torch.manual_seed(cfg.seed)
     model.head.reset_parameters()
-    model, lm_taken, lm_losses = train_lm(model, batches, cfg, plan["noise_multiplier"], span(0.1, 0.5),
+    model, lm_taken, lm_losses = train_lm(model, batches, cfg, plan["release_noise_multiplier"], span(0.1, 0.5),
                                           should_stop)
     head_taken, head_losses = 0, []
     if cfg.generator != "multitask":

@@ -2,10 +2,11 @@
 
 - naive conditional LM (filter / pplm generators): per-example loss = NLL of "BOS label SEP text EOS";
 - multitask LM (the paper's method): per-example loss = that NLL + the weighted prefix loss of the discriminator
-  head on "BOS rand SEP text"; both sequences sit in one packed row, so one example is one clipped gradient
-  (ghost clipping). The paper clips and noises the two gradients separately (Algorithm 1): two releases per
-  step on the same batch, which at equal privacy need sqrt(2) times the noise on each; the joint gradient is one
-  release and keeps one opacus optimizer (the price: the two losses share one clipping norm);
+  head on "BOS rand SEP text". `separate` (default, Algorithm 1 of the paper): per batch, the LM gradient and
+  then the discriminator gradient are each clipped to C, noised and applied by an Adam step: two releases on the
+  same batch, which at equal privacy need sqrt(2) times the noise each (core.privacy.per_release_noise_multiplier).
+  `joint`: both sequences sit in one packed row, so one example is one clipped gradient (ghost clipping), one
+  release per batch; the two losses share one clipping norm;
 - discriminator head on the frozen fine-tuned model (filter / pplm): per-example gradients of a linear head
   (opacus hooks) on the mean hidden states; it reads private data, so it is DP-trained too and its steps are
   charged to the same budget.
@@ -31,15 +32,23 @@ from core.baselines.dpsgd import (
     poisson_schedule,
     unwrap,
 )
-from core.privacy import SubsampledGaussianEvent, dpsgd_noise_multiplier, epsilon_from_events, events_to_dicts
+from core.privacy import (
+    SubsampledGaussianEvent,
+    dpsgd_noise_multiplier,
+    epsilon_from_events,
+    events_to_dicts,
+    per_release_noise_multiplier,
+)
 from core.synth.config import SynthConfig
 from core.synth.model import (
     TEXT_START,
     Formatter,
     SynthLM,
+    disc_release_losses,
     freeze_for_training,
     full_features,
     lm_nll,
+    lm_release_losses,
     multitask_losses,
     prefix_features,
     prefix_weights,
@@ -62,14 +71,25 @@ def steps_for(n: int, batch_size: int, epochs: int) -> tuple[float, int]:
     return 1.0 / per_epoch, epochs * per_epoch
 
 
+def releases_per_step(cfg: SynthConfig) -> int:
+    """Gaussian releases per sampled batch of the LM stage: 2 for Algorithm 1's separate clipping, else 1."""
+    return 2 if cfg.generator == "multitask" and cfg.multitask_clipping == "separate" else 1
+
+
 def plan_privacy(cfg: SynthConfig, n_train: int) -> dict:
-    """Noise for every DP stage of the generator, fixed before training: one z for LM and head steps alike."""
+    """Noise for every DP stage of the generator, fixed before training: one z for LM and head steps alike.
+
+    `noise_multiplier` is the accounted z of one step (its releases taken together); the LM stage adds
+    `release_noise_multiplier` to each of its releases (the same unless the multitask gradients are separate).
+    """
     q, lm_steps = steps_for(n_train, cfg.batch_size, cfg.epochs)
     head_steps = 0 if cfg.generator == "multitask" else steps_for(n_train, cfg.batch_size, cfg.head_epochs)[1]
     delta = 1.0 / n_train  # the paper's setting (App. A): delta = 1 / |D_train|
     z = dpsgd_noise_multiplier(cfg.epsilon, delta, q, lm_steps + head_steps) if math.isfinite(cfg.epsilon) else 0.0
+    releases = releases_per_step(cfg)
     return {"sampling_rate": q, "lm_steps": lm_steps, "head_steps": head_steps, "delta": delta,
-            "noise_multiplier": z}
+            "noise_multiplier": z, "releases_per_step": releases,
+            "release_noise_multiplier": per_release_noise_multiplier(z, releases)}
 
 
 def privacy_record(cfg: SynthConfig, plan: dict, lm_taken: int, head_taken: int) -> dict:
@@ -84,13 +104,18 @@ def privacy_record(cfg: SynthConfig, plan: dict, lm_taken: int, head_taken: int)
         "steps_by_stage": {"lm": lm_taken, "discriminator_head": head_taken},
         "target_epsilon": cfg.epsilon,
         "noise_multiplier": plan["noise_multiplier"],
+        "releases_per_step": plan["releases_per_step"],
+        "release_noise_multiplier": plan["release_noise_multiplier"],
         "sampling_rate": plan["sampling_rate"],
         "max_grad_norm": cfg.max_grad_norm,
-        "clipping": "ghost (opacus)",
+        "clipping": "ghost (opacus)" + (", LM and discriminator gradients clipped separately (Algorithm 1)"
+                                         if plan["releases_per_step"] == 2 else ""),
         "delta_rule": "1 / |train|",
         "note": ("epsilon=inf: clipped but no noise, NOT private" if not private else
                  "DP-Adam with Poisson sampling; LM and discriminator-head steps share one noise multiplier, "
-                 "calibrated before training; generated samples are post-processing"),
+                 "calibrated before training; generated samples are post-processing"
+                 + ("; each step releases the LM and the discriminator gradient of the same batch, each with "
+                    "sqrt(2) times the noise, accounted as one release" if plan["releases_per_step"] == 2 else "")),
     }
 
 
@@ -168,9 +193,10 @@ def adam_with_fast_head(head_params: Sequence[torch.nn.Parameter], head_lr: floa
     return make
 
 
-def _run(model, n: int, cfg: SynthConfig, z: float, epochs: int, lr: float, ghost: bool, loss_of: Callable,
-         stage: str, log: Log, should_stop: Callable[[], bool],
+def _run(model, n: int, cfg: SynthConfig, z: float, epochs: int, lr: float, ghost: bool,
+         losses_of: Sequence[Callable], stage: str, log: Log, should_stop: Callable[[], bool],
          optimizer_cls: Callable = torch.optim.Adam) -> tuple[object, int, list[float]]:
+    """DP-Adam over the Poisson schedule: per sampled batch, one noisy step for each loss in `losses_of`."""
     model, optimizer, loader = make_private(model, n, cfg.batch_size, z, cfg.max_grad_norm, lr, ghost,
                                             poisson=True, optimizer_cls=optimizer_cls)
     schedule = poisson_schedule(loader, epochs)
@@ -179,7 +205,7 @@ def _run(model, n: int, cfg: SynthConfig, z: float, epochs: int, lr: float, ghos
     for t, idx in enumerate(schedule):
         if should_stop():
             break
-        loss = _step(model, optimizer, [int(i) for i in idx], loss_of)
+        loss = sum(_step(model, optimizer, [int(i) for i in idx], loss_of) for loss_of in losses_of)
         taken = t + 1
         if not math.isnan(loss):
             running.append(loss)
@@ -192,22 +218,37 @@ def _run(model, n: int, cfg: SynthConfig, z: float, epochs: int, lr: float, ghos
 
 def train_lm(model: SynthLM, batches: Batches, cfg: SynthConfig, z: float, log: Log,
              should_stop: Callable[[], bool] = lambda: False) -> tuple[SynthLM, int, list[float]]:
-    """DP fine-tuning of the conditional LM; with generator multitask, jointly with the discriminator head."""
+    """DP fine-tuning of the conditional LM; with generator multitask, jointly with the discriminator head.
+
+    z is the noise multiplier of each release (plan_privacy's release_noise_multiplier)."""
     multitask = cfg.generator == "multitask"
     freeze_for_training(model, cfg.trainable)
     model.head.requires_grad_(multitask)  # ghost clipping needs every trainable layer in every loss
     torch.manual_seed(cfg.seed)
+    pad = batches.fmt.pad
 
-    def loss_of(m, idx):
-        if not multitask:
-            return lm_losses(m, batches.lm_rows(idx), batches.fmt.pad)
+    def naive(m, idx):
+        return lm_losses(m, batches.lm_rows(idx), pad)
+
+    def joint(m, idx):
         lm, disc = multitask_losses(m, batches.disc_rows(idx), batches.lm_rows(idx), batches.label_tensor(idx),
-                                    batches.fmt.pad, cfg.prefix_step, cfg.disc_weight)
+                                    pad, cfg.prefix_step, cfg.disc_weight)
         return lm + disc
 
+    def lm_release(m, idx):
+        return lm_release_losses(m, batches.lm_rows(idx), pad)
+
+    def disc_release(m, idx):
+        return disc_release_losses(m, batches.disc_rows(idx), batches.label_tensor(idx), pad, cfg.prefix_step,
+                                   cfg.disc_weight)
+
+    if not multitask:
+        losses_of = [naive]
+    else:
+        losses_of = [joint] if releases_per_step(cfg) == 1 else [lm_release, disc_release]
     stage = "multitask-finetune" if multitask else "conditional-finetune"
-    model, taken, losses = _run(model, len(batches.labels), cfg, z, cfg.epochs, cfg.lr, True, loss_of, stage, log,
-                                should_stop, adam_with_fast_head(list(model.head.parameters()), cfg.head_lr))
+    model, taken, losses = _run(model, len(batches.labels), cfg, z, cfg.epochs, cfg.lr, True, losses_of, stage,
+                                log, should_stop, adam_with_fast_head(list(model.head.parameters()), cfg.head_lr))
     for p in model.parameters():
         p.requires_grad_(False)
     return model, taken, losses
@@ -242,7 +283,7 @@ def train_head(model: SynthLM, batches: Batches, cfg: SynthConfig, z: float, log
     def loss_of(h, idx):
         return weighted_prefix_loss(h(feats[idx]), labels[idx], weights[idx])
 
-    head, taken, losses = _run(head, n, cfg, z, cfg.head_epochs, cfg.head_lr, False, loss_of,
+    head, taken, losses = _run(head, n, cfg, z, cfg.head_epochs, cfg.head_lr, False, [loss_of],
                                "discriminator-head", log, should_stop)
     head.requires_grad_(False)
     model.head = head

@@ -132,3 +132,21 @@ def test_an_old_runs_config_still_names_its_own_base_model(tmp_path):
     cfg, overrides = config_from_args(args)
     assert synth_base_config(cfg, overrides).data == preset_config("quick").data
     assert synth_base_config(cfg, overrides).data.public_train == 8000
+
+
+def test_a_config_written_before_separate_clipping_replays_joint_clipping(tmp_path):
+    """Runs written before multitask_clipping existed clipped jointly; today's default is Algorithm 1's."""
+    import argparse
+
+    from core.synth.command import config_from_args
+    from core.synth.config import SynthConfig, synth_config
+
+    assert synth_config("quick", generator="multitask").multitask_clipping == "separate"
+    old = {"generator": "multitask", "preset": "quick", "epsilon": 3.0}
+    assert SynthConfig.from_dict(old).multitask_clipping == "joint"
+    args = dict(preset=None, generator=None, seed=None, corpus=None, epsilon=None)
+    stored, own = tmp_path / "config.json", tmp_path / "mine.json"
+    stored.write_text(json.dumps({"config": {"method": "synth-multitask", "preset": "quick", "synth": old}}))
+    own.write_text(json.dumps({"synth": old}))  # a user's own settings file: today's defaults fill it in
+    assert config_from_args(argparse.Namespace(config=str(stored), **args))[0].multitask_clipping == "joint"
+    assert config_from_args(argparse.Namespace(config=str(own), **args))[0].multitask_clipping == "separate"
