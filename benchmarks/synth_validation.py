@@ -56,8 +56,10 @@ def main() -> None:
     parser.add_argument("--epsilon", type=float, default=3.0)
     parser.add_argument("--preset", default="quick")
     parser.add_argument("--generate", default="plain,filter,pplm")
-    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="SynthConfig overrides")
-    parser.add_argument("--base", nargs="*", default=[], metavar="KEY=VALUE",
+    # action="extend": `--set a=1 --set b=2` keeps both
+    parser.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
+                        help="SynthConfig overrides")
+    parser.add_argument("--base", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
                         help="public base model overrides, e.g. data__public_train=8000")
     parser.add_argument("--probe-only", action="store_true",
                         help="print the probe (below) on the public base model, before any private training, and stop")
@@ -119,7 +121,7 @@ def main() -> None:
         return
     batches = Batches(fmt, train_ids, [data.index(e.label) for e in data.train], cfg.seed)
     t0 = time.time()
-    model, _, _ = train_lm(model, batches, cfg, plan["release_noise_multiplier"], lambda *a, **k: None)
+    model, _, _ = train_lm(model, batches, cfg, plan["noise_multiplier"], lambda *a, **k: None)
     if args.model == "naive":
         model, _, _ = train_head(model, batches, cfg, plan["noise_multiplier"], lambda *a, **k: None)
     train_s = time.time() - t0

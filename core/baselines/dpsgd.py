@@ -75,13 +75,14 @@ def is_ghost(optimizer) -> bool:
     return isinstance(optimizer, DPOptimizerFastGradientClipping)
 
 
-def noise_only_step(optimizer) -> None:
-    """An empty Poisson batch still gets its noisy update: skipping it would reveal that the batch was empty."""
+def noise_only_step(optimizer, step: Callable[[], object] | None = None) -> None:
+    """An empty Poisson batch still gets its noisy update: skipping it would reveal that the batch was empty.
+    `step` replaces optimizer.step (e.g. one that drops some noisy gradients before the update)."""
     for p in optimizer.params:
         p.grad = torch.zeros_like(p)
         if not is_ghost(optimizer):
             p.grad_sample = torch.zeros((0, *p.shape), dtype=p.dtype)  # the shape opacus gives an empty batch
-    optimizer.step()
+    (step or optimizer.step)()
     optimizer.zero_grad(set_to_none=True)
 
 

@@ -99,9 +99,9 @@ def stored_settings(synth: dict[str, Any]) -> dict[str, Any]:
 
 
 SYNTH_PRESETS: dict[str, dict[str, Any]] = {
-    # about a minute per run on 2 CPU cores
+    # a few minutes per run on 2 CPU cores
     "tiny": dict(per_label=200, epochs=3, batch_size=32, head_epochs=3, max_new_tokens=20),
-    # several minutes: all balanced on-topic private utterances, more epochs
+    # 15-20 minutes: all balanced on-topic private utterances, more epochs
     # PPLM at 10 steps per token (PPLM's own setting for discriminators): 3 barely moved this model's head
     # (README, `benchmarks/synth_validation.py`); generation takes about 2.5 times as long
     "quick": dict(per_label=None, epochs=6, batch_size=64, head_epochs=6, max_new_tokens=24, samples_per_label=250,

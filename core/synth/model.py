@@ -15,8 +15,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from core.train import pad_batch
-
 SEP_TEXT = "\n"  # texts are whitespace-normalised, so a newline never occurs inside one: an unambiguous SEP
 TEXT_START = 2  # index of SEP in a discriminator row [BOS, rand, SEP, x1, ...]: features start there
 
@@ -189,28 +187,3 @@ def multitask_losses(model: SynthLM, disc_rows, lm_rows, labels: torch.Tensor, p
     disc = weighted_prefix_loss(model.head(feats), labels, weights)
     return lm, disc_weight * disc
 
-
-# Algorithm 1's separate releases: each loss in its own backward. Ghost clipping needs every trainable layer to
-# take part in every backward (opacus' hooks must fire), so the layer a loss does not use joins at weight 0: its
-# gradient, and its share of the example's norm, is exactly 0.
-
-
-def _positions(ids: torch.Tensor) -> torch.Tensor:
-    return torch.arange(ids.size(1)).unsqueeze(0).repeat(ids.size(0), 1)  # explicit: opacus issue #841
-
-
-def lm_release_losses(model: SynthLM, lm_rows, pad: int) -> torch.Tensor:
-    """Per-example LM NLL of "BOS label SEP text" rows (B,), the discriminator head joined at weight 0."""
-    ids, mask = pad_batch(lm_rows, pad)
-    logits, hidden = model(ids, mask.long(), _positions(ids), keep=0)
-    return lm_nll(logits, ids, mask) + 0.0 * model.head(hidden[:, 0]).sum(dim=-1)
-
-
-def disc_release_losses(model: SynthLM, disc_rows, labels: torch.Tensor, pad: int, step: int,
-                        disc_weight: float) -> torch.Tensor:
-    """Per-example weighted prefix loss of "BOS rand SEP text" rows (B,), the LM head joined at weight 0."""
-    ids, mask = pad_batch(disc_rows, pad)
-    logits, hidden = model(ids, mask.long(), _positions(ids), keep=1)
-    weights = prefix_weights(mask[:, TEXT_START + 1 :].sum(dim=1), hidden.size(1) - TEXT_START - 1, step)
-    disc = weighted_prefix_loss(model.head(prefix_features(hidden)), labels, weights)
-    return disc_weight * disc + 0.0 * logits.sum(dim=(1, 2))

@@ -198,7 +198,7 @@ def execute(job: SynthJob, run: RunDir, should_stop: Callable[[], bool] = lambda
     model = SynthLM(clone(base), len(data.labels))
     torch.manual_seed(cfg.seed)
     model.head.reset_parameters()
-    model, lm_taken, lm_losses = train_lm(model, batches, cfg, plan["release_noise_multiplier"], span(0.1, 0.5),
+    model, lm_taken, lm_losses = train_lm(model, batches, cfg, plan["noise_multiplier"], span(0.1, 0.5),
                                           should_stop)
     head_taken, head_losses = 0, []
     if cfg.generator != "multitask":
@@ -225,6 +225,7 @@ def execute(job: SynthJob, run: RunDir, should_stop: Callable[[], bool] = lambda
         "head_epoch_losses": head_losses,
         "steps": lm_taken + head_taken,
         "noise_multiplier": plan["noise_multiplier"],
+        "release_noise_multiplier": plan["release_noise_multiplier"],
         "base_model": base_info,
         "timings": timings,
     })

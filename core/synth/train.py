@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -44,11 +45,9 @@ from core.synth.model import (
     TEXT_START,
     Formatter,
     SynthLM,
-    disc_release_losses,
     freeze_for_training,
     full_features,
     lm_nll,
-    lm_release_losses,
     multitask_losses,
     prefix_features,
     prefix_weights,
@@ -93,10 +92,18 @@ def plan_privacy(cfg: SynthConfig, n_train: int) -> dict:
 
 
 def privacy_record(cfg: SynthConfig, plan: dict, lm_taken: int, head_taken: int) -> dict:
-    """privacy.json: the steps actually taken as events, epsilon recomputed from them by core.privacy."""
+    """privacy.json: the steps actually taken as events, epsilon recomputed from them by core.privacy.
+
+    A step of Algorithm 1 makes two releases of the SAME sampled batch: that is one event at the accounted z (see
+    core.privacy.joint_noise_multiplier), never two independent events at the per-release z, which would
+    undercount (the batch is sampled once)."""
     event = SubsampledGaussianEvent(plan["noise_multiplier"], plan["sampling_rate"], lm_taken + head_taken)
     report = epsilon_from_events([event], plan["delta"])
     private = plan["noise_multiplier"] > 0
+    releases = plan["releases_per_step"]
+    per_step = (f"; each LM step releases {releases} gradients of its batch (LM and discriminator, each clipped to "
+                f"C on its own, Algorithm 1), each with sqrt({releases}) times the accounted noise multiplier, "
+                f"accounted together as one release" if releases > 1 else "")
     return {
         **report.to_dict(),
         "unit": "sample" if private else "none",
@@ -104,18 +111,16 @@ def privacy_record(cfg: SynthConfig, plan: dict, lm_taken: int, head_taken: int)
         "steps_by_stage": {"lm": lm_taken, "discriminator_head": head_taken},
         "target_epsilon": cfg.epsilon,
         "noise_multiplier": plan["noise_multiplier"],
-        "releases_per_step": plan["releases_per_step"],
+        "releases_per_step": releases,
         "release_noise_multiplier": plan["release_noise_multiplier"],
         "sampling_rate": plan["sampling_rate"],
         "max_grad_norm": cfg.max_grad_norm,
         "clipping": "ghost (opacus)" + (", LM and discriminator gradients clipped separately (Algorithm 1)"
-                                         if plan["releases_per_step"] == 2 else ""),
+                                         if releases > 1 else ""),
         "delta_rule": "1 / |train|",
         "note": ("epsilon=inf: clipped but no noise, NOT private" if not private else
-                 "DP-Adam with Poisson sampling; LM and discriminator-head steps share one noise multiplier, "
-                 "calibrated before training; generated samples are post-processing"
-                 + ("; each step releases the LM and the discriminator gradient of the same batch, each with "
-                    "sqrt(2) times the noise, accounted as one release" if plan["releases_per_step"] == 2 else "")),
+                 "DP-Adam with Poisson sampling; one noise multiplier for every step (LM and discriminator head "
+                 "alike), calibrated before training; generated samples are post-processing" + per_step),
     }
 
 
@@ -124,12 +129,30 @@ def privacy_record(cfg: SynthConfig, plan: dict, lm_taken: int, head_taken: int)
 # ------------------------------------------------------------------------------------------------------------
 
 
+def _positions(ids: torch.Tensor) -> torch.Tensor:
+    return torch.arange(ids.size(1)).unsqueeze(0).repeat(ids.size(0), 1)  # explicit: opacus issue #841
+
+
+# Each loss below adds the head it does not use at weight 0: ghost clipping needs every trainable layer's hook to
+# fire in every backward, and a weight-0 term gives that layer a gradient, and a share of the example's norm, of
+# exactly 0.
+
+
 def lm_losses(model, rows: Sequence[Sequence[int]], pad: int) -> torch.Tensor:
-    """Mean NLL per "BOS label SEP text EOS" row (B,)."""
+    """Mean NLL per "BOS label SEP text EOS" row (B,); the discriminator head joins at weight 0."""
     ids, mask = pad_batch(rows, pad)
-    positions = torch.arange(ids.size(1)).unsqueeze(0).repeat(ids.size(0), 1)  # opacus issue #841
-    logits, _ = model(ids, mask.long(), positions, keep=0)
-    return lm_nll(logits, ids, mask)
+    logits, hidden = model(ids, mask.long(), _positions(ids), keep=0)
+    return lm_nll(logits, ids, mask) + 0.0 * model.head(hidden[:, 0]).sum(dim=-1)
+
+
+def disc_losses(model, rows: Sequence[Sequence[int]], labels: torch.Tensor, pad: int, step: int,
+                weight: float) -> torch.Tensor:
+    """Weighted prefix loss per "BOS rand SEP text" row (B,), times `weight`; the LM head joins at weight 0."""
+    ids, mask = pad_batch(rows, pad)
+    logits, hidden = model(ids, mask.long(), _positions(ids), keep=1)
+    feats = prefix_features(hidden)
+    weights = prefix_weights(mask[:, TEXT_START + 1 :].sum(dim=1), feats.size(1), step)
+    return weight * weighted_prefix_loss(model.head(feats), labels, weights) + 0.0 * logits.sum(dim=(1, 2))
 
 
 class Batches:
@@ -155,22 +178,40 @@ class Batches:
 # ------------------------------------------------------------------------------------------------------------
 
 
-def _step(model, optimizer, idx: Sequence[int], loss_of: Callable) -> float:
+@dataclass(frozen=True)
+class Release:
+    """One noisy DP-Adam step per sampled batch: the per-example losses it clips, and the trainable parameters
+    those losses do not read. Their gradient is pure noise, so it is dropped before Adam (post-processing, free):
+    as in Algorithm 1, the LM step never moves the discriminator head, nor the discriminator step the LM head."""
+
+    losses: Callable
+    unread: tuple[torch.nn.Parameter, ...] = ()
+
+
+def _update(optimizer, unread: Sequence[torch.nn.Parameter]) -> None:
+    """opacus' step (clipped sum + noise, then Adam), the noisy gradients of `unread` dropped before Adam."""
+    if optimizer.pre_step():
+        for p in unread:
+            p.grad = None  # Adam skips it and leaves its moments alone
+        optimizer.original_optimizer.step()
+
+
+def _step(model, optimizer, idx: Sequence[int], release: Release) -> float:
     """One DP-Adam step (clipped per-example gradients summed over physical chunks, one noise draw)."""
-    if len(idx) == 0:
-        noise_only_step(optimizer)  # an empty Poisson batch still gets its noisy update
+    if len(idx) == 0:  # an empty Poisson batch still gets its noisy update
+        noise_only_step(optimizer, step=lambda: _update(optimizer, release.unread))
         return math.nan
     chunks = [idx[i : i + PHYSICAL_BATCH] for i in range(0, len(idx), PHYSICAL_BATCH)]
     total = 0.0
     for k, chunk in enumerate(chunks):
-        losses = loss_of(model, chunk)
+        losses = release.losses(model, chunk)
         if is_ghost(optimizer):
             ghost_backward(model, losses)
         else:
             losses.sum().backward()
         if k < len(chunks) - 1:
             optimizer.signal_skip_step(True)
-        optimizer.step()
+        _update(optimizer, release.unread)
         optimizer.zero_grad(set_to_none=True)
         total += float(losses.detach().sum())
     return total / len(idx)
@@ -194,9 +235,9 @@ def adam_with_fast_head(head_params: Sequence[torch.nn.Parameter], head_lr: floa
 
 
 def _run(model, n: int, cfg: SynthConfig, z: float, epochs: int, lr: float, ghost: bool,
-         losses_of: Sequence[Callable], stage: str, log: Log, should_stop: Callable[[], bool],
+         releases: Sequence[Release], stage: str, log: Log, should_stop: Callable[[], bool],
          optimizer_cls: Callable = torch.optim.Adam) -> tuple[object, int, list[float]]:
-    """DP-Adam over the Poisson schedule: per sampled batch, one noisy step for each loss in `losses_of`."""
+    """DP-Adam over the Poisson schedule: per sampled batch, one noisy step per release, noise multiplier z each."""
     model, optimizer, loader = make_private(model, n, cfg.batch_size, z, cfg.max_grad_norm, lr, ghost,
                                             poisson=True, optimizer_cls=optimizer_cls)
     schedule = poisson_schedule(loader, epochs)
@@ -205,7 +246,7 @@ def _run(model, n: int, cfg: SynthConfig, z: float, epochs: int, lr: float, ghos
     for t, idx in enumerate(schedule):
         if should_stop():
             break
-        loss = sum(_step(model, optimizer, [int(i) for i in idx], loss_of) for loss_of in losses_of)
+        loss = sum(_step(model, optimizer, [int(i) for i in idx], release) for release in releases)
         taken = t + 1
         if not math.isnan(loss):
             running.append(loss)
@@ -220,35 +261,38 @@ def train_lm(model: SynthLM, batches: Batches, cfg: SynthConfig, z: float, log: 
              should_stop: Callable[[], bool] = lambda: False) -> tuple[SynthLM, int, list[float]]:
     """DP fine-tuning of the conditional LM; with generator multitask, jointly with the discriminator head.
 
-    z is the noise multiplier of each release (plan_privacy's release_noise_multiplier)."""
+    z is plan_privacy's noise_multiplier, the accounted z of one step; each release carries its share."""
     multitask = cfg.generator == "multitask"
     freeze_for_training(model, cfg.trainable)
     model.head.requires_grad_(multitask)  # ghost clipping needs every trainable layer in every loss
     torch.manual_seed(cfg.seed)
     pad = batches.fmt.pad
 
-    def naive(m, idx):
+    def lm(m, idx):
         return lm_losses(m, batches.lm_rows(idx), pad)
 
+    def disc(m, idx):
+        return disc_losses(m, batches.disc_rows(idx), batches.label_tensor(idx), pad, cfg.prefix_step,
+                           cfg.disc_weight)
+
     def joint(m, idx):
-        lm, disc = multitask_losses(m, batches.disc_rows(idx), batches.lm_rows(idx), batches.label_tensor(idx),
-                                    pad, cfg.prefix_step, cfg.disc_weight)
-        return lm + disc
-
-    def lm_release(m, idx):
-        return lm_release_losses(m, batches.lm_rows(idx), pad)
-
-    def disc_release(m, idx):
-        return disc_release_losses(m, batches.disc_rows(idx), batches.label_tensor(idx), pad, cfg.prefix_step,
-                                   cfg.disc_weight)
+        lm_part, disc_part = multitask_losses(m, batches.disc_rows(idx), batches.lm_rows(idx),
+                                              batches.label_tensor(idx), pad, cfg.prefix_step, cfg.disc_weight)
+        return lm_part + disc_part
 
     if not multitask:
-        losses_of = [naive]
-    else:
-        losses_of = [joint] if releases_per_step(cfg) == 1 else [lm_release, disc_release]
+        releases = [Release(lm)]
+    elif releases_per_step(cfg) == 1:
+        releases = [Release(joint)]
+    else:  # Algorithm 1
+        lm_head = tuple(p for p in model.lm.lm_head.parameters() if p.requires_grad)
+        releases = [Release(lm, unread=tuple(model.head.parameters())), Release(disc, unread=lm_head)]
+    assert len(releases) == releases_per_step(cfg)
+    z_release = per_release_noise_multiplier(z, len(releases))
     stage = "multitask-finetune" if multitask else "conditional-finetune"
-    model, taken, losses = _run(model, len(batches.labels), cfg, z, cfg.epochs, cfg.lr, True, losses_of, stage,
-                                log, should_stop, adam_with_fast_head(list(model.head.parameters()), cfg.head_lr))
+    model, taken, losses = _run(model, len(batches.labels), cfg, z_release, cfg.epochs, cfg.lr, True, releases,
+                                stage, log, should_stop,
+                                adam_with_fast_head(list(model.head.parameters()), cfg.head_lr))
     for p in model.parameters():
         p.requires_grad_(False)
     return model, taken, losses
@@ -283,7 +327,7 @@ def train_head(model: SynthLM, batches: Batches, cfg: SynthConfig, z: float, log
     def loss_of(h, idx):
         return weighted_prefix_loss(h(feats[idx]), labels[idx], weights[idx])
 
-    head, taken, losses = _run(head, n, cfg, z, cfg.head_epochs, cfg.head_lr, False, [loss_of],
+    head, taken, losses = _run(head, n, cfg, z, cfg.head_epochs, cfg.head_lr, False, [Release(loss_of)],
                                "discriminator-head", log, should_stop)
     head.requires_grad_(False)
     model.head = head

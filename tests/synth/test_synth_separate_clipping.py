@@ -8,7 +8,8 @@ from transformers import GPT2Config, GPT2LMHeadModel
 
 import core.baselines.opacus_conv1d  # noqa: F401  (opacus samplers for GPT-2's Conv1D layers)
 from core.baselines.dpsgd import ghost_backward, make_private, unwrap
-from core.synth.model import SynthLM, disc_release_losses, freeze_for_training, lm_release_losses
+from core.synth.model import SynthLM, freeze_for_training
+from core.synth.train import disc_losses, lm_losses
 
 C = 1e-3  # far below every per-example gradient norm: every example is clipped
 PAD = 0
@@ -40,11 +41,11 @@ def clipped_sum(model: SynthLM, loss_of) -> dict[str, torch.Tensor]:
 
 
 def lm_loss(m, i):
-    return lm_release_losses(m, [LM_ROWS[i]], PAD)
+    return lm_losses(m, [LM_ROWS[i]], PAD)
 
 
 def disc_loss(m, i):
-    return disc_release_losses(m, [DISC_ROWS[i]], LABELS[i : i + 1], PAD, step=2, disc_weight=1.0)
+    return disc_losses(m, [DISC_ROWS[i]], LABELS[i : i + 1], PAD, step=2, weight=1.0)
 
 
 @pytest.mark.parametrize("release", ["lm", "disc"])
@@ -54,17 +55,76 @@ def test_each_release_clips_its_own_gradient(release):
     expected = clipped_sum(model, loss_of)
     private, _, _ = make_private(model, len(LM_ROWS), 3, 0.0, C, 1e-3, ghost=True, poisson=False)
     if release == "lm":
-        losses = lm_release_losses(private, LM_ROWS, PAD)
+        losses = lm_losses(private, LM_ROWS, PAD)
     else:
-        losses = disc_release_losses(private, DISC_ROWS, LABELS, PAD, step=2, disc_weight=1.0)
+        losses = disc_losses(private, DISC_ROWS, LABELS, PAD, step=2, weight=1.0)
     ghost_backward(private, losses)
     got = {n.removeprefix("_module."): p.grad for n, p in private.named_parameters() if p.requires_grad}
     unwrap(private)
     assert set(got) == set(expected)
     for name, grad in got.items():
         torch.testing.assert_close(grad, expected[name], rtol=1e-4, atol=1e-9)
-    # each release moves only what its loss reads: the LM release never touches the discriminator head, the
-    # discriminator release never the LM head; and the three examples each contribute norm C exactly
+    # each release's loss reads only its own head: the LM loss gives the discriminator head a zero gradient, the
+    # discriminator loss the LM head
     untouched = "head." if release == "lm" else "lm.lm_head."
     assert all(float(g.abs().max()) == 0.0 for n, g in got.items() if n.startswith(untouched))
     assert any(float(g.abs().max()) > 0.0 for n, g in got.items() if not n.startswith(untouched))
+
+
+def test_a_release_never_moves_the_head_it_does_not_read():
+    """With noise, opacus gives every trainable weight a noisy gradient; the release drops the unread head's."""
+    from core.synth.train import Release, _step
+
+    model = tiny_model()
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    head, lm_head = tuple(model.head.parameters()), tuple(model.lm.lm_head.parameters())
+    private, optimizer, _ = make_private(model, len(LM_ROWS), 3, 1.0, C, 1e-2, ghost=True, poisson=False)
+    lm_release = Release(lambda m, idx: lm_losses(m, [LM_ROWS[i] for i in idx], PAD), unread=head)
+    disc_release = Release(lambda m, idx: disc_losses(m, [DISC_ROWS[i] for i in idx], LABELS[list(idx)], PAD, 2,
+                                                      1.0), unread=lm_head)
+
+    def moved():
+        return {n.removeprefix("_module.") for n, p in private.named_parameters()
+                if not torch.equal(p.detach(), before[n.removeprefix("_module.")])}
+
+    _step(private, optimizer, [0, 1, 2], lm_release)
+    assert "lm.lm_head.weight" in moved() and not {"head.weight", "head.bias"} & moved()
+    _step(private, optimizer, [], disc_release)  # an empty Poisson batch: noise only, still not the LM head's
+    _step(private, optimizer, [0, 1, 2], disc_release)
+    assert {"head.weight", "head.bias"} <= moved()
+    lm_head_now = dict(private.named_parameters())["_module.lm.lm_head.weight"].detach().clone()
+    _step(private, optimizer, [], disc_release)
+    assert torch.equal(dict(private.named_parameters())["_module.lm.lm_head.weight"].detach(), lm_head_now)
+    unwrap(private)
+
+
+@pytest.mark.parametrize(("clipping", "releases"), [("separate", 2), ("joint", 1)])
+def test_train_lm_noises_each_release_with_its_share(monkeypatch, clipping, releases):
+    """train_lm takes the accounted z; each of Algorithm 1's two releases per batch gets sqrt(2) z."""
+    import math
+
+    import core.synth.train as train
+    from core.synth.config import synth_config
+    from core.synth.model import Formatter
+
+    seen = {}
+    real_make_private, real_update = train.make_private, train._update
+
+    def spy_make_private(model, n, batch_size, noise_multiplier, *args, **kwargs):
+        seen["z"] = noise_multiplier
+        return real_make_private(model, n, batch_size, noise_multiplier, *args, **kwargs)
+
+    def spy_update(optimizer, unread):
+        seen["updates"] = seen.get("updates", 0) + (not optimizer._check_skip_next_step(pop_next=False))
+        real_update(optimizer, unread)
+
+    monkeypatch.setattr(train, "make_private", spy_make_private)
+    monkeypatch.setattr(train, "_update", spy_update)
+    cfg = synth_config("tiny", generator="multitask", epochs=1, batch_size=2, multitask_clipping=clipping)
+    fmt = Formatter(bos=0, sep=1, eos=0, pad=PAD, vocab_size=48, labels=("a", "b"), label_ids=((5,), (6,)),
+                    max_tokens=16)
+    texts = [[7, 8, 9], [10, 11], [12, 13, 14, 15], [16, 17]]
+    batches = train.Batches(fmt, texts, [0, 1, 0, 1], seed=0)
+    _, taken, _ = train.train_lm(tiny_model(), batches, cfg, 0.8, lambda *a, **k: None)
+    assert seen["z"] == pytest.approx(0.8 * math.sqrt(releases), rel=1e-12)
+    assert taken == 2 and seen["updates"] == releases * taken
