@@ -24,7 +24,6 @@ from core.privacy.calibrate import (
     epsilon_for_gaussian,
     gaussian_noise_multiplier,
     gaussian_std,
-    joint_noise_multiplier,
     laplace_scale,
     per_release_noise_multiplier,
 )
@@ -72,7 +71,6 @@ __all__ = [
     "gaussian_epsilon",
     "gaussian_noise_multiplier",
     "gaussian_std",
-    "joint_noise_multiplier",
     "laplace_scale",
     "per_release_noise_multiplier",
     "seqpate_phrase_epsilon",

@@ -218,21 +218,16 @@ def dpsgd_noise_multiplier(epsilon: float, delta: float, sampling_rate: float, s
     return _smallest_noise(eps_with(None), epsilon, z_coarse, accept=DPSGD_ACCEPT, slope=slope)[0]
 
 
-def joint_noise_multiplier(per_release: float, releases: int) -> float:
-    """The noise multiplier of `releases` Gaussian releases on the SAME sampled batch, taken as one release.
+def per_release_noise_multiplier(joint: float, releases: int) -> float:
+    """The noise multiplier each of `releases` Gaussian releases on the SAME sampled batch needs, so that together
+    they are one release with multiplier `joint` (the z the accountant records).
 
     Each release is a sum of per-example vectors clipped to C plus N(0, (z_r C)^2 I). Stacked, the sums change by
     at most sqrt(releases) C when one example comes or goes, and the stacked noise is N(0, (z_r C)^2 I): one
-    Gaussian release with multiplier z_r / sqrt(releases). (Algorithm 1 of the multitask synthetic-data paper
-    releases an LM gradient and a discriminator gradient per batch, each clipped and noised on its own.)
+    Gaussian release with multiplier z_r / sqrt(releases), so z_r = joint * sqrt(releases). (Algorithm 1 of the
+    multitask synthetic-data paper releases an LM gradient and a discriminator gradient per batch, each clipped
+    and noised on its own.)
     """
-    check_nonneg_finite("per_release", per_release)
-    check_int("releases", releases, 1)
-    return per_release / math.sqrt(releases)
-
-
-def per_release_noise_multiplier(joint: float, releases: int) -> float:
-    """The inverse of joint_noise_multiplier: the noise each of `releases` releases needs for a joint z."""
     check_nonneg_finite("joint", joint)
     check_int("releases", releases, 1)
     return joint * math.sqrt(releases)

@@ -186,4 +186,3 @@ def multitask_losses(model: SynthLM, disc_rows, lm_rows, labels: torch.Tensor, p
     weights = prefix_weights(disc_mask[:, TEXT_START + 1 :].sum(dim=1), feats.size(1), step)
     disc = weighted_prefix_loss(model.head(feats), labels, weights)
     return lm, disc_weight * disc
-

@@ -95,7 +95,7 @@ def privacy_record(cfg: SynthConfig, plan: dict, lm_taken: int, head_taken: int)
     """privacy.json: the steps actually taken as events, epsilon recomputed from them by core.privacy.
 
     A step of Algorithm 1 makes two releases of the SAME sampled batch: that is one event at the accounted z (see
-    core.privacy.joint_noise_multiplier), never two independent events at the per-release z, which would
+    core.privacy.per_release_noise_multiplier), never two independent events at the per-release z, which would
     undercount (the batch is sampled once)."""
     event = SubsampledGaussianEvent(plan["noise_multiplier"], plan["sampling_rate"], lm_taken + head_taken)
     report = epsilon_from_events([event], plan["delta"])

@@ -21,7 +21,6 @@ from core.privacy import (
     epsilon_from_events,
     gaussian_noise_multiplier,
     gaussian_std,
-    joint_noise_multiplier,
     laplace_scale,
     per_release_noise_multiplier,
 )
@@ -166,10 +165,9 @@ def test_two_gaussian_releases_on_one_batch_are_one_release_at_z_over_sqrt2():
     # Algorithm 1 of the multitask synthetic-data paper: an LM and a discriminator gradient per sampled batch,
     # each clipped to C with noise z C
     z, q, steps, delta = 1.3, 0.05, 200, 1e-5
-    joint = joint_noise_multiplier(z, 2)
-    assert joint == pytest.approx(z / math.sqrt(2), rel=1e-15)
+    joint = z / math.sqrt(2)  # what the accountant records for the pair
     assert per_release_noise_multiplier(joint, 2) == pytest.approx(z, rel=1e-15)
-    assert joint_noise_multiplier(z, 1) == z
+    assert per_release_noise_multiplier(joint, 1) == joint
 
     def autodp_epsilon(per_batch):  # autodp, independently: compose the batch's releases, subsample, compose
         batch = transformer_zoo.Composition()(per_batch, [1] * len(per_batch))
@@ -181,4 +179,4 @@ def test_two_gaussian_releases_on_one_batch_are_one_release_at_z_over_sqrt2():
     # the PLD accountant of the recorded event is tighter than autodp's generic subsampled-RDP bound
     assert epsilon_from_events([SubsampledGaussianEvent(joint, q, steps)], delta).epsilon < pair
     with pytest.raises(ValueError):
-        joint_noise_multiplier(z, 0)
+        per_release_noise_multiplier(joint, 0)
