@@ -351,7 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
     comp.set_defaults(func=cmd_complete)
 
     audit = sub.add_parser("audit", help="recompute phrases.csv, R_name and statement.md of a finished run "
-                           "(exposure needs the model: reported as computed at run time)")
+                           "(canary exposure is not recomputed: reported as computed at run time)")
     audit.add_argument("--run-dir", required=True)
     audit.set_defaults(func=cmd_audit)
 

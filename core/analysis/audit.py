@@ -4,8 +4,8 @@ Two entry points:
 - audit_run(ws, result, metrics, completions, run): the pipeline hook (core.runs.pipeline.execute), called after
   evaluation and before the run's files are written; returns the metrics with the audit's numbers added.
 - audit_run_dir(path): `python -m core audit --run-dir DIR`, for a finished run. It rebuilds the data from the
-  run's config and recomputes everything that does not need the model. Runs do not keep weights, so canary
-  exposure is reported as computed at run time (metrics.json).
+  run's config and recomputes everything that does not need the model. Canary exposure does (shipped runs keep
+  no weights), so it is reported as computed at run time (metrics.json), never recomputed here.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from core.data.secrets import (
 STATEMENT = "statement.md"
 CANARIES = "canaries.json"
 BATCHES = "batches.json"
-EXPOSURE_FROM_RUN = ("exposure needs the trained model, which runs do not keep: the value shown is the one "
-                     "computed at run time (metrics.json), not recomputed")
+EXPOSURE_FROM_RUN = ("a re-audit does not recompute exposure (it needs the trained model, which shipped runs do "
+                     "not keep): the value shown is the one computed at run time (metrics.json)")
 
 
 def load_private_records(cfg, data) -> list | None:
