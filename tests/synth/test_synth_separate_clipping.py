@@ -128,3 +128,37 @@ def test_train_lm_noises_each_release_with_its_share(monkeypatch, clipping, rele
     _, taken, _ = train.train_lm(tiny_model(), batches, cfg, 0.8, lambda *a, **k: None)
     assert seen["z"] == pytest.approx(0.8 * math.sqrt(releases), rel=1e-12)
     assert taken == 2 and seen["updates"] == releases * taken
+
+
+def test_train_lm_releases_are_the_lm_loss_then_the_discriminator_loss(monkeypatch):
+    """Algorithm 1: the first release clips the LM loss alone and drops the discriminator head's noise, the second
+    the discriminator loss alone and drops the LM head's; a joint (summed) loss in either fails here."""
+    import core.synth.train as train
+    from core.synth.config import synth_config
+    from core.synth.model import Formatter
+
+    used = []
+    real_step = train._step
+
+    def spy_step(model, optimizer, idx, release):
+        used.append(release)
+        return real_step(model, optimizer, idx, release)
+
+    monkeypatch.setattr(train, "_step", spy_step)
+    cfg = synth_config("tiny", generator="multitask", epochs=1, batch_size=2, multitask_clipping="separate")
+    fmt = Formatter(bos=0, sep=1, eos=0, pad=PAD, vocab_size=48, labels=("a", "b"), label_ids=((5,), (6,)),
+                    max_tokens=16)
+    batches = train.Batches(fmt, [[7, 8, 9], [10, 11], [12, 13, 14, 15], [16, 17]], [0, 1, 0, 1], seed=0)
+    model, _, _ = train.train_lm(tiny_model(), batches, cfg, 0.8, lambda *a, **k: None)
+    lm_release, disc_release = used[0], used[1]
+    assert {id(p) for p in lm_release.unread} == {id(p) for p in model.head.parameters()}
+    assert {id(p) for p in disc_release.unread} == {id(model.lm.lm_head.weight)}
+    idx = [0, 1, 2, 3]
+    random_labels = batches.generator.get_state()  # disc_rows draws fresh random label tokens: replay the same
+    with torch.no_grad():
+        expected_lm = lm_losses(model, batches.lm_rows(idx), PAD)
+        expected_disc = disc_losses(model, batches.disc_rows(idx), batches.label_tensor(idx), PAD, cfg.prefix_step,
+                                    cfg.disc_weight)
+        batches.generator.set_state(random_labels)
+        torch.testing.assert_close(lm_release.losses(model, idx), expected_lm)
+        torch.testing.assert_close(disc_release.losses(model, idx), expected_disc)
