@@ -2,7 +2,8 @@
 
 A job is `python -m core job RUN_DIR` started in a new session (so cancel can signal its whole process group),
 with stdout/stderr going to RUN_DIR/log.txt. The job waits in acquire_slot() until fewer than max_parallel jobs
-run; the slots are flock()ed files, so a slot is freed by the kernel even when its holder is killed.
+run; the slots are flock()ed files, so a slot is freed by the kernel even when its holder is killed. Unless
+SEQPATE_THREADS is set, a job gets an equal share of the cores as torch threads, so parallel jobs do not oversubscribe.
 """
 
 from __future__ import annotations
@@ -55,6 +56,16 @@ def max_parallel_jobs() -> int:
         return 1
 
 
+def job_threads(max_parallel: int, cpus: int | None = None) -> int:
+    """Torch threads for one job when max_parallel may run at once: the cores split between them, at least one.
+
+    Every process defaults to all cores; on 2 cores two jobs of 2 threads each took 1.6-1.7x as long per training step
+    as two jobs of 1 thread (once 8.8x), three jobs 1.4x (once 4.9x): the threads wait on each other
+    (benchmarks/concurrent_jobs.py).
+    """
+    return max(1, (cpus or os.cpu_count() or 1) // max(1, max_parallel))
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Launch
 # ----------------------------------------------------------------------------------------------------------------
@@ -78,6 +89,7 @@ def launch(
 
     env = dict(os.environ)
     env["PYTHONUNBUFFERED"] = "1"  # the log shows progress as it happens
+    env.setdefault("SEQPATE_THREADS", str(job_threads(max_parallel_jobs())))  # a thread count set by hand wins
     # The job must import core whatever the command is (tests run a script from a temp folder).
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
     command = [sys.executable, *JOB_COMMAND, str(run.path)]
@@ -233,6 +245,7 @@ __all__ = [
     "cancel",
     "cancel_requested",
     "delete",
+    "job_threads",
     "launch",
     "max_parallel_jobs",
 ]

@@ -11,7 +11,7 @@ import pytest
 
 from core.config import RunConfig
 from core.runs import RunDir, RunError, acquire_slot, cancel, cancel_requested, delete, launch, pid_alive
-from core.runs.jobs import JobCancelled
+from core.runs.jobs import JobCancelled, job_threads
 
 
 def _config(method: str = "seqpate") -> dict:
@@ -38,6 +38,35 @@ def test_launch_runs_the_job_to_done(roots: dict[str, Path], job_script, waiter)
     assert status["progress"] == 1.0 and isinstance(status["pid"], int)
     assert "training" in run.log_tail()  # stdout goes to log.txt
     assert waiter(lambda: not pid_alive(status["pid"]))
+
+
+def test_job_threads_split_the_cores_between_parallel_jobs() -> None:
+    assert [job_threads(n, cpus=8) for n in (1, 2, 3, 4, 8, 9)] == [8, 4, 2, 2, 1, 1]
+    assert job_threads(1, cpus=2) == 2 and job_threads(2, cpus=2) == 1 and job_threads(0, cpus=2) == 2
+
+
+@pytest.mark.parametrize(("max_jobs", "set_by_hand", "expected"), [("1", None, "4"), ("2", None, "2"),
+                                                                   ("3", None, "1"), ("2", "3", "3")])
+def test_launch_gives_each_job_its_share_of_the_cores(
+    roots: dict[str, Path], job_script, waiter, monkeypatch: pytest.MonkeyPatch,
+    max_jobs: str, set_by_hand: str | None, expected: str,
+) -> None:
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    monkeypatch.setenv("SEQPATE_MAX_JOBS", max_jobs)
+    if set_by_hand is None:
+        monkeypatch.delenv("SEQPATE_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("SEQPATE_THREADS", set_by_hand)
+    job_script(
+        """
+        import os
+        print("threads=" + os.environ.get("SEQPATE_THREADS", "unset"))
+        run.set_status(state="done", stage="done", progress=1.0)
+        """
+    )
+    run = launch(_config(), roots["live"])
+    assert waiter(lambda: run.state() == "done"), run.log_tail()
+    assert run.log_tail().splitlines()[-1] == f"threads={expected}"
 
 
 def test_launch_with_a_run_id_refuses_duplicates_and_unsafe_ids(roots: dict[str, Path], job_script) -> None:
