@@ -6,7 +6,16 @@ import json
 
 import pytest
 
-from core.runs.report import FAILS, HOLDS, WITHIN_NOISE, build_report, claims, load_rows
+from core.runs.report import (
+    FAILS,
+    HOLDS,
+    WITHIN_NOISE,
+    build_report,
+    claims,
+    load_rows,
+    load_synth_rows,
+    synth_claims,
+)
 from core.runs.store import TEST_NLL
 from tests.dashboard.fake_runs import REFERENCES, write_run, write_synth_run
 
@@ -120,14 +129,41 @@ def test_synth_runs_get_their_own_section_and_claims(tmp_path):
 
 
 def test_a_synthetic_accuracy_lead_within_two_standard_errors_is_not_a_reproduction(tmp_path):
-    # the shipped tiny runs: 0.212 against 0.163 on 160 test texts; 2 SE of the difference = 2 sqrt((0.212 * 0.788
-    # + 0.163 * 0.837) / 160) = 0.0871
-    write_synth_run(tmp_path, "s-multitask-3", "multitask", 3.0, 0.212, n_test=160)
-    write_synth_run(tmp_path, "s-filter-3", "filter", 3.0, 0.163, n_test=160)
+    # 2 SE of the difference = 2 sqrt((0.45 * 0.55 + 0.4 * 0.6) / 160) = 0.1104; 0.45 is above chance (1/3)
+    write_synth_run(tmp_path, "s-multitask-3", "multitask", 3.0, 0.45, n_test=160)
+    write_synth_run(tmp_path, "s-filter-3", "filter", 3.0, 0.40, n_test=160)
     text = build_report(tmp_path)
     assert "- **not shown (within test-set noise)**: Seed 004 Fig. 1" in text
-    assert "within noise: s-multitask-3 accuracy 0.212 vs s-filter-3 0.163 (two standard errors of the difference " \
-           "on 160 test texts: 0.087)" in text
+    assert "within noise: s-multitask-3 accuracy 0.450 vs s-filter-3 0.400 (two standard errors of the difference " \
+           "on 160 test texts: 0.110)" in text
+    assert "holds: s-multitask-3 accuracy 0.450 vs chance 0.333 (3 labels; two standard errors on 160 test texts: " \
+           "0.075)" in text
+
+
+def _set_labels(run, labels: list[str]) -> None:
+    metrics = json.loads((run / "metrics.json").read_text())
+    (run / "metrics.json").write_text(json.dumps({**metrics, "data": {**metrics["data"], "labels": labels}}))
+
+
+def test_a_synthetic_lead_counts_only_when_the_multitask_side_is_above_chance(tmp_path):
+    # the shipped tiny runs: 0.2875 against 0.163 on 160 test texts of 4 labels. The lead is beyond 2 SE of the
+    # difference (2 sqrt((0.2875 * 0.7125 + 0.163 * 0.837) / 160) = 0.0917), but 0.2875 is within 2 SE of chance:
+    # 2 sqrt(0.25 * 0.75 / 160) = 0.0685
+    write_synth_run(tmp_path, "s-multitask-3", "multitask", 3.0, 0.2875, n_test=160, separability=0.5)
+    write_synth_run(tmp_path, "s-filter-3", "filter", 3.0, 0.163, n_test=160, separability=0.3)
+    _set_labels(tmp_path / "s-multitask-3", ["film", "music", "peanut butter", "smell"])
+    fig1, fig2 = synth_claims(load_synth_rows(tmp_path))
+    assert [outcome for _, outcome in fig1.checks] == [HOLDS, WITHIN_NOISE]
+    assert fig1.checks[1][0] == ("s-multitask-3 accuracy 0.287 vs chance 0.250 (4 labels; two standard errors on "
+                                 "160 test texts: 0.068)")
+    assert fig1.verdict == "not shown (within test-set noise)"
+    assert [outcome for _, outcome in fig2.checks] == [HOLDS, HOLDS] and fig2.verdict == "reproduced"
+
+    # below chance beyond noise (3 labels, 400 texts: 2 SE at chance 0.047): the multitask data is worse than none
+    write_synth_run(tmp_path / "below", "s-multitask-3", "multitask", 3.0, 0.2, n_test=400)
+    write_synth_run(tmp_path / "below", "s-filter-3", "filter", 3.0, 0.1, n_test=400)
+    fig1, _ = synth_claims(load_synth_rows(tmp_path / "below"))
+    assert [outcome for _, outcome in fig1.checks] == [HOLDS, FAILS] and fig1.verdict == "not reproduced"
 
 
 @pytest.mark.parametrize("multitask, frozen, n_test, margin, verdict", [
