@@ -171,13 +171,19 @@ def _process_group(group: list) -> Sums:
     return teacher_group_sum(_worker["job"], group, should_stop=_worker["stop"].is_set)
 
 
+def pool_size(requested: int | None, n_groups: int) -> int:
+    """Workers for the teacher groups: as asked, else one per torch thread of this process, which is the job's core
+    budget (SEQPATE_THREADS, default all cores; a background job gets its share when several may run at once)."""
+    return max(1, min(requested or torch.get_num_threads(), n_groups))
+
+
 def worker_threads(workers: int) -> int:
     """Split this process's torch threads between the workers (at least one each)."""
     return max(1, torch.get_num_threads() // workers)
 
 
 class ProcessExecutor:
-    """Groups run in a pool of min(cpu count, groups) spawned processes; each returns its partial sum only."""
+    """Groups run in a pool of spawned processes (pool_size); each returns its partial sum only."""
 
     name = "process"
 
@@ -189,7 +195,7 @@ class ProcessExecutor:
         from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
         groups = teacher_groups(teacher_data)
-        workers = min(self.workers or os.cpu_count() or 1, len(groups))
+        workers = pool_size(self.workers, len(groups))
         ctx = mp.get_context("spawn")  # fork would copy torch's thread pools and locks
         stop = ctx.Event()
         total = empty_sums(job)
@@ -263,7 +269,7 @@ class RayExecutor:
         import ray
 
         groups = teacher_groups(teacher_data)
-        started = start_ray(self.address, self.num_cpus or min(os.cpu_count() or 1, len(groups)))
+        started = start_ray(self.address, self.num_cpus or pool_size(None, len(groups)))
         try:
             task = ray.remote(num_cpus=1, max_retries=0)(_ray_group)
             job_ref = ray.put(job)

@@ -16,7 +16,14 @@ from core.config import ModelConfig
 from core.models import build_tiny_gpt2
 from core.runs.pipeline import execute
 from core.runs.store import RunDir
-from core.seqpate.teachers import TeacherJob, count_rows, get_executor, teacher_groups
+from core.seqpate.teachers import (
+    ProcessExecutor,
+    TeacherJob,
+    count_rows,
+    get_executor,
+    pool_size,
+    teacher_groups,
+)
 from tests.conftest import micro_config
 
 ray = pytest.importorskip("ray")
@@ -68,9 +75,11 @@ def test_local_process_and_ray_give_the_same_teacher_sum(one_thread, local_ray, 
     job, data = micro_job(teachers)
     seen = {}
     results = {}
-    for name in ("local", "process", "ray"):
+    # two workers although this process has one thread (pool_size would give one): groups finish out of order
+    executors = {"local": get_executor("local"), "process": ProcessExecutor(workers=2), "ray": get_executor("ray")}
+    for name, executor in executors.items():
         seen[name] = []
-        results[name] = get_executor(name).run(job, data, on_teacher=seen[name].append)
+        results[name] = executor.run(job, data, on_teacher=seen[name].append)
     total, votes = results["local"]
     assert torch.allclose(total.sum(1), torch.full((job.n_rows,), float(teachers)), atol=1e-4)
     assert votes.sum().item() == teachers * job.n_rows
@@ -78,6 +87,16 @@ def test_local_process_and_ray_give_the_same_teacher_sum(one_thread, local_ray, 
         assert torch.equal(results[name][0], total), name  # bitwise, not merely close
         assert torch.equal(results[name][1], votes), name
         assert sorted(seen[name]) == list(range(teachers))  # progress for every teacher
+
+
+def test_the_pool_is_one_worker_per_thread_of_the_job_unless_asked(one_thread):
+    assert pool_size(None, 16) == 1  # SEQPATE_THREADS=1: one worker, so parallel jobs are not oversubscribed
+    assert pool_size(3, 16) == 3 and pool_size(3, 2) == 2
+    torch.set_num_threads(2)
+    try:
+        assert pool_size(None, 16) == 2 and pool_size(None, 1) == 1
+    finally:
+        torch.set_num_threads(1)
 
 
 def test_should_stop_cancels_outstanding_groups(one_thread):
