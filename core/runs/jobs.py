@@ -66,6 +66,11 @@ def job_threads(max_parallel: int, cpus: int | None = None) -> int:
     return max(1, (cpus or os.cpu_count() or 1) // max(1, max_parallel))
 
 
+def launched_job_threads() -> str:
+    """The SEQPATE_THREADS a launched job gets: the one set by hand, else its share (job_threads)."""
+    return os.environ.get("SEQPATE_THREADS") or str(job_threads(max_parallel_jobs()))
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Launch
 # ----------------------------------------------------------------------------------------------------------------
@@ -89,7 +94,7 @@ def launch(
 
     env = dict(os.environ)
     env["PYTHONUNBUFFERED"] = "1"  # the log shows progress as it happens
-    env.setdefault("SEQPATE_THREADS", str(job_threads(max_parallel_jobs())))  # a thread count set by hand wins
+    env["SEQPATE_THREADS"] = launched_job_threads()
     # The job must import core whatever the command is (tests run a script from a temp folder).
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
     command = [sys.executable, *JOB_COMMAND, str(run.path)]
@@ -247,5 +252,6 @@ __all__ = [
     "delete",
     "job_threads",
     "launch",
+    "launched_job_threads",
     "max_parallel_jobs",
 ]

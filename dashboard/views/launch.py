@@ -136,7 +136,10 @@ if st.button(label, type="primary", disabled=bool(errors) or not configs, key="l
 
 if st.session_state.get("launch_last"):
     ids = st.session_state["launch_last"]
-    st.success(f"Queued {len(ids)} job(s): " + ", ".join(f"`{i}`" for i in ids))
+    threads = jobs.launched_job_threads()
+    st.success(f"Queued {len(ids)} job(s): " + ", ".join(f"`{i}`" for i in ids) + f". Jobs run "
+               f"{jobs.max_parallel_jobs()} at a time (`SEQPATE_MAX_JOBS`), each with {threads} torch thread(s); "
+               "the others wait queued.")
     st.page_link("views/runs.py", label="Watch them on the Runs page", icon=":material/list:")
 
 with st.expander("Resolved config of the first method"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 import pytest
 from apptest_helpers import metrics, texts
@@ -102,6 +103,16 @@ def test_launch_queues_one_job_per_method(roots, app_page, fake_job):
     seq = json.loads((configs["seqpate"] / "config.json").read_text())["config"]
     assert seq["privacy"]["epsilon"] == 4.0 and seq["seqpate"]["teachers"] == 5 and seq["preset"] == "tiny"
     assert "Queued 2 job(s)" in texts(at)
+
+
+def test_launch_says_how_many_jobs_run_at_once_and_with_how_many_threads(roots, app_page, fake_job, monkeypatch):
+    monkeypatch.setenv("SEQPATE_MAX_JOBS", "2")
+    monkeypatch.delenv("SEQPATE_THREADS", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    at = app_page("launch", {"preset": "tiny", "methods": "pub-gpt"})
+    at.button(key="launch_button").click().run()
+    assert not at.exception
+    assert "Jobs run 2 at a time (`SEQPATE_MAX_JOBS`), each with 2 torch thread(s); the others wait queued." in texts(at)
 
 
 def test_default_filter_is_the_presets_own(roots, app_page, fake_job):

@@ -46,7 +46,7 @@ def test_job_threads_split_the_cores_between_parallel_jobs() -> None:
 
 
 @pytest.mark.parametrize(("max_jobs", "set_by_hand", "expected"), [("1", None, "4"), ("2", None, "2"),
-                                                                   ("3", None, "1"), ("2", "3", "3")])
+                                                                   ("3", None, "1"), ("2", "3", "3"), ("2", "", "2")])
 def test_launch_gives_each_job_its_share_of_the_cores(
     roots: dict[str, Path], job_script, waiter, monkeypatch: pytest.MonkeyPatch,
     max_jobs: str, set_by_hand: str | None, expected: str,
