@@ -45,6 +45,9 @@ METHOD_LABELS: dict[str, str] = {
     "noisysgd-gc+pseudo": "NoisySGD-GC + pseudo",
     "pri-gpt-blacklist": "Pri-GPT + blacklist",
     "adp": "Adaptive DP",
+    "synth-filter": "Synthetic text: filter",
+    "synth-pplm": "Synthetic text: PPLM",
+    "synth-multitask": "Synthetic text: multitask",
 }
 METHOD_HELP: dict[str, str] = {
     "pub-gpt": "public base model only (no private data: a lower bound)",
@@ -94,7 +97,7 @@ def fmt_delta(delta: float | None) -> str:
         return "–"
     if delta == 0:
         return "0"
-    return f"{delta:.0e}" if delta < 1e-3 else f"{delta:g}"
+    return f"{delta:.3g}"  # 1e-06, 0.000651 (1/1,536), 0.00156 (1/640)
 
 
 def fmt_num(value: Any, digits: int = 2) -> str:
@@ -340,6 +343,7 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
         "seed": cfg.get("seed", stored.get("seed")),
         "epsilon": accounted if accounted is not None else requested,
         "epsilon_target": requested,
+        "privacy_target": _str(pv.get("target")) or "sample",  # phrase-avg / phrase-min: calibrated on name phrases
         "delta": _as_float(privacy.get("delta")) if privacy else _as_float(pv.get("delta")),
         "accountant": privacy.get("accountant"),
         "unit": privacy.get("unit"),
@@ -604,11 +608,15 @@ def is_synth_method(method: Any) -> bool:
 
 
 def distinct_configs(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per config hash: several sweep plans share a run (e.g. SeqPATE at ε 3), and a copy is not a seed."""
+    """One row per config hash: several sweep plans share a run (e.g. SeqPATE at ε 3), and a copy is not a seed.
+
+    The copy kept is the one whose run id sorts first, as in REPORT.md (core.runs.report.load_rows): copies trained
+    at other times can differ in the last bits and so in their sampled completions."""
     if df.empty or "config_hash" not in df:
         return df
     hashed = df["config_hash"].notna()
-    return pd.concat([df[hashed].drop_duplicates(subset="config_hash"), df[~hashed]]).sort_index()
+    first = df[hashed].sort_values("run_id", kind="stable").drop_duplicates(subset="config_hash")
+    return pd.concat([first, df[~hashed]]).sort_index()
 
 
 def headline_table(df: pd.DataFrame, include_variants: bool = False) -> pd.DataFrame:
@@ -667,12 +675,59 @@ def privacy_cards(df: pd.DataFrame) -> list[dict[str, Any]]:
     """One privacy statement per method: unit protected, ε values, δ, accountant, non-private labels.
 
     A method with DP runs is described by those runs; its ε = ∞ runs (no noise, kept for reference) are counted
-    in a note instead of turning the whole card into "not private"."""
+    in a note instead of turning the whole card into "not private". So are runs calibrated to the average
+    name-phrase ε (privacy target phrase-avg), whose ε per sentence follows from that target, unless the method
+    has no other runs. A run shared by several sweep plans counts once."""
     cards = []
     if df.empty:
         return cards
-    for method in sorted(df["method"].dropna().unique(), key=method_order):
+    df = distinct_configs(df)
+    for method in sorted(df["method"].dropna().unique(), key=lambda m: (method_order(m), m)):
         rows = df[df["method"] == method]
+        phrase_target = rows.get("privacy_target", pd.Series("sample", index=rows.index)).fillna("sample") != "sample"
+        if phrase_target.all():
+            phrase_target[:] = False  # nothing else to describe the method by
+        by_phrase, main = rows[phrase_target], rows[~phrase_target]
+        kinds_of_rows = main["epsilon"].map(privacy_kind)
+        kinds = set(kinds_of_rows) or {"unknown"}
+        kind = next((k for k in ("private", "not-private", "public-only") if k in kinds), "unknown")
+        described = main[kinds_of_rows == kind] if kind != "unknown" else main
+        eps_values = sorted({float(e) for e in described["epsilon"].dropna()})
+        units = sorted({str(u) for u in described["unit"].dropna()})
+        accountants = sorted({str(a) for a in described["accountant"].dropna()})
+        deltas = sorted({float(d) for d in described["delta"].dropna()})
+        unit_text = "; ".join(UNIT_TEXT.get(u, u) for u in units) or "–"
+        if kind == "public-only":
+            unit_text = "everything private: no private data is used"
+        elif kind == "not-private":
+            unit_text = "nothing: private data without noise"
+        notes = []
+        unprotected = int((kinds_of_rows == "not-private").sum()) if kind == "private" else 0
+        if unprotected:
+            notes.append(f"also {unprotected} run(s) at ε = ∞ (no noise), kept as a non-private reference")
+        if len(by_phrase):
+            targets = ", ".join(dict.fromkeys(fmt_eps(e) for e in sorted(by_phrase["epsilon_target"].dropna())))
+            per_sentence = ", ".join(dict.fromkeys(fmt_eps(e) for e in sorted(by_phrase["epsilon"].dropna())))
+            notes.append(f"also {len(by_phrase)} run(s) calibrated to an average name-phrase ε of {targets}, "
+                         f"which is ε {per_sentence} per training sentence (Phrases page)")
+        cards.append({
+            "method": method,
+            "label": method_label(method),
+            "kind": kind,
+            "epsilon": ", ".join(dict.fromkeys(fmt_eps(e) for e in eps_values)) or "–",
+            "delta": ", ".join(dict.fromkeys(fmt_delta(d) for d in deltas)) or "–",
+            "unit": unit_text,
+            "accountant": "; ".join(accountants) or "–",
+            "runs": len(rows),
+            "caveat": HEURISTIC_PRIVACY.get(method, ""),
+            "note": "; ".join(notes),
+        })
+    return cards
+    df = distinct_configs(df)
+    for method in sorted(df["method"].dropna().unique(), key=lambda m: (method_order(m), m)):
+        rows = df[df["method"] == method]
+        by_phrase = rows[rows["privacy_target"].fillna("sample") != "sample"] if "privacy_target" in rows else rows[:0]
+        rows = rows.drop(index=by_phrase.index) if len(by_phrase) < len(rows) else rows
         kinds_of_rows = rows["epsilon"].map(privacy_kind)
         kinds = set(kinds_of_rows) or {"unknown"}
         kind = next((k for k in ("private", "not-private", "public-only") if k in kinds), "unknown")
@@ -687,6 +742,12 @@ def privacy_cards(df: pd.DataFrame) -> list[dict[str, Any]]:
         elif kind == "not-private":
             unit_text = "nothing: private data without noise"
         unprotected = int((kinds_of_rows == "not-private").sum()) if kind == "private" else 0
+        notes = [f"also {unprotected} run(s) at ε = ∞ (no noise), kept as a non-private reference"] if unprotected else []
+        if len(by_phrase) and not by_phrase.index.equals(rows.index):
+            targets = ", ".join(dict.fromkeys(fmt_eps(e) for e in sorted(by_phrase["epsilon_target"].dropna())))
+            sentence = ", ".join(dict.fromkeys(fmt_eps(e) for e in sorted(by_phrase["epsilon"].dropna())))
+            notes.append(f"also {len(by_phrase)} run(s) calibrated to an average name-phrase ε of {targets}, which "
+                         f"gives ε {sentence} per training sentence (Phrases page)")
         cards.append({
             "method": method,
             "label": method_label(method),
@@ -695,10 +756,9 @@ def privacy_cards(df: pd.DataFrame) -> list[dict[str, Any]]:
             "delta": ", ".join(dict.fromkeys(fmt_delta(d) for d in deltas)) or "–",
             "unit": unit_text,
             "accountant": "; ".join(accountants) or "–",
-            "runs": len(rows),
+            "runs": len(rows) + (len(by_phrase) if not by_phrase.index.equals(rows.index) else 0),
             "caveat": HEURISTIC_PRIVACY.get(method, ""),
-            "note": (f"also {unprotected} run(s) at ε = ∞ (no noise), kept as a non-private reference"
-                     if unprotected else ""),
+            "note": "; ".join(notes),
         })
     return cards
 

@@ -31,6 +31,9 @@ Every ε shown here is computed from the recorded noise events by `core.privacy`
 report = c.read_report()
 if report:
     with st.expander("Report on the shipped runs (cached_runs/REPORT.md)", expanded=False):
+        # REPORT's widest tables (14 columns) would spill past the expander: let them scroll sideways instead
+        st.html("<style>[data-testid='stExpander'] [data-testid='stMarkdownContainer'] table"
+                "{display:block;overflow-x:auto;max-width:100%}</style>")
         st.markdown(report)
 
 st.subheader("Headline comparison")

@@ -17,7 +17,7 @@ if df.empty:
     st.stop()
 
 preset = c.preset_picker(df, key="pu_preset")
-runs = df[df["preset"] == preset]
+runs = c.distinct_configs(df[df["preset"] == preset])  # several sweep plans share a run: one copy of each config
 variants = st.toggle("Include experiment variants", key="pu_variants",
                      help="Off: every method at its preset's defaults (the paper's Fig. 2). On: also runs with another "
                           "teacher count, candidate filter, partition, phrase-level target or canaries (ablations are "
@@ -52,9 +52,6 @@ def show_points() -> None:
 
 
 def small_table(rows: pd.DataFrame, first: str, values: pd.Series) -> pd.DataFrame:
-    """One row per config: several sweep plans share the default run (same config hash, other run ids)."""
-    keep = ~rows["config_hash"].duplicated() | rows["config_hash"].isna()
-    rows, values = rows[keep], values[keep]
     return pd.DataFrame({
         first: values,
         "ε": rows["epsilon"],

@@ -87,6 +87,47 @@ def test_headline_counts_a_shared_run_once_leaves_out_synthetic_runs_and_splits_
     assert "preset" not in one_preset.columns
 
 
+def test_the_copy_of_a_shared_config_shown_is_the_one_report_keeps(roots):
+    # Copies of one config run by several sweep plans at other times differ in their last bits and sampled
+    # completions; the dashboard and REPORT.md must quote the same copy (the run id that sorts first).
+    import shutil
+
+    from core.runs.report import load_rows
+
+    original = write_run(roots["cached"], "tiny-seqpate-teachers10", "seqpate", ppl=909.46, bleu4=0.19)
+    copy = roots["cached"] / "tiny-seqpate-ablationnone"
+    shutil.copytree(original.path, copy)
+    metrics = json.loads((copy / "metrics.json").read_text())
+    (copy / "metrics.json").write_text(json.dumps({**metrics, "ppl": 909.34, "bleu4": 0.23}))
+    row = c.headline_table(c.finished_frame()).iloc[0]
+    assert (row["PPL"], row["BLEU-4"], row["runs"], row["run ids"]) == (909.34, 0.23, 1, "tiny-seqpate-ablationnone")
+    (reported,) = load_rows(roots["cached"])
+    assert (reported.name, reported.ppl) == ("tiny-seqpate-ablationnone", 909.34)
+
+
+def test_privacy_cards_put_phrase_target_runs_and_shared_copies_in_a_note():
+    import pandas as pd
+
+    frame = pd.DataFrame([
+        {"run_id": "seq-3", "method": "seqpate", "epsilon": 3.0, "epsilon_target": 3.0, "privacy_target": "sample",
+         "unit": "sample", "accountant": "gaussian", "delta": 1e-6, "config_hash": "h3"},
+        {"run_id": "seq-3-copy", "method": "seqpate", "epsilon": 3.0, "epsilon_target": 3.0,
+         "privacy_target": "sample", "unit": "sample", "accountant": "gaussian", "delta": 1e-6, "config_hash": "h3"},
+        {"run_id": "seq-avg3", "method": "seqpate", "epsilon": 1.9, "epsilon_target": 3.0,
+         "privacy_target": "phrase-avg", "unit": "sample", "accountant": "gaussian", "delta": 1e-6,
+         "config_hash": "ha3"},
+        {"run_id": "gc-avg5", "method": "noisysgd-gc+pseudo", "epsilon": 2.99, "epsilon_target": 5.0,
+         "privacy_target": "phrase-avg", "unit": "sample", "accountant": "rdp", "delta": 1e-6, "config_hash": "hg5"},
+    ])
+    cards = {card["method"]: card for card in c.privacy_cards(frame)}
+    seq = cards["seqpate"]
+    assert (seq["epsilon"], seq["runs"]) == ("3", 2)  # not "1.9, 3", and the copy counts once
+    assert seq["note"] == ("also 1 run(s) calibrated to an average name-phrase ε of 3, which is ε 1.9 per training "
+                           "sentence (Phrases page)")
+    gc = cards["noisysgd-gc+pseudo"]  # only phrase-target runs: the card describes them
+    assert (gc["epsilon"], gc["kind"], gc["note"]) == ("2.99", "private", "")
+
+
 def test_privacy_cards_describe_a_method_by_its_dp_runs_and_flag_adp():
     import pandas as pd
 
