@@ -15,6 +15,10 @@ from dashboard.charts import LAYOUT
 
 GENERATORS = {"filter": "conditional prompting + filter", "pplm": "PPLM, head on frozen model",
               "multitask": "multitask + PPLM (paper)"}
+# the model whose embeddings each generator's separability measures (core.synth.run.evaluate): filter and pplm
+# fine-tune the LM on the LM loss only, then train their discriminator head on it frozen (core.synth.train)
+EMBEDDING_MODELS = {"filter": "filter: frozen (LM-only) model", "pplm": "PPLM: the same frozen (LM-only) model",
+                    "multitask": "multitask: multitask-fine-tuned model"}
 COMMAND = "python -m core synth --generator multitask --epsilon 3 --preset tiny --run-dir runs/synth-multitask-eps3"
 
 st.title("Synthetic data")
@@ -67,8 +71,11 @@ if synth.empty:
 preset = c.preset_picker(synth, key="synth_preset")
 runs = synth[synth["preset"] == preset]
 rows = []
+label_counts = set()  # number of labels of each run's data set: chance level = 1 / that
 for record in runs.to_dict("records"):
     m = c.read_run(c.get_run(record["run_id"]), "metrics") or {}
+    if (m.get("data") or {}).get("labels"):
+        label_counts.add(len(m["data"]["labels"]))
     grams = m.get("ngram_ratios") or {}
     rows.append({
         "run": record["run_id"], "generator": record["method"].removeprefix("synth-"),
@@ -93,7 +100,7 @@ def pivot(value: str) -> pd.DataFrame:
 
 def show_accuracy() -> None:
     """The synthetic-data classifier's accuracy and the embeddings' separability per generator and ε."""
-    deltas = sorted({c.fmt_delta(d) for d in table["δ"].dropna() if d > 0})
+    deltas = list(dict.fromkeys(c.fmt_delta(d) for d in sorted(table["δ"].dropna()) if d > 0))
     st.caption("Classifier: TF-IDF + logistic regression trained on each synthetic set, tested on the real test set; "
                "the last row trains it on the real train set. Cells average the runs of one setting. "
                + (f"δ = 1/|train| as in the paper: {', '.join(deltas)}." if deltas else ""))
@@ -103,13 +110,23 @@ def show_accuracy() -> None:
         accuracy.loc["real train data"] = float(original.mean())
     st.dataframe(accuracy, width="stretch", column_config={g: st.column_config.NumberColumn(GENERATORS[g], format="%.3f")
                                                             for g in GENERATORS})
-    st.markdown("**Embedding separability** (random-forest accuracy on the fine-tuned model's mean embeddings of the "
-                "real test texts, paper Fig. 2)")
+    chance = ", ".join(f"{1 / n:.3f} ({n} labels)" for n in sorted(label_counts))
+    if chance:
+        st.caption(f"Chance level (1 / number of labels): {chance}. A classifier that guesses scores this on "
+                   "average, in accuracy and in separability alike.")
+    st.markdown("**Embedding separability** (random-forest accuracy on mean embeddings of the real test texts, paper "
+                "Fig. 2). Each column measures the model its generator samples from: filter and PPLM share one "
+                "frozen (LM-only) model, fine-tuned on the LM loss alone before their discriminator head is trained "
+                "on top of it, so their columns are equal; multitask's model is fine-tuned on the LM and "
+                "discriminator losses together.")
     st.dataframe(pivot("separability"), width="stretch",
-                 column_config={g: st.column_config.NumberColumn(GENERATORS[g], format="%.3f") for g in GENERATORS})
+                 column_config={g: st.column_config.NumberColumn(EMBEDDING_MODELS[g], format="%.3f")
+                                for g in GENERATORS})
     with st.expander("Every run", expanded=False):
-        st.dataframe(table.sort_values(["generator", "ε target"]), hide_index=True, width="stretch",
-                     column_config={"ε": st.column_config.NumberColumn(format="%.3g")})
+        every = table.sort_values(["generator", "ε target"])
+        every = every.assign(**{"ε target": every["ε target"].map(eps_label), "ε": every["ε"].map(eps_label),
+                                "δ": every["δ"].map(c.fmt_delta)})
+        st.dataframe(every, hide_index=True, width="stretch")
 
 
 def show_memorisation() -> None:

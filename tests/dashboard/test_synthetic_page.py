@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
@@ -9,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from apptest_helpers import open_page, open_tab, plotly_specs, texts
+from apptest_helpers import metrics, open_page, open_tab, plotly_specs, texts
 from fake_runs import SYNTH_LABELS as LABELS
 from fake_runs import write_synth_run
 
@@ -34,7 +35,7 @@ def test_page_shows_table_ngrams_umap_and_samples(roots):
     assert table.loc["∞ (not private)", "multitask"] == pytest.approx(0.58)
     assert table.loc["real train data"].dropna().iloc[0] == pytest.approx(0.6)
     captions = " ".join(caption.value for caption in at.caption)
-    assert "δ = 1/|train| as in the paper: 0.00166667" in captions
+    assert "δ = 1/|train| as in the paper: 0.00167" in captions
     assert not plotly_specs(at)  # lazy tabs: the charts of the other tabs are not built
     grams = plotly_specs(open_tab(at, "synth_tab", "Memorisation (n-grams)"))
     assert len(grams) == 1 and not at.dataframe
@@ -78,3 +79,53 @@ def test_page_never_imports_torch(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "HEAVY []" in done.stdout
+
+
+def _edit_json(path: Path, change) -> None:
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+
+
+def test_accuracy_tab_shows_chance_from_the_runs_labels(roots):
+    """Chance = 1 / number of labels in metrics.json data.labels (REPORT.md judges accuracy against it)."""
+    write_synth_run(roots["live"], "s-multitask-3", "multitask", 3.0, 0.30)
+    at = open_page("synthetic")
+    assert not at.exception, at.exception
+    assert "Chance level (1 / number of labels): 0.333 (3 labels)" in texts(at)
+    _edit_json(roots["live"] / "s-multitask-3" / "metrics.json",
+               lambda m: m["data"].update(labels=["film", "music", "peanut butter", "smell"]))
+    at = open_page("synthetic")
+    assert "Chance level (1 / number of labels): 0.250 (4 labels)" in texts(at)
+
+
+def test_separability_columns_name_the_model_they_measure(roots):
+    """filter and PPLM measure the same frozen (LM-only) model, as REPORT.md says; multitask its own model."""
+    for generator in ("filter", "pplm", "multitask"):
+        write_synth_run(roots["live"], f"s-{generator}-3", generator, 3.0, 0.3)
+    at = open_page("synthetic")
+    assert not at.exception, at.exception
+    columns = json.loads(at.dataframe[1].proto.columns)
+    assert columns["filter"]["label"] == "filter: frozen (LM-only) model"
+    assert columns["pplm"]["label"] == "PPLM: the same frozen (LM-only) model"
+    assert columns["multitask"]["label"] == "multitask: multitask-fine-tuned model"
+    assert "fine-tuned model's mean embeddings" not in texts(at)
+    assert "filter and PPLM share one frozen (LM-only) model" in texts(at)
+
+
+def test_every_run_table_shows_delta_and_epsilon_as_the_rest_of_the_page(roots):
+    """δ through fmt_delta (as in the caption and the run's metric), ε = ∞ rather than Infinity."""
+    write_synth_run(roots["live"], "s-pplm-inf", "pplm", math.inf, 0.3)
+    write_synth_run(roots["live"], "s-pplm-3", "pplm", 3.0, 0.3)
+    _edit_json(roots["live"] / "s-pplm-3" / "privacy.json", lambda p: p.update(delta=1 / 1536))
+    at = open_page("synthetic")
+    assert not at.exception, at.exception
+    every = at.dataframe[2].value.set_index("run")
+    assert every.loc["s-pplm-inf", "δ"] == "0.00167" and every.loc["s-pplm-3", "δ"] == "0.000651"
+    assert "δ = 1/|train| as in the paper: 0.000651, 0.00167." in texts(at)
+    assert every.loc["s-pplm-inf", "ε target"] == "∞ (not private)"
+    assert every.loc["s-pplm-inf", "ε"] == "∞ (not private)"
+    assert every.loc["s-pplm-3", "ε target"] == "3"
+    open_tab(at, "synth_tab", "One run: embeddings and samples")
+    at.selectbox(key="synth_run").set_value("s-pplm-3").run()
+    assert metrics(at)["δ"] == "0.000651"
