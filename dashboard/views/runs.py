@@ -102,8 +102,13 @@ def live_view() -> None:
             with st.expander("Traceback"):
                 st.code(trace, language="text")
     elif record["state"] == "done" and record["has_privacy"]:
-        st.caption(c.privacy_statement(record["epsilon"], record["delta"], record["unit"]) +
-                   f"  ·  PPL {c.fmt_num(record['ppl'])}  ·  BLEU-4 {c.fmt_num(record['bleu4'])}")
+        if c.is_synth_method(record["method"]):  # no PPL or BLEU: the classifier trained on its synthetic set
+            m = c.read_run(run, "metrics") or {}
+            utility = (f"  ·  accuracy on real test text {c.fmt_num(m.get('accuracy_synthetic'), 3)} (real train "
+                       f"data: {c.fmt_num(m.get('accuracy_real'), 3)})  ·  Synthetic data page")
+        else:
+            utility = f"  ·  PPL {c.fmt_num(record['ppl'])}  ·  BLEU-4 {c.fmt_num(record['bleu4'])}"
+        st.caption(c.privacy_statement(record["epsilon"], record["delta"], record["unit"]) + utility)
 
     b1, b2, b3, _ = st.columns([1, 1, 1, 3])
     is_live = record["source"] == "live"

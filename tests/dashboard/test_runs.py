@@ -50,6 +50,19 @@ def test_failed_run_shows_its_error_and_log(some_runs, app_page):
     assert any("teacher 3: loss nan" in code.value for code in at.code)
 
 
+def test_a_finished_run_states_its_privacy_and_utility(some_runs, app_page):
+    from fake_runs import write_synth_run
+
+    write_synth_run(some_runs["live"], "live-synth", "multitask", 3.0, 0.412)
+    at = app_page("runs")
+    at.selectbox(key="runs_selected").set_value("live-seq").run()
+    assert "PPL 120.00  ·  BLEU-4 2.50" in texts(at)
+    at.selectbox(key="runs_selected").set_value("live-synth").run()
+    assert not at.exception
+    # a synthetic-data run has no PPL or BLEU: its utility is the classifier trained on its synthetic set
+    assert "accuracy on real test text 0.412 (real train data: 0.600)" in texts(at) and "PPL" not in texts(at)
+
+
 def test_config_compare_shows_only_differing_fields(some_runs, app_page):
     at = app_page("runs")
     at.selectbox(key="runs_cmp_a").set_value("cached-seq")
