@@ -141,30 +141,37 @@ def teacher_curve_figure(df: pd.DataFrame, metric: str = "bleu4") -> go.Figure:
 
 
 def phrase_epsilon_histogram(per_run: Mapping[str, tuple[str, Sequence[float]]], bins: int = 40) -> go.Figure:
-    """One histogram per run (run id -> (method, phrase ε values)) on a log ε axis: names sit at a few units of ε,
+    """One bar series per run (run id -> (method, phrase ε values)) on a log ε axis: names sit at a few units of ε,
     canaries inserted 100 times at hundreds, and a linear axis would squeeze the first into one bar. Every run is
-    counted in the same bins (equal widths in log ε), and a bar's hover names its ε range; ε = 0 and ε = ∞ have no
-    place on a log axis and are left out (the page says how many)."""
+    counted in the same bins (equal widths in log ε), its bars beside the other runs' in each bin (so runs with the
+    same phrase ε all stay visible), and a bar's hover names its ε range. ε = 0 and ε = ∞ have no place on a log
+    axis and are left out, and so is a run with no other value (the page says which)."""
     logs = {run_id: [math.log10(v) for v in values if v is not None and math.isfinite(v) and v > 0]
             for run_id, (_, values) in per_run.items()}
+    logs = {run_id: xs for run_id, xs in logs.items() if xs}
     every = [x for xs in logs.values() for x in xs]
     lo, hi = (min(every), max(every)) if every else (0.0, 1.0)
     edges = np.linspace(lo, hi if hi > lo else lo + 1.0, bins + 1)
     ranges = [f"ε {10 ** a:.3g}–{10 ** b:.3g}" for a, b in zip(edges[:-1], edges[1:], strict=True)]
-    methods = [method for method, _ in per_run.values()]
+    methods = [per_run[run_id][0] for run_id in logs]
     fig = go.Figure()
-    for run_id, (method, _) in per_run.items():
-        counts, _ = np.histogram(logs[run_id], bins=edges)
+    for run_id, xs in logs.items():
+        method = per_run[run_id][0]
+        counts, _ = np.histogram(xs, bins=edges)
         # method colours only while they tell the runs apart
         color = METHOD_COLORS.get(method) if methods.count(method) == 1 else None
-        fig.add_trace(go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=counts, width=edges[1] - edges[0], opacity=0.65,
-                             name=f"{method_label(method)}: {run_id}", marker_color=color, customdata=ranges,
+        fig.add_trace(go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=counts, name=f"{method_label(method)}: {run_id}",
+                             marker_color=color, customdata=ranges,
                              hovertemplate="%{customdata}: %{y} phrase(s)<extra>%{fullData.name}</extra>"))
-    ticks = [t for t in (0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000)
-             if not every or 10 ** lo / 2 <= t <= 10 ** hi * 2]
-    fig.update_layout(barmode="overlay", title="ε per secret phrase", yaxis_title="phrases", showlegend=True,
-                      **LAYOUT)
-    fig.update_xaxes(title="ε of the phrase (log scale)", tickvals=[math.log10(t) for t in ticks],
+    # the axis spans the bins and half a bin more on each side, and its round ticks include 3 (the usual ε target):
+    # a first bar at ε 3 has its label under it
+    pad = (edges[1] - edges[0]) / 2
+    x_range = [edges[0] - pad, edges[-1] + pad]
+    ticks = [t for t in (0.1, 0.2, 0.5, 1, 2, 3, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000)
+             if x_range[0] <= math.log10(t) <= x_range[1]]
+    fig.update_layout(barmode="group", bargap=0.1, title="ε per secret phrase", yaxis_title="phrases",
+                      showlegend=True, **LAYOUT)
+    fig.update_xaxes(title="ε of the phrase (log scale)", range=x_range, tickvals=[math.log10(t) for t in ticks],
                      ticktext=[f"{t:g}" for t in ticks])
     return fig
 

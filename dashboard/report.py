@@ -16,11 +16,13 @@ import plotly.graph_objects as go
 from dashboard import charts
 from dashboard.common import (
     PHRASE_NOTE,
+    distinct_configs,
     flatten,
     fmt_delta,
     fmt_eps,
     fmt_num,
     highlight,
+    is_synth_method,
     method_label,
     privacy_statement,
 )
@@ -35,7 +37,15 @@ text-align:left;vertical-align:top} th{background:#f7fafc} .muted{color:#718096}
 """
 
 
-def _json_cell(value: Any) -> str:
+def _json_cell(value: Any, key: str = "") -> str:
+    """A value as text; an ε or δ (told by its key: epsilon, privacy.epsilon, target_epsilon, phrase_summary.avg...)
+    as the dashboard shows it."""
+    name = key.rsplit(".", 1)[-1]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if "epsilon" in key or (key.startswith("phrase_summary.") and name in ("avg", "min", "max")):
+            return fmt_eps(float(value))
+        if name == "delta":
+            return fmt_delta(float(value))
     if isinstance(value, float) and math.isinf(value):
         return "inf" if value > 0 else "-inf"
     if isinstance(value, (dict, list)):
@@ -44,9 +54,19 @@ def _json_cell(value: Any) -> str:
 
 
 def _kv_table(pairs: dict[str, Any]) -> str:
-    rows = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(_json_cell(v))}</td></tr>"
+    rows = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(_json_cell(v, str(k)))}</td></tr>"
                    for k, v in pairs.items())
     return f"<table>{rows}</table>"
+
+
+# a synthetic-data run (python -m core synth) has no perplexity or BLEU: its report leads with these
+SYNTH_METRICS = ("accuracy_synthetic", "accuracy_real", "synthetic_label_agreement", "separability")
+SYNTH_NOTE = ("A synthetic-data run: accuracy_synthetic is the accuracy on real held-out texts of a classifier trained "
+              "on the synthetic texts (accuracy_real: trained on the real train set instead); separability is a "
+              "random forest's accuracy on the model's embeddings of the real test texts; ngram_ratios are the shares "
+              "of synthetic word n-grams also found in the private train set. It has no perplexity or BLEU, so it "
+              "has no place on the BLEU-4 vs ε chart of the text-generation runs (the Synthetic data page compares "
+              "these runs).")
 
 
 def build_report_html(record: dict[str, Any], config: dict[str, Any], privacy: dict[str, Any] | None,
@@ -78,11 +98,16 @@ def build_report_html(record: dict[str, Any], config: dict[str, Any], privacy: d
         parts.append("<p>Recorded noise events:</p>")
         parts.append(pd.DataFrame(events).to_html(index=False, escape=True, border=0))
     parts.append("<h2>Metrics</h2>")
-    headline = {k: fmt_num(metrics.get(k)) for k in ("ppl", "bleu1", "bleu2", "bleu3", "bleu4") if k in metrics}
-    if "r_name" in metrics:
-        headline["r_name"] = fmt_num(metrics["r_name"], 4)
+    if is_synth_method(record.get("method")):
+        parts.append(f"<p class='muted'>{html.escape(SYNTH_NOTE)}</p>")
+        headline = {k: fmt_num(metrics[k], 3) for k in SYNTH_METRICS if k in metrics}
+        headline |= {f"ngram_ratios.{n}": fmt_num(v, 4) for n, v in (metrics.get("ngram_ratios") or {}).items()}
+    else:
+        headline = {k: fmt_num(metrics.get(k)) for k in ("ppl", "bleu1", "bleu2", "bleu3", "bleu4") if k in metrics}
+        if "r_name" in metrics:
+            headline["r_name"] = fmt_num(metrics["r_name"], 4)
     parts.append(_kv_table(headline))
-    others = {k: v for k, v in flatten(metrics).items() if k.split(".")[0] not in headline}
+    others = {k: v for k, v in flatten(metrics).items() if k not in headline and k.split(".")[0] not in headline}
     if others:
         parts.append("<details><summary>All metrics</summary>" + _kv_table(others) + "</details>")
     for i, figure in enumerate(figures or []):
@@ -105,12 +130,18 @@ def build_report_html(record: dict[str, Any], config: dict[str, Any], privacy: d
 
 
 def report_figures(record: dict[str, Any], same_preset: pd.DataFrame, progress: list[dict[str, Any]]) -> list:
-    """This run among the finished runs of its preset (BLEU-4 vs ε) and its training progress, where present."""
+    """This run among the finished runs of its preset (BLEU-4 vs ε) and its training progress, where present.
+
+    The chart is the Privacy vs utility page's: text-generation runs at their preset's defaults, one copy of each
+    config (distinct_configs), and this run beside them if it is an experiment variant. A synthetic-data run has no
+    BLEU-4, so its report has no such chart."""
     figures = []
-    if not same_preset.empty:
-        main = same_preset[same_preset["ablation"].fillna("none") == "none"]
-        if record["run_id"] not in set(main["run_id"]):
-            main = pd.concat([main, same_preset[same_preset["run_id"] == record["run_id"]]])
+    if not same_preset.empty and not is_synth_method(record.get("method")):
+        main = distinct_configs(same_preset[~same_preset["method"].map(is_synth_method)])
+        main = main[main["variant"].fillna("") == ""]
+        # this run itself, in place of another copy of its config, and beside the defaults if it is a variant
+        twins = (main["run_id"] == record["run_id"]) | (main["config_hash"] == record.get("config_hash"))
+        main = pd.concat([main[~twins], same_preset[same_preset["run_id"] == record["run_id"]]])
         figures.append(charts.privacy_utility_figure(main, "bleu4", f"BLEU-4 vs ε, preset {record.get('preset')}"))
     progress_figure = charts.run_progress_figure(progress)
     if progress_figure is not None:

@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from core.config import preset_value
 from dashboard import common as c
 from dashboard import report
 
@@ -41,7 +42,7 @@ else:
 if table is None or table.empty:
     st.info("This table is empty.")
 else:
-    st.dataframe(table.head(200), hide_index=True, width="stretch")
+    st.dataframe(table.head(200), hide_index=True, width="stretch", placeholder="")  # a missing value is blank
     st.caption(f"{len(table):,} rows (the preview shows up to 200).")
     st.download_button(f"Download {which} (CSV)", c.csv_bytes(table), file_name=f"{name}.csv", mime="text/csv",
                        key="export_csv", icon=":material/download:", on_click="ignore")
@@ -51,7 +52,13 @@ if finished.empty:
     st.info("Reports are made from finished runs; none yet.")
     st.stop()
 done = {r["run_id"]: r for r in finished.to_dict("records")}
-run_id = st.selectbox("Run", list(done), key="export_report_run", format_func=lambda i: c.run_option_label(done[i]))
+# open on a text-generation run, SeqPATE at its preset's defaults and default ε where there is one
+text_runs = [i for i, r in done.items() if not c.is_synth_method(r["method"])]
+seqpate = [i for i in text_runs if done[i]["method"] == "seqpate" and not done[i]["variant"]
+           and done[i]["epsilon_target"] == preset_value(done[i]["preset"], "privacy", "epsilon")]
+default_run = (seqpate or text_runs or list(done))[0]
+run_id = st.selectbox("Run", list(done), index=list(done).index(default_run), key="export_report_run",
+                      format_func=lambda i: c.run_option_label(done[i]))
 n_completions = st.slider("Completions to include", 0, 50, 10, key="export_report_n")
 record = done[run_id]
 run = c.get_run(run_id)
@@ -67,7 +74,8 @@ def make_report() -> bytes:
 
 
 st.caption("One self-contained HTML file (plotly inlined, opens offline): privacy statement and events, metrics, "
-           "a BLEU-4 vs ε chart with this run among its preset, training progress, completions, the full config. "
-           + c.PHRASE_NOTE)
+           "a BLEU-4 vs ε chart with this run among its preset's runs at their defaults (text-generation runs; a "
+           "synthetic-data run's report gives its classifier accuracy, separability and n-gram ratios instead), "
+           "training progress, completions, the full config. " + c.PHRASE_NOTE)
 st.download_button("Download report (HTML)", make_report, file_name=f"{run_id}_report.html", mime="text/html",
                    key="export_report", icon=":material/description:", type="primary", on_click="ignore")

@@ -19,7 +19,13 @@ if with_phrases.empty:
     st.stop()
 
 records = {r["run_id"]: r for r in with_phrases.to_dict("records")}
-run_id = st.selectbox("Run", list(records), key="phrases_run", format_func=lambda i: c.run_option_label(records[i]))
+# open on a private run (at ε = ∞ or 0 every phrase has that ε, and there is no average to show), preferably a
+# SeqPATE run with the by-user partition of the paper's Table 6; a run chosen in this session stays chosen
+private = [i for i, r in records.items() if c.privacy_kind(r["epsilon"]) == "private"]
+by_user = [i for i in private if records[i]["method"] == "seqpate" and records[i]["partition"] == "by-user"]
+default_run = (by_user or private or list(records))[0]
+run_id = st.selectbox("Run", list(records), index=list(records).index(default_run), key="phrases_run",
+                      format_func=lambda i: c.run_option_label(records[i]))
 run = c.get_run(run_id)
 phrases = pd.DataFrame(c.read_run(run, "phrases"))
 if phrases.empty:
@@ -48,6 +54,23 @@ s[3].metric("max ε", c.fmt_eps(float(eps.max())))
 s[4].metric("share ≤ average", f"{(eps <= avg).mean():.0%}" if not math.isnan(avg) else "–")
 
 
+TABLE_COLUMNS = {
+    "phrase": st.column_config.TextColumn("phrase"),
+    "occurrences": st.column_config.NumberColumn("occurrences", help="Training sentences that contain the phrase."),
+    "users": st.column_config.NumberColumn("users", help="Users whose training sentences contain the phrase."),
+    "teachers": st.column_config.NumberColumn("teachers", help="SeqPATE teachers whose data hold the phrase."),
+    "epsilon": st.column_config.NumberColumn("ε", format="%.3g", help="The phrase's ε (∞: trained without noise)."),
+    "kind": st.column_config.TextColumn("kind", help="A name from the data, or an inserted canary."),
+    "inserted": st.column_config.NumberColumn("copies inserted", help="Canaries: copies put in the training data."),
+    "basis": st.column_config.TextColumn("ε computed from"),
+    "accountant": st.column_config.TextColumn("accountant"),
+    "contains_private_text": st.column_config.TextColumn("private text",
+                                                         help="True: the phrase quotes private training data."),
+    "in_completions": st.column_config.NumberColumn("in completions",
+                                                    help="Names: completions of this run that contain the name."),
+}
+
+
 def show_table() -> None:
     """The phrases of the chosen kind, searchable and filterable by teachers and occurrences."""
     f1, f2, f3 = st.columns([3, 2, 2])
@@ -71,8 +94,10 @@ def show_table() -> None:
     if min_occ and "occurrences" in view:
         view = view[view["occurrences"].fillna(0) >= min_occ]
     st.caption(f"Showing {len(view):,} of {len(phrases):,} phrases; click a column header to sort.")
-    st.dataframe(view, hide_index=True, width="stretch",
-                 column_config={"epsilon": st.column_config.NumberColumn("ε", format="%.3g")})
+    # columns with no value for these phrases (copies inserted, for names) are left out; other gaps show blank
+    shown = [col for col in view if phrases[col].notna().any()]
+    st.dataframe(view, hide_index=True, width="stretch", column_order=shown, column_config=TABLE_COLUMNS,
+                 placeholder="")
 
 
 def show_histogram() -> None:
@@ -99,6 +124,16 @@ def show_histogram() -> None:
         left_out = [f"{n} with ε = {label}" for n, label in counts if n]
         if left_out:
             st.caption(f"Left out of the log axis: {' and '.join(left_out)}.")
+        # the chart leaves out a run with no finite ε > 0, and draws runs with the same phrase ε (to 6 digits) as
+        # bars of equal heights side by side: both said here, so that the legend and the bars tell the same story
+        by_values: dict[tuple, list[str]] = {}
+        for rid, (_, vs) in per_run.items():
+            by_values.setdefault(tuple(sorted(f"{v:.6g}" for v in vs if 0 < v < math.inf)), []).append(rid)
+        if empty := by_values.pop((), None):
+            st.caption(f"Not drawn (no phrase with a finite ε above 0): {', '.join(empty)}.")
+        for ids in by_values.values():
+            if len(ids) > 1:
+                st.caption(f"Same phrase ε in {', '.join(ids)}: their bars stand side by side at equal heights.")
         if kind != "all":
             st.caption(f"Phrases of kind {kind} only, as chosen above.")
 

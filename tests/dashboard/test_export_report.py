@@ -1,0 +1,80 @@
+"""Export page and the HTML report: blank missing values, the report's default run, its chart, its numbers."""
+
+from __future__ import annotations
+
+import re
+
+from fake_runs import phrase_rows, write_run, write_synth_run
+
+
+def report_of(run_id: str, figures: bool = True) -> tuple[list, str]:
+    """(figures, HTML document) of a run's report, as the Export page builds them."""
+    from dashboard import common as c
+    from dashboard import report
+
+    frame = c.finished_frame(c.runs_frame())
+    record = frame.set_index("run_id").loc[run_id].to_dict() | {"run_id": run_id}
+    run = c.get_run(run_id)
+    made = report.report_figures(record, frame[frame["preset"] == record["preset"]], run.progress())
+    document = report.build_report_html(record, run.config()["config"], run.privacy(), run.metrics(),
+                                        run.completions(), [], made if figures else None)
+    return made, document
+
+
+def test_export_preview_shows_missing_values_blank(roots, app_page):
+    write_run(roots["cached"], "seq", "seqpate", phrases=phrase_rows())
+    at = app_page("export")
+    assert at.selectbox(key="export_table").value == "all runs"
+    preview = at.dataframe[0]
+    assert preview.value["error"].isna().all()  # no error on a finished run: drawn blank, not "None"
+    assert preview.proto.HasField("placeholder") and preview.proto.placeholder == ""
+
+
+def test_report_opens_on_seqpate_at_the_presets_defaults(roots, app_page):
+    cached = roots["cached"]  # newest first in the run list: each run below is newer than the one before
+    write_run(cached, "a-seq-eps3", "seqpate", epsilon=3.0)
+    write_run(cached, "b-seq-eps8", "seqpate", epsilon=8.0)
+    write_run(cached, "c-seq-m5", "seqpate", epsilon=3.0, teachers=5)
+    write_run(cached, "d-pub", "pub-gpt")
+    write_synth_run(cached, "e-synth", "multitask", 16.0, accuracy=0.3)
+    at = app_page("export")
+    assert not at.exception
+    assert at.selectbox(key="export_report_run").options[0].startswith("e-synth")
+    assert at.selectbox(key="export_report_run").value == "a-seq-eps3"
+
+
+def test_report_chart_has_the_runs_at_their_defaults(roots):
+    cached = roots["cached"]
+    write_run(cached, "seq", "seqpate", epsilon=3.0, bleu4=2.5)
+    write_run(cached, "seq-m5", "seqpate", epsilon=3.0, teachers=5, bleu4=1.0)
+    write_run(cached, "seq-kl", "seqpate", epsilon=3.0, ablation="-kl", bleu4=0.5)
+    write_run(cached, "seq-canaries", "seqpate", epsilon=3.0, canaries="1,10,100", bleu4=4.0)
+    write_run(cached, "sgd", "noisysgd", epsilon=3.0, bleu4=1.5)
+    write_synth_run(cached, "synth", "filter", 3.0, accuracy=0.3)
+
+    def points(figures: list) -> dict[str, list]:
+        return {t.name: sorted(t.customdata[:, 0]) for t in figures[0].data if t.mode == "markers"}
+
+    figures, _ = report_of("seq")
+    assert points(figures) == {"SeqPATE": ["seq"], "NoisySGD": ["sgd"]}  # as the Privacy vs utility page
+    figures, _ = report_of("seq-m5")  # a variant's report shows it beside the defaults
+    assert points(figures) == {"SeqPATE": ["seq", "seq-m5"], "NoisySGD": ["sgd"]}
+
+
+def test_report_formats_epsilon_like_the_dashboard(roots):
+    write_run(roots["cached"], "seq", "seqpate", epsilon=3.0)  # accounted ε 2.9985 (fake_runs.privacy_for)
+    _, document = report_of("seq", figures=False)
+    assert "<th>epsilon</th><td>3</td>" in document and "<th>delta</th><td>1e-06</td>" in document
+    assert "2.9985" not in document
+
+
+def test_synthetic_run_report_shows_its_own_metrics(roots):
+    write_run(roots["cached"], "seq", "seqpate", epsilon=3.0)
+    write_synth_run(roots["cached"], "synth", "multitask", 16.0, accuracy=0.3, separability=0.4)
+    figures, document = report_of("synth")
+    assert not any("BLEU-4" in (f.layout.title.text or "") for f in figures)  # no chart it has no place on
+    metrics = dict(re.findall(r"<tr><th>([\w.]+)</th><td>([^<]*)</td></tr>", document.split("<h2>Metrics</h2>")[1]))
+    assert metrics["accuracy_synthetic"] == "0.300" and metrics["separability"] == "0.400"
+    assert metrics["ngram_ratios.3"] == "0.0333"
+    assert "A synthetic-data run" in document
+    assert "<th>epsilon</th><td>16</td>" in document and "15.984" not in document  # accounted 15.984

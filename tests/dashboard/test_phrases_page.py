@@ -1,0 +1,85 @@
+"""Phrases page: the run it opens on, the table's headers and blanks, the ε histogram's traces and notes."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from apptest_helpers import metrics, open_tab, plotly_specs
+from fake_runs import phrase_rows, write_run
+
+
+def names(epsilons: list[float]) -> list[dict]:
+    """phrases.csv rows with every column core writes (core.analysis: phrase_table, then in_completions)."""
+    return [{"phrase": f"Name{i}", "occurrences": 2, "users": 1, "teachers": 1, "epsilon": eps, "kind": "name",
+             "inserted": None, "basis": "n_s=1 teachers", "accountant": "analytic-gaussian (exact composition)",
+             "contains_private_text": True, "in_completions": i % 2} for i, eps in enumerate(epsilons)]
+
+
+CANARY = {**names([40.0])[0], "phrase": "my ID is 123456", "occurrences": 10, "kind": "canary", "inserted": 10,
+          "in_completions": None}
+
+
+def write_three(cached) -> None:
+    """Newest first in the run list (created, then run id, both descending): c-seq-inf, b-seq-by-user, a-seq."""
+    write_run(cached, "a-seq", "seqpate", phrases=phrase_rows(1.0))
+    write_run(cached, "b-seq-by-user", "seqpate", partition="by-user", phrases=names([3.0, 3.0, 6.5]) + [CANARY])
+    write_run(cached, "c-seq-inf", "seqpate", epsilon=math.inf, phrases=names([math.inf] * 3))
+
+
+def test_phrases_open_on_a_private_by_user_run_and_keep_the_users_choice(roots, app_page):
+    write_three(roots["cached"])
+    at = app_page("phrases")
+    assert not at.exception
+    assert at.selectbox(key="phrases_run").options[0].startswith("c-seq-inf")  # the newest run is not private
+    assert at.selectbox(key="phrases_run").value == "b-seq-by-user"
+    shown = metrics(at)
+    assert (shown["average ε"], shown["min ε"], shown["max ε"]) == ("4.17", "3", "6.5")
+    at.selectbox(key="phrases_run").set_value("c-seq-inf").run()  # an explicit choice survives reruns and tabs
+    open_tab(at, "phrases_tab", "ε histogram")
+    assert at.selectbox(key="phrases_run").value == "c-seq-inf"
+    assert metrics(at)["average ε"] == "–" and metrics(at)["max ε"] == "∞"
+
+
+def test_phrases_open_on_a_private_run_when_none_is_by_user(roots, app_page):
+    write_run(roots["cached"], "a-seq", "seqpate", phrases=phrase_rows(1.0))
+    write_run(roots["cached"], "b-seq-inf", "seqpate", epsilon=math.inf, phrases=names([math.inf]))
+    at = app_page("phrases")
+    assert at.selectbox(key="phrases_run").value == "a-seq"
+
+
+def test_phrase_table_has_readable_headers_and_no_none(roots, app_page):
+    write_three(roots["cached"])
+    at = app_page("phrases")
+    at.selectbox(key="phrases_run").set_value("b-seq-by-user").run()
+    table = at.dataframe[0].proto
+    config = json.loads(table.columns)
+    # a missing value (in_completions of a canary) shows blank, not "None"
+    assert table.HasField("placeholder") and table.placeholder == ""
+    labels = {col: config[col]["label"] for col in table.column_order}
+    assert labels["contains_private_text"] == "private text" and labels["in_completions"] == "in completions"
+    assert labels["epsilon"] == "ε" and all("_" not in label for label in labels.values())
+    assert "inserted" not in table.column_order  # names only (the kind shown first): no copies inserted
+    at.radio(key="phrases_kind").set_value("all").run()
+    table = at.dataframe[0].proto
+    assert "inserted" in table.column_order and json.loads(table.columns)["inserted"]["label"] == "copies inserted"
+
+
+def test_histogram_leaves_out_runs_without_finite_epsilon_and_names_identical_ones(roots, app_page):
+    write_three(roots["cached"])
+    write_run(roots["cached"], "d-sgd", "noisysgd", phrases=names([3.0, 3.0, 6.5]))  # the by-user run's names' ε
+    at = app_page("phrases")
+    at.selectbox(key="phrases_run").set_value("b-seq-by-user").run()
+    open_tab(at, "phrases_tab", "ε histogram")
+    at.multiselect(key="phrases_hist_runs_b-seq-by-user").set_value(["b-seq-by-user", "d-sgd", "c-seq-inf"]).run()
+    assert not at.exception
+    hist, = plotly_specs(at)
+    assert [t["name"] for t in hist["data"]] == ["SeqPATE: b-seq-by-user", "NoisySGD: d-sgd"]  # no empty c-seq-inf
+    assert hist["layout"]["barmode"] == "group"  # identical runs side by side, not one colour over the other
+    seq, sgd = hist["data"]
+    assert seq["y"] == sgd["y"] and sum(seq["y"]) == 3
+    axis = hist["layout"]["xaxis"]
+    assert axis["ticktext"][0] == "3" and axis["range"][0] <= math.log10(3)  # the first bar (ε 3) has its label
+    captions = " ".join(c.value for c in at.caption)
+    assert "Not drawn (no phrase with a finite ε above 0): c-seq-inf." in captions
+    assert "Same phrase ε in b-seq-by-user, d-sgd" in captions
