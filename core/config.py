@@ -10,6 +10,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import os
 import typing
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -18,6 +19,24 @@ from typing import Any
 
 class ConfigError(ValueError):
     """A configuration the engine refuses; the message is one line meant for the user."""
+
+
+MAX_THREADS = 16
+
+
+def thread_setting() -> int:
+    """SEQPATE_THREADS: this process's torch threads, 1 to MAX_THREADS (unset or blank: all cores).
+
+    Not part of a run's config: it changes how fast a run goes, and its numbers only in the last bits."""
+    value = os.environ.get("SEQPATE_THREADS", "").strip()
+    if not value:
+        count = os.cpu_count() or 1
+    else:
+        try:
+            count = int(value)
+        except ValueError:
+            raise ConfigError(f"SEQPATE_THREADS must be a whole number of torch threads, got {value!r}") from None
+    return max(1, min(count, MAX_THREADS))
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
-from core.config import ModelConfig
+from core.config import ModelConfig, thread_setting
 from core.tokenizer import ModelLoadError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -23,19 +23,8 @@ def cache_root() -> Path:
 
 def set_threads() -> None:
     """Compute set-up of this process: torch threads (SEQPATE_THREADS, default all cores) and the allocator."""
-    torch.set_num_threads(max(1, min(thread_setting(), 16)))
+    torch.set_num_threads(thread_setting())
     keep_freed_memory()
-
-
-def thread_setting() -> int:
-    """SEQPATE_THREADS as a count (unset or empty: all cores)."""
-    value = os.environ.get("SEQPATE_THREADS", "").strip()
-    if not value:
-        return os.cpu_count() or 1
-    try:
-        return int(value)
-    except ValueError:
-        raise ValueError(f"SEQPATE_THREADS must be a whole number of torch threads, got {value!r}") from None
 
 
 def keep_freed_memory() -> None:

@@ -343,7 +343,7 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
         "seed": cfg.get("seed", stored.get("seed")),
         "epsilon": accounted if accounted is not None else requested,
         "epsilon_target": requested,
-        "privacy_target": _str(pv.get("target")) or "sample",  # phrase-avg / phrase-min: calibrated on name phrases
+        "privacy_target": _str(pv.get("target")) or "sample",  # phrase-avg: calibrated on name phrases
         "delta": _as_float(privacy.get("delta")) if privacy else _as_float(pv.get("delta")),
         "accountant": privacy.get("accountant"),
         "unit": privacy.get("unit"),
@@ -416,7 +416,7 @@ def run_records(infos: Sequence[RunInfo]) -> list[dict[str, Any]]:
 
 RECORD_COLUMNS = (
     "run_id", "source", "state", "stage", "progress", "error", "method", "preset", "seed", "epsilon",
-    "epsilon_target", "delta", "accountant", "unit", "has_privacy", "ppl", "bleu1", "bleu2", "bleu3", "bleu4",
+    "epsilon_target", "privacy_target", "delta", "accountant", "unit", "has_privacy", "ppl", "bleu1", "bleu2", "bleu3", "bleu4",
     "r_name", "teachers", "filter", "partition", "ablation", "variant", "varied", "query_budget", "queries_spent",
     "teachers_per_user", "has_phrases", "has_completions", "config_hash", "created", "started", "finished",
     "elapsed_s", "remaining_s", "total_s",
@@ -705,11 +705,11 @@ def privacy_cards(df: pd.DataFrame) -> list[dict[str, Any]]:
         unprotected = int((kinds_of_rows == "not-private").sum()) if kind == "private" else 0
         if unprotected:
             notes.append(f"also {unprotected} run(s) at ε = ∞ (no noise), kept as a non-private reference")
-        if len(by_phrase):
-            targets = ", ".join(dict.fromkeys(fmt_eps(e) for e in sorted(by_phrase["epsilon_target"].dropna())))
-            per_sentence = ", ".join(dict.fromkeys(fmt_eps(e) for e in sorted(by_phrase["epsilon"].dropna())))
-            notes.append(f"also {len(by_phrase)} run(s) calibrated to an average name-phrase ε of {targets}, "
-                         f"which is ε {per_sentence} per training sentence (Phrases page)")
+        if len(by_phrase):  # one pair per run: the same target gives another sentence ε under other settings
+            pairs = sorted(zip(by_phrase["epsilon_target"], by_phrase["epsilon"], strict=True))
+            notes.append(f"also {len(by_phrase)} run(s) calibrated to an average name-phrase ε (→ their ε per "
+                         f"training sentence): {', '.join(f'{fmt_eps(t)} → {fmt_eps(e)}' for t, e in pairs)} "
+                         "(Phrases page)")
         cards.append({
             "method": method,
             "label": method_label(method),
@@ -719,44 +719,6 @@ def privacy_cards(df: pd.DataFrame) -> list[dict[str, Any]]:
             "unit": unit_text,
             "accountant": "; ".join(accountants) or "–",
             "runs": len(rows),
-            "caveat": HEURISTIC_PRIVACY.get(method, ""),
-            "note": "; ".join(notes),
-        })
-    return cards
-    df = distinct_configs(df)
-    for method in sorted(df["method"].dropna().unique(), key=lambda m: (method_order(m), m)):
-        rows = df[df["method"] == method]
-        by_phrase = rows[rows["privacy_target"].fillna("sample") != "sample"] if "privacy_target" in rows else rows[:0]
-        rows = rows.drop(index=by_phrase.index) if len(by_phrase) < len(rows) else rows
-        kinds_of_rows = rows["epsilon"].map(privacy_kind)
-        kinds = set(kinds_of_rows) or {"unknown"}
-        kind = next((k for k in ("private", "not-private", "public-only") if k in kinds), "unknown")
-        described = rows[kinds_of_rows == kind] if kind != "unknown" else rows
-        eps_values = sorted({float(e) for e in described["epsilon"].dropna()})
-        units = sorted({str(u) for u in described["unit"].dropna()})
-        accountants = sorted({str(a) for a in described["accountant"].dropna()})
-        deltas = sorted({float(d) for d in described["delta"].dropna()})
-        unit_text = "; ".join(UNIT_TEXT.get(u, u) for u in units) or "–"
-        if kind == "public-only":
-            unit_text = "everything private: no private data is used"
-        elif kind == "not-private":
-            unit_text = "nothing: private data without noise"
-        unprotected = int((kinds_of_rows == "not-private").sum()) if kind == "private" else 0
-        notes = [f"also {unprotected} run(s) at ε = ∞ (no noise), kept as a non-private reference"] if unprotected else []
-        if len(by_phrase) and not by_phrase.index.equals(rows.index):
-            targets = ", ".join(dict.fromkeys(fmt_eps(e) for e in sorted(by_phrase["epsilon_target"].dropna())))
-            sentence = ", ".join(dict.fromkeys(fmt_eps(e) for e in sorted(by_phrase["epsilon"].dropna())))
-            notes.append(f"also {len(by_phrase)} run(s) calibrated to an average name-phrase ε of {targets}, which "
-                         f"gives ε {sentence} per training sentence (Phrases page)")
-        cards.append({
-            "method": method,
-            "label": method_label(method),
-            "kind": kind,
-            "epsilon": ", ".join(dict.fromkeys(fmt_eps(e) for e in eps_values)) or "–",
-            "delta": ", ".join(dict.fromkeys(fmt_delta(d) for d in deltas)) or "–",
-            "unit": unit_text,
-            "accountant": "; ".join(accountants) or "–",
-            "runs": len(rows) + (len(by_phrase) if not by_phrase.index.equals(rows.index) else 0),
             "caveat": HEURISTIC_PRIVACY.get(method, ""),
             "note": "; ".join(notes),
         })

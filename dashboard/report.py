@@ -38,12 +38,13 @@ text-align:left;vertical-align:top} th{background:#f7fafc} .muted{color:#718096}
 
 
 def _json_cell(value: Any, key: str = "") -> str:
-    """A value as text; an ε or δ (told by its key: epsilon, privacy.epsilon, target_epsilon, phrase_summary.avg...)
-    as the dashboard shows it."""
+    """A value as text; an ε (told by its key: epsilon, privacy.epsilon, target_epsilon, phrase_summary.avg...) to 6
+    significant digits, so that rounding never shows an accounted ε below what was spent; a δ as the dashboard
+    shows it."""
     name = key.rsplit(".", 1)[-1]
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if "epsilon" in key or (key.startswith("phrase_summary.") and name in ("avg", "min", "max")):
-            return fmt_eps(float(value))
+            return "∞" if math.isinf(value) else f"{float(value):.6g}"
         if name == "delta":
             return fmt_delta(float(value))
     if isinstance(value, float) and math.isinf(value):

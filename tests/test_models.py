@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
 import pytest
 
 from core.config import ModelConfig
-from core.models import build_tiny_gpt2, load_local_model, thread_setting, untie
+from core.models import build_tiny_gpt2, load_local_model, untie
 from core.runs.pipeline import execute
 from core.runs.store import RunDir
 from core.tokenizer import ModelLoadError, load_tokenizer, train_tokenizer
@@ -56,14 +55,3 @@ def test_a_path_that_is_not_a_model_is_one_clear_line(tmp_path):
     assert out.returncode == 2 and out.stderr.count("\n") == 1
     assert "not a model directory" in out.stderr and "Traceback" not in out.stderr
     assert not (tmp_path / "run").exists()
-
-
-def test_thread_setting_reads_seqpate_threads(monkeypatch):
-    monkeypatch.setenv("SEQPATE_THREADS", " 3 ")
-    assert thread_setting() == 3
-    for unset in ("", "  "):  # empty counts as unset: all cores
-        monkeypatch.setenv("SEQPATE_THREADS", unset)
-        assert thread_setting() == (os.cpu_count() or 1)
-    monkeypatch.setenv("SEQPATE_THREADS", "two")
-    with pytest.raises(ValueError, match="SEQPATE_THREADS must be a whole number of torch threads, got 'two'"):
-        thread_setting()

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from core.config import MAX_THREADS, thread_setting
 from core.runs.registry import REPO_ROOT, cached_root, is_safe_run_id, live_root, new_run_id, reconcile
 from core.runs.store import (
     CANCEL_MARKER,
@@ -67,8 +68,10 @@ def job_threads(max_parallel: int, cpus: int | None = None) -> int:
 
 
 def launched_job_threads() -> str:
-    """The SEQPATE_THREADS a launched job gets: the one set by hand, else its share (job_threads)."""
-    return os.environ.get("SEQPATE_THREADS") or str(job_threads(max_parallel_jobs()))
+    """The SEQPATE_THREADS a launched job gets: the one set by hand (checked, clamped), else its share (job_threads).
+    Raises ConfigError for a value that is not a number, before any run folder is made."""
+    set_by_hand = os.environ.get("SEQPATE_THREADS", "").strip()
+    return str(thread_setting() if set_by_hand else min(job_threads(max_parallel_jobs()), MAX_THREADS))
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -89,12 +92,12 @@ def launch(
         run_id = new_run_id(str(config_dict.get("method", "run")), privacy.get("epsilon"))
     if not is_safe_run_id(run_id):
         raise ValueError(f"run id must be a plain folder name, got {run_id!r}")
-    root.mkdir(parents=True, exist_ok=True)
-    run = RunDir.create(root / run_id, config_dict, int(config_dict.get("seed", 0)))
-
     env = dict(os.environ)
     env["PYTHONUNBUFFERED"] = "1"  # the log shows progress as it happens
     env["SEQPATE_THREADS"] = launched_job_threads()
+    root.mkdir(parents=True, exist_ok=True)
+    run = RunDir.create(root / run_id, config_dict, int(config_dict.get("seed", 0)))
+
     # The job must import core whatever the command is (tests run a script from a temp folder).
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
     command = [sys.executable, *JOB_COMMAND, str(run.path)]

@@ -52,6 +52,7 @@ def show_points() -> None:
 
 
 def small_table(rows: pd.DataFrame, first: str, values: pd.Series) -> pd.DataFrame:
+    """One row per run (the page keeps one copy of each config), led by the setting the table varies."""
     return pd.DataFrame({
         first: values,
         "ε": rows["epsilon"],

@@ -117,8 +117,8 @@ def show_accuracy() -> None:
     st.markdown("**Embedding separability** (random-forest accuracy on mean embeddings of the real test texts, paper "
                 "Fig. 2). Each column measures the model its generator samples from: filter and PPLM share one "
                 "frozen (LM-only) model, fine-tuned on the LM loss alone before their discriminator head is trained "
-                "on top of it, so their columns are equal; multitask's model is fine-tuned on the LM and "
-                "discriminator losses together.")
+                "on top of it, so at the same ε and seed their columns are equal; multitask's model is fine-tuned "
+                "on the LM and discriminator losses together.")
     st.dataframe(pivot("separability"), width="stretch",
                  column_config={g: st.column_config.NumberColumn(EMBEDDING_MODELS[g], format="%.3f")
                                 for g in GENERATORS})

@@ -116,14 +116,18 @@ def test_privacy_cards_put_phrase_target_runs_and_shared_copies_in_a_note():
         {"run_id": "seq-avg3", "method": "seqpate", "epsilon": 1.9, "epsilon_target": 3.0,
          "privacy_target": "phrase-avg", "unit": "sample", "accountant": "gaussian", "delta": 1e-6,
          "config_hash": "ha3"},
+        {"run_id": "seq-avg3-m100", "method": "seqpate", "epsilon": 2.4, "epsilon_target": 3.0,
+         "privacy_target": "phrase-avg", "unit": "sample", "accountant": "gaussian", "delta": 1e-6,
+         "config_hash": "ha3m"},
         {"run_id": "gc-avg5", "method": "noisysgd-gc+pseudo", "epsilon": 2.99, "epsilon_target": 5.0,
          "privacy_target": "phrase-avg", "unit": "sample", "accountant": "rdp", "delta": 1e-6, "config_hash": "hg5"},
     ])
     cards = {card["method"]: card for card in c.privacy_cards(frame)}
     seq = cards["seqpate"]
-    assert (seq["epsilon"], seq["runs"]) == ("3", 2)  # not "1.9, 3", and the copy counts once
-    assert seq["note"] == ("also 1 run(s) calibrated to an average name-phrase ε of 3, which is ε 1.9 per training "
-                           "sentence (Phrases page)")
+    assert (seq["epsilon"], seq["runs"]) == ("3", 3)  # not "1.9, 2.4, 3", and the copy counts once
+    # one pair per run: the same phrase target gives another sentence ε under other settings
+    assert seq["note"] == ("also 2 run(s) calibrated to an average name-phrase ε (→ their ε per training "
+                           "sentence): 3 → 1.9, 3 → 2.4 (Phrases page)")
     gc = cards["noisysgd-gc+pseudo"]  # only phrase-target runs: the card describes them
     assert (gc["epsilon"], gc["kind"], gc["note"]) == ("2.99", "private", "")
 

@@ -61,11 +61,13 @@ def test_report_chart_has_the_runs_at_their_defaults(roots):
     assert points(figures) == {"SeqPATE": ["seq", "seq-m5"], "NoisySGD": ["sgd"]}
 
 
-def test_report_formats_epsilon_like_the_dashboard(roots):
+def test_report_gives_epsilon_to_six_digits_and_delta_like_the_dashboard(roots):
     write_run(roots["cached"], "seq", "seqpate", epsilon=3.0)  # accounted ε 2.9985 (fake_runs.privacy_for)
+    privacy = roots["cached"] / "seq" / "privacy.json"
+    privacy.write_text(privacy.read_text().replace('"epsilon": 2.9985', '"epsilon": 15.998339688884274'))
     _, document = report_of("seq", figures=False)
-    assert "<th>epsilon</th><td>3</td>" in document and "<th>delta</th><td>1e-06</td>" in document
-    assert "2.9985" not in document
+    assert "<th>epsilon</th><td>15.9983</td>" in document and "<th>delta</th><td>1e-06</td>" in document
+    assert "15.998339688884274" not in document
 
 
 def test_synthetic_run_report_shows_its_own_metrics(roots):
@@ -77,4 +79,4 @@ def test_synthetic_run_report_shows_its_own_metrics(roots):
     assert metrics["accuracy_synthetic"] == "0.300" and metrics["separability"] == "0.400"
     assert metrics["ngram_ratios.3"] == "0.0333"
     assert "A synthetic-data run" in document
-    assert "<th>epsilon</th><td>16</td>" in document and "15.984" not in document  # accounted 15.984
+    assert "<th>epsilon</th><td>15.984</td>" in document  # accounted 16 x 0.999, not rounded to 16

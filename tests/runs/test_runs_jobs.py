@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from core.config import RunConfig
+from core.config import ConfigError, RunConfig, thread_setting
 from core.runs import RunDir, RunError, acquire_slot, cancel, cancel_requested, delete, launch, pid_alive
 from core.runs.jobs import JobCancelled, job_threads
 
@@ -40,13 +40,35 @@ def test_launch_runs_the_job_to_done(roots: dict[str, Path], job_script, waiter)
     assert waiter(lambda: not pid_alive(status["pid"]))
 
 
+def test_thread_setting_reads_seqpate_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    for value, expected in ((" 3 ", 3), ("", 4), ("  ", 4), ("0", 1), ("64", 16)):  # blank: all cores; 1 to 16
+        monkeypatch.setenv("SEQPATE_THREADS", value)
+        assert thread_setting() == expected, value
+    monkeypatch.setattr(os, "cpu_count", lambda: None)  # unknown core count: one thread
+    monkeypatch.setenv("SEQPATE_THREADS", "")
+    assert thread_setting() == 1 and job_threads(2) == 1
+    monkeypatch.setenv("SEQPATE_THREADS", "two")
+    with pytest.raises(ConfigError, match="SEQPATE_THREADS must be a whole number of torch threads, got 'two'"):
+        thread_setting()
+
+
+def test_launch_refuses_a_bad_thread_count_before_making_the_run(roots, job_script, monkeypatch) -> None:
+    job_script("pass")
+    monkeypatch.setenv("SEQPATE_THREADS", "two")
+    with pytest.raises(ConfigError, match="SEQPATE_THREADS"):
+        launch(_config(), roots["live"], run_id="never")
+    assert not (roots["live"] / "never").exists()
+
+
 def test_job_threads_split_the_cores_between_parallel_jobs() -> None:
     assert [job_threads(n, cpus=8) for n in (1, 2, 3, 4, 8, 9)] == [8, 4, 2, 2, 1, 1]
     assert job_threads(1, cpus=2) == 2 and job_threads(2, cpus=2) == 1 and job_threads(0, cpus=2) == 2
 
 
 @pytest.mark.parametrize(("max_jobs", "set_by_hand", "expected"), [("1", None, "4"), ("2", None, "2"),
-                                                                   ("3", None, "1"), ("2", "3", "3"), ("2", "", "2")])
+                                                                   ("3", None, "1"), ("2", "3", "3"), ("2", "", "2"),
+                                                                   ("2", "  ", "2"), ("2", "99", "16")])
 def test_launch_gives_each_job_its_share_of_the_cores(
     roots: dict[str, Path], job_script, waiter, monkeypatch: pytest.MonkeyPatch,
     max_jobs: str, set_by_hand: str | None, expected: str,

@@ -159,6 +159,11 @@ def test_a_synthetic_lead_counts_only_when_the_multitask_side_is_above_chance(tm
     assert fig1.verdict == "not shown (within test-set noise)"
     assert [outcome for _, outcome in fig2.checks] == [HOLDS, HOLDS] and fig2.verdict == "reproduced"
 
+    _set_labels(tmp_path / "s-multitask-3", [])  # a metrics.json without labels: the check cannot be made
+    fig1, _ = synth_claims(load_synth_rows(tmp_path))
+    assert fig1.checks[1] == ("s-multitask-3: chance level unknown (metrics.json names no labels or test count)",
+                              WITHIN_NOISE) and fig1.verdict == "not shown (within test-set noise)"
+
     # below chance beyond noise (3 labels, 400 texts: 2 SE at chance 0.047): the multitask data is worse than none
     write_synth_run(tmp_path / "below", "s-multitask-3", "multitask", 3.0, 0.2, n_test=400)
     write_synth_run(tmp_path / "below", "s-filter-3", "filter", 3.0, 0.1, n_test=400)

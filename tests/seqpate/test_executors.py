@@ -26,7 +26,6 @@ from core.seqpate.teachers import (
 )
 from tests.conftest import micro_config
 
-ray = pytest.importorskip("ray")
 VOCAB = 40
 
 
@@ -40,7 +39,9 @@ def one_thread():
 
 @pytest.fixture(scope="module")
 def local_ray():
-    """One local Ray instance for the module (starting Ray takes seconds and about 1 GiB)."""
+    """One local Ray instance for the module (starting Ray takes seconds and about 1 GiB); skips without Ray (an
+    optional extra), which leaves the tests of groups, pool size and cancelling running."""
+    ray = pytest.importorskip("ray")
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING", log_to_driver=False)
     yield
