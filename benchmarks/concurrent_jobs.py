@@ -7,6 +7,12 @@ counts alternate, --repeats times each, since oversubscribed threads make the sl
 try to the next; the script prints every try's ratio and their median.
 
     python benchmarks/concurrent_jobs.py [--steps 30] [--jobs 1 2 3] [--repeats 3]
+
+With --launch it instead starts real background jobs the way the dashboard does (core.runs.jobs.launch, with
+SEQPATE_MAX_JOBS=N): N `tiny` Pri-GPT runs (seeds 0..N-1, base models from the artefact cache once trained), first
+with each job's share of the cores, then with all cores each, and prints their wall time from launch to done.
+
+    python benchmarks/concurrent_jobs.py --launch [--jobs 2]
 """
 
 from __future__ import annotations
@@ -54,11 +60,37 @@ def run_together(jobs: int, threads: int, steps: int) -> float:
     return statistics.mean(json.loads(p.communicate()[0]) for p in procs)
 
 
+def launch_together(n_jobs: int, threads: str | None) -> tuple[float, list[float]]:
+    """Launch n_jobs tiny Pri-GPT runs as background jobs (SEQPATE_MAX_JOBS=n_jobs; SEQPATE_THREADS=threads, or
+    unset for job_threads' share); wall seconds until all are done, and each run's own total."""
+    import tempfile
+
+    from core.config import preset_config
+    from core.runs import jobs
+
+    os.environ["SEQPATE_MAX_JOBS"] = str(n_jobs)
+    if threads is None:
+        os.environ.pop("SEQPATE_THREADS", None)
+    else:
+        os.environ["SEQPATE_THREADS"] = threads
+    with tempfile.TemporaryDirectory() as root:
+        start = time.perf_counter()
+        runs = [jobs.launch(preset_config("tiny", method="pri-gpt", seed=seed).to_dict(), root)
+                for seed in range(n_jobs)]
+        while any(run.state() not in ("done", "failed", "cancelled") for run in runs):
+            time.sleep(0.5)
+        wall = time.perf_counter() - start
+        if any(run.state() != "done" for run in runs):
+            raise SystemExit("a job did not finish: " + "; ".join(run.log_tail() for run in runs))
+        return wall, [run.metrics()["timings"]["total_s"] for run in runs]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=30, help="timed steps per job (after 3 warm-up steps)")
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2, 3], help="how many jobs run at once")
     parser.add_argument("--repeats", type=int, default=3, help="tries of each thread count, alternating")
+    parser.add_argument("--launch", action="store_true", help="time real tiny background jobs instead")
     parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)  # internal: one job with this many threads
     args = parser.parse_args()
     if args.worker:
@@ -69,6 +101,15 @@ def main() -> None:
 
     cores = os.cpu_count() or 1
     print(machine_line())
+    if args.launch:
+        for n_jobs in [j for j in args.jobs if j > 1] or [2]:
+            shared, shared_runs = launch_together(n_jobs, None)
+            every, every_runs = launch_together(n_jobs, str(cores))
+            print(f"{n_jobs} tiny Pri-GPT jobs launched at once, SEQPATE_MAX_JOBS={n_jobs}: {shared:.1f} s with "
+                  f"{job_threads(n_jobs)} thread(s) each (runs' totals {', '.join(f'{t:.1f}' for t in shared_runs)} s)"
+                  f", {every:.1f} s with {cores} each ({', '.join(f'{t:.1f}' for t in every_runs)} s) = "
+                  f"{every / shared:.2f}x", flush=True)
+        return
     print(f"quick model, B=32 L=32, median of {args.steps} steps per job; {cores} cores")
     for jobs in args.jobs:
         share = job_threads(jobs)
