@@ -78,7 +78,7 @@ for record in runs.to_dict("records"):
         label_counts.add(len(m["data"]["labels"]))
     grams = m.get("ngram_ratios") or {}
     rows.append({
-        "run": record["run_id"], "generator": record["method"].removeprefix("synth-"),
+        "run": record["run_id"], "generator": record["method"].removeprefix("synth-"), "seed": record["seed"],
         "ε target": record["epsilon_target"], "ε": record["epsilon"], "δ": record["delta"],
         "accuracy (synthetic)": m.get("accuracy_synthetic"), "accuracy (real)": m.get("accuracy_real"),
         "label agreement": m.get("synthetic_label_agreement"), "separability": m.get("separability"),
@@ -101,8 +101,11 @@ def pivot(value: str) -> pd.DataFrame:
 def show_accuracy() -> None:
     """The synthetic-data classifier's accuracy and the embeddings' separability per generator and ε."""
     deltas = list(dict.fromkeys(c.fmt_delta(d) for d in sorted(table["δ"].dropna()) if d > 0))
+    averaged = [f"{generator} at ε = {eps_label(eps)} averages seeds {', '.join(str(x) for x in sorted(group['seed']))}"
+                for (generator, eps), group in table.groupby(["generator", "ε target"]) if len(group) > 1]
     st.caption("Classifier: TF-IDF + logistic regression trained on each synthetic set, tested on the real test set; "
-               "the last row trains it on the real train set. Cells average the runs of one setting. "
+               "the last row trains it on the real train set. Cells average the runs of one setting"
+               + (f" ({'; '.join(averaged)})" if averaged else "") + ". "
                + (f"δ = 1/|train| as in the paper: {', '.join(deltas)}." if deltas else ""))
     accuracy = pivot("accuracy (synthetic)")
     original = table["accuracy (real)"].dropna()

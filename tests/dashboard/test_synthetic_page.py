@@ -129,3 +129,15 @@ def test_every_run_table_shows_delta_and_epsilon_as_the_rest_of_the_page(roots):
     open_tab(at, "synth_tab", "One run: embeddings and samples")
     at.selectbox(key="synth_run").set_value("s-pplm-3").run()
     assert metrics(at)["δ"] == "0.000651"
+
+
+def test_accuracy_cells_say_which_seeds_they_average(roots):
+    for seed, accuracy in ((0, 0.30), (1, 0.40), (2, 0.50)):
+        name = f"s-multitask-3-seed{seed}"
+        write_synth_run(roots["live"], name, "multitask", 3.0, accuracy)
+        _edit_json(roots["live"] / name / "config.json", lambda c, seed=seed: c["config"].update(seed=seed))
+    write_synth_run(roots["live"], "s-filter-3", "filter", 3.0, 0.35)
+    at = open_page("synthetic")
+    assert not at.exception, at.exception
+    assert "Cells average the runs of one setting (multitask at ε = 3 averages seeds 0, 1, 2)." in texts(at)
+    assert at.dataframe[0].value.loc["3", "multitask"] == pytest.approx(0.40)
