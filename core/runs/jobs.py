@@ -58,20 +58,20 @@ def max_parallel_jobs() -> int:
 
 
 def job_threads(max_parallel: int, cpus: int | None = None) -> int:
-    """Torch threads for one job when max_parallel may run at once: the cores split between them, at least one.
+    """Torch threads for one job when max_parallel may run at once: the cores split between them, 1 to MAX_THREADS.
 
     Every process defaults to all cores; on 2 cores two jobs of 2 threads each took 1.6-1.7x as long per training step
     as two jobs of 1 thread (once 8.8x), three jobs 1.4x (once 4.9x): the threads wait on each other
     (benchmarks/concurrent_jobs.py).
     """
-    return max(1, (cpus or os.cpu_count() or 1) // max(1, max_parallel))
+    return max(1, min((cpus or os.cpu_count() or 1) // max(1, max_parallel), MAX_THREADS))
 
 
 def launched_job_threads() -> str:
     """The SEQPATE_THREADS a launched job gets: the one set by hand (checked, clamped), else its share (job_threads).
     Raises ConfigError for a value that is not a number, before any run folder is made."""
     set_by_hand = os.environ.get("SEQPATE_THREADS", "").strip()
-    return str(thread_setting() if set_by_hand else min(job_threads(max_parallel_jobs()), MAX_THREADS))
+    return str(thread_setting() if set_by_hand else job_threads(max_parallel_jobs()))
 
 
 # ----------------------------------------------------------------------------------------------------------------

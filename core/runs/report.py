@@ -451,8 +451,8 @@ def synth_section(rows: list[SynthRow]) -> str:
         return ""
     order = sorted(rows, key=lambda r: (SYNTH_GENERATORS.index(r.generator) if r.generator in SYNTH_GENERATORS
                                         else 9, -r.epsilon, r.seed))
-    body = [[r.generator, r.epsilon, r.seed, r.spent, r.metrics.get("accuracy_synthetic"), r.metrics.get("accuracy_real"),
-             r.metrics.get("separability"), (r.metrics.get("ngram_ratios") or {}).get("3"),
+    body = [[r.generator, r.epsilon, r.seed, r.spent, r.metrics.get("accuracy_synthetic"),
+             r.metrics.get("accuracy_real"), r.metrics.get("separability"), (r.metrics.get("ngram_ratios") or {}).get("3"),
              (r.metrics.get("ngram_ratios") or {}).get("7")] for r in order]
     lines = ["## DP synthetic labelled text (seed 004)", "",
              "Where several seeds ran (each another split of users, base model, labelled texts and noise), every seed "

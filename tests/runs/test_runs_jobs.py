@@ -63,6 +63,7 @@ def test_launch_refuses_a_bad_thread_count_before_making_the_run(roots, job_scri
 
 def test_job_threads_split_the_cores_between_parallel_jobs() -> None:
     assert [job_threads(n, cpus=8) for n in (1, 2, 3, 4, 8, 9)] == [8, 4, 2, 2, 1, 1]
+    assert job_threads(1, cpus=64) == 16 and job_threads(2, cpus=64) == 16  # as set_threads clamps
     assert job_threads(1, cpus=2) == 2 and job_threads(2, cpus=2) == 1 and job_threads(0, cpus=2) == 2
 
 
