@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -203,3 +204,39 @@ def test_a_separability_lead_counts_only_beyond_two_standard_errors(tmp_path, mu
     assert f"- **{verdict}**: Seed 004 Fig. 2" in text
     assert (f"s-multitask-3 separability {multitask:.3f} vs frozen-model s-filter-3 {frozen:.3f} (two standard "
             f"errors of the difference on {n_test} test texts: {margin})") in text
+
+
+def test_table1_is_judged_in_every_seed_and_the_tables_quote_one(tmp_path):
+    # seed 0: SeqPATE 3% below Pub-GPT (beyond the 2% margin); seed 1: 1% above it
+    for seed, seq_ppl, pub_ppl in ((0, 97.0, 100.0), (1, 202.0, 200.0)):
+        suffix = f"-seed{seed}" if seed else ""
+        write_run(tmp_path, f"seq{suffix}", "seqpate", epsilon=3.0, ppl=seq_ppl, bleu4=0.0, seed=seed)
+        write_run(tmp_path, f"pub{suffix}", "pub-gpt", ppl=pub_ppl, bleu4=0.0, seed=seed)
+    rows = load_rows(tmp_path)
+    assert sorted((r.name, r.seed) for r in rows) == [("pub", 0), ("pub-seed1", 1), ("seq", 0), ("seq-seed1", 1)]
+    table1 = claims(rows)[0]
+    assert [(what.split(" (PPL")[0], outcome) for what, outcome in table1.checks] == [
+        ("seed 0: seq", WITHIN_NOISE), ("seed 1: seq-seed1", WITHIN_NOISE)]  # BLEU-4 equal in both
+    assert "PPL ratio 0.970 (±2%): holds" in table1.checks[0][0]
+    assert "PPL ratio 1.010 (±2%): within noise" in table1.checks[1][0]
+    # a seed-1 SeqPATE 5% above its Pub-GPT fails the claim, however seed 0 went
+    shutil.rmtree(tmp_path / "seq-seed1")
+    write_run(tmp_path, "seq-seed1", "seqpate", epsilon=3.0, ppl=210.0, bleu4=0.0, seed=1)
+    assert claims(load_rows(tmp_path))[0].verdict == "not reproduced"
+
+    write_run(tmp_path, "ctl-seed1", "seqpate", epsilon=0.01, ppl=205.0, bleu4=0.0, seed=1)  # a no-signal control
+    report = build_report(tmp_path)
+    tradeoff = report.split("## Privacy-utility trade-off")[1].split("##")[0]
+    assert "| seqpate | 3 (spent 3.00) | 97.00 |" in tradeoff and "210.00" not in tradeoff  # seed 0 only
+    seeds = report.split("## Table 1 in every seed")[1]
+    assert ("| 1 | seqpate | 0.01 | 205.00 | 0.00 | 1.025 | ctl-seed1 |\n"
+            "| 1 | seqpate | 3.00 | 210.00 | 0.00 | 1.050 | seq-seed1 |") in seeds
+    assert "| 0 | pub-gpt | 0 | 100.00 | 0.00 | - | pub |" in seeds
+
+
+def test_one_seed_gets_no_seed_labels_and_no_seed_table(tmp_path):
+    write_run(tmp_path, "seq", "seqpate", epsilon=3.0, ppl=97.0, bleu4=0.0, seed=3)
+    write_run(tmp_path, "pub", "pub-gpt", ppl=100.0, bleu4=0.0, seed=3)
+    (what, _), = claims(load_rows(tmp_path))[0].checks
+    assert what.startswith("seq (PPL 97.0")
+    assert "## Table 1 in every seed" not in build_report(tmp_path)
