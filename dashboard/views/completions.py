@@ -22,8 +22,11 @@ if with_completions.empty:
 preset = c.preset_picker(with_completions, key="comp_preset")
 pool = with_completions[with_completions["preset"] == preset]
 records = {r["run_id"]: r for r in pool.to_dict("records")}
-# default: one run per method at the preset's defaults, SeqPATE first (the method this bench is about)
+# default: one run per method at the preset's defaults, SeqPATE first (the method this bench is about), all of
+# one seed: another seed splits the users anew, so its runs completed other test prefixes
 at_defaults = {i: r for i, r in records.items() if not r.get("variant")} or records
+first_seed = min((r["seed"] for r in at_defaults.values() if c.present(r.get("seed"))), default=None)
+at_defaults = {i: r for i, r in at_defaults.items() if first_seed is None or r.get("seed") == first_seed}
 latest_per_method = {r["method"]: i for i, r in reversed(list(at_defaults.items()))}
 default_runs = sorted(latest_per_method.values(),
                       key=lambda i: (records[i]["method"] != "seqpate", c.method_order(records[i]["method"])))

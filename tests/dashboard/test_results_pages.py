@@ -172,7 +172,7 @@ def test_completions_side_by_side_with_highlights_and_leak_rate(results, app_pag
     at = app_page("completions")
     assert not at.exception
     runs = at.multiselect(key="comp_runs_tiny")
-    assert "synth-x" not in runs.options  # generated samples, not completions of the test prefixes
+    assert runs.options and not [o for o in runs.options if o.startswith("synth-x")]  # samples, not completions
     assert runs.value[0].startswith("seq-eps") and len(runs.value) == 4  # SeqPATE first, one run per method
     assert not {"seq-topk", "seq-m5", "seq-kl"} & set(runs.value)  # at the preset's defaults
     at.multiselect(key="comp_runs_tiny").set_value(["pri", "seq-eps3"]).run()
@@ -193,6 +193,16 @@ def test_completions_side_by_side_with_highlights_and_leak_rate(results, app_pag
     at.multiselect(key="comp_runs_tiny").set_value(["seq-eps3", "seq-topk"]).run()  # same method and ε
     html = texts(at)
     assert "SeqPATE · ε 3 · seq-eps3" in html and "SeqPATE · ε 3 · seq-topk" in html
+
+
+def test_completions_default_to_runs_of_one_seed(results, app_page):
+    # another seed splits the users anew: its runs completed other test prefixes, so they are not in the default
+    for run_id, method in (("a-seq-seed1", "seqpate"), ("a-pub-seed1", "pub-gpt"), ("a-pri-seed1", "pri-gpt")):
+        write_run(results, run_id, method, seed=1)
+    at = app_page("completions")
+    runs = at.multiselect(key="comp_runs_tiny")
+    assert any(option.startswith("a-seq-seed1 ") for option in runs.options)  # offered, not chosen
+    assert len(runs.value) == 4 and not [r for r in runs.value if r.endswith("seed1")]
 
 
 def test_completions_of_a_typed_prefix_come_from_runs_that_kept_weights(results, app_page, monkeypatch):
