@@ -354,7 +354,7 @@ def seeds_section(rows: list[Row]) -> str:
             else:
                 found, eps = pick(plain, method=method, epsilon=3.0)[:1], None
             body += [[seed, method, eps or r.epsilon, r.ppl, r.bleu4, ppl_ratio_to(r, pub), r.name] for r in found]
-    later = ", ".join(map(str, seeds[1:]))
+    later = " and ".join(filter(None, [", ".join(map(str, seeds[1:-1])), str(seeds[-1])]))
     return ("## Table 1 in every seed\n\n"
             f"The tables above quote seed {seeds[0]}; these runs repeat Table 1 with seed{'s' * (len(seeds) > 2)} "
             f"{later} (another user split, base model, teacher partition and noise draw). PPL / Pub-GPT is against "
