@@ -461,6 +461,26 @@ def preset_picker(df: pd.DataFrame, key: str, label: str = "Preset", include_all
                         help="Runs are only comparable within one preset (same data sizes and model).")
 
 
+EVERY_SEED = "every seed (mean)"
+
+
+def seeds_of(df: pd.DataFrame) -> list[int]:
+    return sorted({int(s) for s in df["seed"].dropna()}) if not df.empty and "seed" in df else []
+
+
+def seed_picker(df: pd.DataFrame, key: str) -> pd.DataFrame:
+    """The runs of one seed, the lowest by default (as REPORT.md's tables), or of every seed; only asked when df
+    holds several. Another seed is another user split and base model (quick's Pub-GPT: 223.8, 198.3, 202.3), a
+    spread larger than most gaps between methods, so numbers are compared within a seed unless the reader asks."""
+    seeds = seeds_of(df)
+    if len(seeds) < 2:
+        return df
+    choice = st.selectbox("Seed", [*seeds, EVERY_SEED], key=key,
+                          help="Another seed splits the users anew and trains another base model: compare methods "
+                               "within one seed. 'Every seed' averages the seeds each row has (see its seeds).")
+    return df if choice == EVERY_SEED else df[df["seed"] == choice]
+
+
 def lazy_tabs(views: dict[str, Callable[[], None]], key: str) -> None:
     """Tabs (label -> function drawing its content) of which only the open one is built and sent.
 
@@ -630,6 +650,8 @@ def headline_table(df: pd.DataFrame, include_variants: bool = False) -> pd.DataF
     if df.empty:
         return pd.DataFrame(columns=columns)
     main = distinct_configs(df[~df["method"].map(is_synth_method)])
+    if len(seeds_of(main)) > 1:
+        columns.insert(columns.index("runs") + 1, "seeds")
     main = main[main["ablation"].fillna("none") == "none"].copy()
     if not include_variants:
         main = main[main["variant"].fillna("") == ""]
@@ -653,6 +675,7 @@ def headline_table(df: pd.DataFrame, include_variants: bool = False) -> pd.DataF
             "BLEU-4": group["bleu4"].mean(),
             "R_name": group["r_name"].mean() if group["r_name"].notna().any() else None,
             "runs": len(group),
+            "seeds": ", ".join(str(x) for x in seeds_of(group)),
             "run ids": ", ".join(group["run_id"]),
             "_order": (str(preset), method_order(method), setting, _key if _key is not None else -1.0),
         })
@@ -661,6 +684,19 @@ def headline_table(df: pd.DataFrame, include_variants: bool = False) -> pd.DataF
     if table["R_name"].isna().all():
         table = table.drop(columns=["R_name"])
     return table
+
+
+def seed_mix_note(table: pd.DataFrame) -> str:
+    """A warning when the rows of a headline table average different seeds, or "" when they do not."""
+    if "seeds" not in table or table["seeds"].nunique() < 2:
+        return ""
+    usual = table["seeds"].value_counts().idxmax()
+    others = []
+    for row in table[table["seeds"] != usual].to_dict("records"):
+        name = row["Method"] + (f" ({row['setting']})" if row["setting"] else "")
+        others.append(f"{name} at ε {fmt_eps(row['ε'])}: seed {row['seeds']}")
+    return (f"These rows average different seeds: most average seeds {usual}, but {'; '.join(others)}. Another seed "
+            "is another user split and base model, so compare rows of the same seeds, or pick one seed above.")
 
 
 # Methods whose accounted ε is valid for the noise they add but whose noise level depends on private data.
@@ -1026,7 +1062,10 @@ def run_option_label(record: dict[str, Any], live: bool = False) -> str:
     if live:
         return f"{record['run_id']}  ·  {method_label(record.get('method'))}"
     eps = fmt_eps(record.get("epsilon"))
-    return f"{record['run_id']}  ·  {method_label(record.get('method'))}  ·  ε={eps}  ·  {record.get('state')}"
+    seed = record.get("seed")
+    seed_text = f"  ·  seed {int(seed)}" if present(seed) and int(seed) != 0 else ""  # seed 0 is the default
+    return (f"{record['run_id']}  ·  {method_label(record.get('method'))}  ·  ε={eps}{seed_text}  ·  "
+            f"{record.get('state')}")
 
 
 def csv_bytes(df: pd.DataFrame) -> bytes:

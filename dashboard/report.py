@@ -24,6 +24,7 @@ from dashboard.common import (
     highlight,
     is_synth_method,
     method_label,
+    present,
     privacy_statement,
 )
 
@@ -131,12 +132,16 @@ def build_report_html(record: dict[str, Any], config: dict[str, Any], privacy: d
 
 
 def report_figures(record: dict[str, Any], same_preset: pd.DataFrame, progress: list[dict[str, Any]]) -> list:
-    """This run among the finished runs of its preset (BLEU-4 vs ε) and its training progress, where present.
+    """This run among the finished runs of its preset and seed (BLEU-4 vs ε) and its training progress, where
+    present.
 
     The chart is the Privacy vs utility page's: text-generation runs at their preset's defaults, one copy of each
-    config (distinct_configs), and this run beside them if it is an experiment variant. A synthetic-data run has no
+    config (distinct_configs), and this run beside them if it is an experiment variant. Runs of other seeds are
+    left out (another user split and base model: not comparable point by point). A synthetic-data run has no
     BLEU-4, so its report has no such chart."""
     figures = []
+    if "seed" in same_preset and present(record.get("seed")):
+        same_preset = same_preset[same_preset["seed"] == record["seed"]]
     if not same_preset.empty and not is_synth_method(record.get("method")):
         main = distinct_configs(same_preset[~same_preset["method"].map(is_synth_method)])
         main = main[main["variant"].fillna("") == ""]

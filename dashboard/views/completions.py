@@ -7,7 +7,8 @@ import streamlit as st
 from dashboard import common as c
 
 st.title("Completions")
-st.caption("Every method completes the same private test prefixes (same order, same index). " + c.PHRASE_NOTE)
+st.caption("Runs of one seed complete the same private test prefixes (same order, same index); another seed splits "
+           "the users anew, so its runs completed other prefixes. " + c.PHRASE_NOTE)
 st.info("The test prefixes show the completions each run stored. To complete a prefix of your own (at the bottom), "
         "a run needs its weights: runs made on this machine keep them, the shipped runs do not.",
         icon=":material/info:")
@@ -84,7 +85,8 @@ for i in chosen:
     cells = []
     for rid, label in zip(run_ids, labels, strict=True):
         row = completions[rid][i]
-        note = "" if row.get("prefix") == prefixes[i] else "<br><small>(different prefix at this index)</small>"
+        note = ("" if row.get("prefix") == prefixes[i] else
+                "<br><small>(another prefix at this index: another seed or data config)</small>")
         cells.append(f"<div>{label}<div class='text'>{c.highlight(row.get('completion', ''), phrases[rid])}"
                      f"{note}</div></div>")
     blocks.append(

@@ -43,7 +43,7 @@ if df.empty:
     st.stop()
 
 preset = c.preset_picker(df, key="overview_preset")
-table = c.headline_table(df[df["preset"] == preset])
+table = c.headline_table(c.seed_picker(df[df["preset"] == preset], key="overview_seed"))
 st.dataframe(
     table,
     hide_index=True,
@@ -54,7 +54,10 @@ st.dataframe(
         "ε": st.column_config.NumberColumn(format="%.3g", help="accounted ε (0: public only, Infinity: not private)"),
     },
 )
-st.caption("Means over distinct runs (seeds) with the same method and ε at this preset's defaults; runs with other "
+if note := c.seed_mix_note(table):
+    st.warning(note, icon=":material/warning:")
+st.caption("Each method and ε at this preset's defaults, one run per seed shown (with every seed: the mean over the "
+           "seeds in the row's seeds column); runs with other "
            "settings (teacher counts, filters, ablations, phrase-level targets) are on the Privacy-utility page. "
            "PPL lower is better, BLEU-4 higher is better.")
 

@@ -17,7 +17,8 @@ if df.empty:
     st.stop()
 
 preset = c.preset_picker(df, key="pu_preset")
-runs = c.distinct_configs(df[df["preset"] == preset])  # several sweep plans share a run: one copy of each config
+# several sweep plans share a run: one copy of each config; one seed at a time unless the reader asks for every seed
+runs = c.distinct_configs(c.seed_picker(df[df["preset"] == preset], key="pu_seed"))
 variants = st.toggle("Include experiment variants", key="pu_variants",
                      help="Off: every method at its preset's defaults (the paper's Fig. 2). On: also runs with another "
                           "teacher count, candidate filter, partition, phrase-level target or canaries (ablations are "

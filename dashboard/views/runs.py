@@ -53,6 +53,7 @@ def live_view() -> None:
         "source": view["source"],
         "method": view["method"].map(c.method_label),
         "preset": view["preset"],
+        "seed": view["seed"],
         "ε": view["epsilon"],  # a number, so that the column sorts as one
         "state": view["state"],
         "stage": view["stage"],

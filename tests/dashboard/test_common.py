@@ -67,6 +67,25 @@ def test_headline_groups_seeds_and_skips_ablations(roots):
     assert both.loc["filter top-k:50", "PPL"] == 99.0 and both.loc["", "runs"] == 2
 
 
+def test_headline_names_the_seeds_each_row_averages_and_warns_when_they_differ(roots):
+    for seed, ppl in ((0, 218.9), (1, 194.7), (2, 199.3)):  # the shipped quick SeqPATE runs at eps 3
+        write_run(roots["cached"], f"seq-{seed}", "seqpate", seed=seed, ppl=ppl)
+    write_run(roots["cached"], "adp-0", "adp", seed=0, ppl=217.4)  # seed 0 only
+    table = c.headline_table(c.finished_frame()).set_index("Method")
+    assert table.loc["SeqPATE", "seeds"] == "0, 1, 2" and abs(table.loc["SeqPATE", "PPL"] - 204.3) < 1e-9
+    assert table.loc["Adaptive DP", "seeds"] == "0"
+    note = c.seed_mix_note(table.reset_index())
+    assert "most average seeds 0, 1, 2, but Adaptive DP at ε 3: seed 0" in note
+    one_seed = c.headline_table(c.finished_frame().query("seed == 0"))
+    assert "seeds" not in one_seed and c.seed_mix_note(one_seed) == ""
+
+
+def test_a_run_label_names_a_seed_other_than_the_default():
+    record = {"run_id": "r", "method": "seqpate", "epsilon": 3.0, "state": "done"}
+    assert "seed" not in c.run_option_label(record | {"seed": 0})
+    assert c.run_option_label(record | {"seed": 2}) == "r  ·  SeqPATE  ·  ε=3  ·  seed 2  ·  done"
+
+
 def test_headline_counts_a_shared_run_once_leaves_out_synthetic_runs_and_splits_presets(roots):
     import shutil
 

@@ -61,6 +61,18 @@ def test_report_chart_has_the_runs_at_their_defaults(roots):
     assert points(figures) == {"SeqPATE": ["seq", "seq-m5"], "NoisySGD": ["sgd"]}
 
 
+def test_report_chart_and_default_run_keep_to_one_seed(roots, app_page):
+    cached = roots["cached"]
+    for seed in (0, 1):
+        write_run(cached, f"seq-{seed}", "seqpate", epsilon=3.0, seed=seed)
+        write_run(cached, f"sgd-{seed}", "noisysgd", epsilon=3.0, seed=seed)
+    figures, _ = report_of("seq-1")
+    assert {t.name: sorted(t.customdata[:, 0]) for t in figures[0].data if t.mode == "markers"} == {
+        "SeqPATE": ["seq-1"], "NoisySGD": ["sgd-1"]}
+    at = app_page("export")
+    assert at.selectbox(key="export_report_run").value == "seq-0"  # the newest is seed 1's: the lowest seed wins
+
+
 def test_report_gives_epsilon_to_six_digits_and_delta_like_the_dashboard(roots):
     write_run(roots["cached"], "seq", "seqpate", epsilon=3.0)  # accounted ε 2.9985 (fake_runs.privacy_for)
     privacy = roots["cached"] / "seq" / "privacy.json"

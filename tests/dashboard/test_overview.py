@@ -48,3 +48,21 @@ def test_report_md_is_shown(roots, app_page):
     at = app_page()
     assert not at.exception
     assert "SeqPATE beats NoisySGD at eps 3." in texts(at)
+
+
+def test_overview_compares_one_seed_unless_every_seed_is_asked_for(roots, app_page):
+    for seed, ppl in ((0, 218.9), (1, 194.7)):
+        write_run(roots["cached"], f"seq-{seed}", "seqpate", seed=seed, ppl=ppl)
+        write_run(roots["cached"], f"pub-{seed}", "pub-gpt", seed=seed, ppl=ppl + 5)
+    write_run(roots["cached"], "adp-0", "adp", seed=0, ppl=217.4)
+    at = app_page()
+    assert at.selectbox(key="overview_seed").value == 0  # the lowest seed, as REPORT.md's tables
+    rows = at.dataframe[0].value.set_index("Method")
+    assert rows.loc["SeqPATE", "PPL"] == 218.9 and rows.loc["Pub-GPT", "PPL"] == 223.9 and "seeds" not in rows
+    assert not [w for w in at.warning if "average different seeds" in w.value]  # (ADP's card warns anyway)
+    at.selectbox(key="overview_seed").set_value(1).run()
+    assert list(at.dataframe[0].value["run ids"]) == ["pub-1", "seq-1"]
+    at.selectbox(key="overview_seed").set_value("every seed (mean)").run()
+    rows = at.dataframe[0].value.set_index("Method")
+    assert rows.loc["SeqPATE", "seeds"] == "0, 1" and rows.loc["Adaptive DP", "seeds"] == "0"
+    assert [w for w in at.warning if "but Adaptive DP at ε 3: seed 0" in w.value]

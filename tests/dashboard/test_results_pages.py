@@ -84,6 +84,35 @@ def test_privacy_utility_chart_has_points_and_reference_lines(results, app_page)
     assert line["name"] == "ε=3" and len(line["x"]) == 2  # one point per teacher count
 
 
+def test_privacy_utility_shows_one_seed_unless_every_seed_is_asked_for(results, app_page):
+    write_run(results, "seq-eps3-seed1", "seqpate", epsilon=3.0, bleu4=9.0, seed=1)
+    write_run(results, "pub-seed1", "pub-gpt", bleu4=8.0, seed=1)
+    at = app_page("privacy_utility")
+    assert at.selectbox(key="pu_seed").value == 0
+
+    def bleu_panel() -> tuple[set, float]:
+        bleu, _ = panels(plotly_specs(at)[0])
+        ids = {row[0] for trace in bleu["data"] for row in (trace.get("customdata") or [])}
+        return ids, next(t for t in bleu["data"] if t["name"].startswith("Pub-GPT (ε=0"))["y"][0]
+
+    ids, pub = bleu_panel()
+    assert "seq-eps3" in ids and not {"seq-eps3-seed1", "pub-seed1"} & ids and pub == 0.4
+    at.selectbox(key="pu_seed").set_value("every seed (mean)").run()
+    ids, pub = bleu_panel()
+    assert {"seq-eps3", "seq-eps3-seed1"} <= ids and pub == (0.4 + 8.0) / 2
+
+
+def test_phrase_histogram_defaults_to_runs_of_the_chosen_runs_seed(roots, app_page):
+    phrases = [{"phrase": "Name0", "occurrences": 2, "users": 1, "teachers": 1, "epsilon": 2.0, "kind": "name"}]
+    write_run(roots["cached"], "seq", "seqpate", phrases=phrases, partition="by-user")
+    write_run(roots["cached"], "sgd", "noisysgd", phrases=phrases)
+    write_run(roots["cached"], "sgd-seed2", "noisysgd", seed=2, phrases=phrases)  # the newest run of NoisySGD
+    at = app_page("phrases")
+    assert at.selectbox(key="phrases_run").value == "seq"
+    open_tab(at, "phrases_tab", "ε histogram")
+    assert at.multiselect(key="phrases_hist_runs_seq").value == ["seq", "sgd"]
+
+
 def panels(spec: dict) -> tuple[dict, dict]:
     """The Fig. 2 figure's two panels (BLEU-4 on axes x/y, perplexity on x2/y2), each as {"data", "layout"}."""
     left = [t for t in spec["data"] if t.get("xaxis", "x") == "x"]
