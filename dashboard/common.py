@@ -465,7 +465,21 @@ EVERY_SEED = "every seed (mean)"
 
 
 def seeds_of(df: pd.DataFrame) -> list[int]:
+    """The seeds of the runs in df, lowest first (a run with no recorded seed has none)."""
     return sorted({int(s) for s in df["seed"].dropna()}) if not df.empty and "seed" in df else []
+
+
+def same_seed(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Two runs of the same recorded seed (runs without one match each other only)."""
+    sa, sb = a.get("seed"), b.get("seed")
+    return int(sa) == int(sb) if present(sa) and present(sb) else not present(sa) and not present(sb)
+
+
+def lowest_seed_first(run_ids: Sequence[str], records: dict[str, dict[str, Any]]) -> list[str]:
+    """run_ids in their order, the runs of the lowest seed kept first (as REPORT.md's tables; no seed sorts last)."""
+    seeds = [records[i].get("seed") for i in run_ids]
+    lowest = min((int(x) for x in seeds if present(x)), default=None)
+    return sorted(run_ids, key=lambda i: records[i].get("seed") != lowest)  # stable: ties keep their order
 
 
 def seed_picker(df: pd.DataFrame, key: str) -> pd.DataFrame:
@@ -694,7 +708,7 @@ def seed_mix_note(table: pd.DataFrame) -> str:
     others = []
     for row in table[table["seeds"] != usual].to_dict("records"):
         name = row["Method"] + (f" ({row['setting']})" if row["setting"] else "")
-        others.append(f"{name} at ε {fmt_eps(row['ε'])}: seed {row['seeds']}")
+        others.append(f"{name} at ε {fmt_eps(row['ε'])}: seed{'s' * (',' in row['seeds'])} {row['seeds']}")
     return (f"These rows average different seeds: most average seeds {usual}, but {'; '.join(others)}. Another seed "
             "is another user split and base model, so compare rows of the same seeds, or pick one seed above.")
 

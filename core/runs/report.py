@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from core.config import preset_value
-from core.runs.compare import NotComparableError, compare_runs, compare_runs_bleu
+from core.runs.compare import NotComparableError, PerplexityComparison, compare_runs, compare_runs_bleu
 from core.runs.store import RunDir
 
 # The paper's Table 1 (AirDialog, sample-level, epsilon 3): PPL, BLEU-4. Quoted for scale only: our corpus,
@@ -191,14 +191,22 @@ class Claim:
         return "not reproduced" if FAILS in outcomes else "not shown (within test-set noise)"
 
 
+def paired_ppl(a: Row, b: Row) -> PerplexityComparison | None:
+    """a's test perplexity over b's with its 95% paired bootstrap interval, or None when the two runs did not both
+    keep per-sentence NLL on the same test sentences."""
+    try:
+        return compare_runs(RunDir(a.path, source="cached"), RunDir(b.path, source="cached"), n_resamples=2000)
+    except NotComparableError:
+        return None
+
+
 def ppl_outcome(a: Row, b: Row) -> tuple[str, str]:
     """Is a's test perplexity lower than b's beyond test-set noise? (outcome, the evidence in words)
 
     A paired bootstrap interval of the PPL ratio when both runs kept per-sentence NLL on the same test sentences,
     else the fixed PPL_NOISE_MARGIN."""
-    try:
-        c = compare_runs(RunDir(a.path, source="cached"), RunDir(b.path, source="cached"), n_resamples=2000)
-    except NotComparableError:
+    c = paired_ppl(a, b)
+    if c is None:
         ratio = a.ppl / b.ppl
         outcome = HOLDS if ratio < 1 - PPL_NOISE_MARGIN else FAILS if ratio > 1 + PPL_NOISE_MARGIN else WITHIN_NOISE
         return outcome, f"PPL ratio {ratio:.3f} (±{PPL_NOISE_MARGIN:.0%}): {outcome}"
@@ -235,24 +243,28 @@ def compare(a: Row | None, b: Row | None, bleu: bool = True) -> list[tuple[str, 
              f"BLEU-4 {b.bleu4:.2f}): {evidence}", combined(outcome for outcome, _ in judged))]
 
 
+def by_seed(rows: list[Row]) -> dict[int, list[Row]]:
+    """The runs of each seed, lowest seed first."""
+    return {seed: [r for r in rows if r.seed == seed] for seed in sorted({r.seed for r in rows})}
+
+
 def claims(rows: list[Row]) -> list[Claim]:
-    """The orderings, judged in every seed on its own (a seed is another user split, base model, teacher partition
-    and noise draw; runs are only compared within one): a claim is reproduced only when it holds in each. With
-    several seeds each comparison is labelled with its seed."""
-    seeds = sorted({r.seed for r in rows})
-    judged = {seed: seed_claims([r for r in rows if r.seed == seed]) for seed in seeds}
-    if len(seeds) < 2:
-        return judged[seeds[0]] if seeds else seed_claims([])
-    merged = []
-    for i, claim in enumerate(judged[seeds[0]]):
-        checks = [(f"seed {seed}: {what}", outcome) for seed in seeds for what, outcome in judged[seed][i].checks]
-        merged.append(Claim(claim.text, checks))
-    return merged
+    """The orderings, judged in every seed that has their runs, each seed on its own (a seed is another user split,
+    base model, teacher partition and noise draw; runs are only compared within one): a claim is reproduced only
+    when it holds in each. With several seeds each comparison is labelled with its seed."""
+    judged = {seed: seed_claims(seed_rows) for seed, seed_rows in by_seed(rows).items()}
+    if len(judged) < 2:
+        return next(iter(judged.values()), None) or seed_claims([])
+    checks: dict[str, list[tuple[str, str]]] = {}  # claim text -> every seed's comparisons, in claim order
+    for seed, seed_result in judged.items():
+        for claim in seed_result:
+            checks.setdefault(claim.text, []).extend((f"seed {seed}: {what}", outcome) for what, outcome in claim.checks)
+    return [Claim(text, found) for text, found in checks.items()]
 
 
 def first_seed(rows: list[Row]) -> list[Row]:
     """The runs of the lowest seed: the tables quote one seed, never a mix."""
-    return [r for r in rows if r.seed == min(r.seed for r in rows)]
+    return next(iter(by_seed(rows).values()), [])
 
 
 def seed_claims(rows: list[Row]) -> list[Claim]:
@@ -339,12 +351,12 @@ def seeds_section(rows: list[Row]) -> str:
     """Table 1 in every seed (only when several ran): each run's perplexity over Pub-GPT's of the same seed, with
     its 95% paired bootstrap interval, so a reader sees whether a gap survives another seed. SeqPATE appears at
     every epsilon it ran with the default teachers (the no-signal and noise-free controls beside epsilon 3)."""
-    seeds = sorted({r.seed for r in rows})
+    seeds = by_seed(rows)
     if len(seeds) < 2:
         return ""
     body = []
-    for seed in seeds:
-        plain = [r for r in rows if r.seed == seed and is_plain(r)]
+    for seed, seed_rows in seeds.items():
+        plain = [r for r in seed_rows if is_plain(r)]
         m, pub = default_teachers(plain), one(plain, method="pub-gpt")
         for method in TABLE1_METHODS:
             if method.startswith(("pub", "pri")):
@@ -354,9 +366,10 @@ def seeds_section(rows: list[Row]) -> str:
             else:
                 found, eps = pick(plain, method=method, epsilon=3.0)[:1], None
             body += [[seed, method, eps or r.epsilon, r.ppl, r.bleu4, ppl_ratio_to(r, pub), r.name] for r in found]
-    later = " and ".join(filter(None, [", ".join(map(str, seeds[1:-1])), str(seeds[-1])]))
+    first, *later_seeds = seeds
+    later = " and ".join(filter(None, [", ".join(map(str, later_seeds[:-1])), str(later_seeds[-1])]))
     return ("## Table 1 in every seed\n\n"
-            f"The tables above quote seed {seeds[0]}; these runs repeat Table 1 with seed{'s' * (len(seeds) > 2)} "
+            f"The other tables quote seed {first}; these runs repeat Table 1 with seed{'s' * (len(seeds) > 2)} "
             f"{later} (another user split, base model, teacher partition and noise draw). PPL / Pub-GPT is against "
             "Pub-GPT of the same seed, with the 95% paired bootstrap interval over the test sentences.\n\n"
             + table(["seed", "method", "epsilon", "PPL", "BLEU-4", "PPL / Pub-GPT", "run"], body))
@@ -365,12 +378,8 @@ def seeds_section(rows: list[Row]) -> str:
 def ppl_ratio_to(run: Row, reference: Row | None) -> str:
     if reference is None or run is reference:
         return "-"
-    try:
-        c = compare_runs(RunDir(run.path, source="cached"), RunDir(reference.path, source="cached"),
-                         n_resamples=2000)
-    except NotComparableError:
-        return f"{run.ppl / reference.ppl:.3f}"
-    return f"{c.ratio:.3f} [{c.low:.3f}, {c.high:.3f}]"
+    c = paired_ppl(run, reference)
+    return f"{run.ppl / reference.ppl:.3f}" if c is None else f"{c.ratio:.3f} [{c.low:.3f}, {c.high:.3f}]"
 
 
 def seqpate_section(rows: list[Row]) -> str:
@@ -554,7 +563,8 @@ def build_report(folder: Path, notes: str = "", notes_path: Path | None = None) 
         "paired approximate randomization test on the two runs' completions of the same test prefixes (p < 0.05; "
         "2,000 shuffles here, 10,000 in `python -m core compare`, so the two p can differ by about 0.01). "
         "Neither covers training randomness: where runs of several seeds exist (another user split, base model and "
-        "noise), each seed is judged on its own and an ordering is reproduced only when it holds in every seed.",
+        "noise), each seed is judged on its own, and an ordering is reproduced only when it holds in every seed that "
+        "has its runs (each comparison names its seed).",
         "",
     ]
     for preset in presets:

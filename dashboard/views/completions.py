@@ -26,8 +26,8 @@ records = {r["run_id"]: r for r in pool.to_dict("records")}
 # default: one run per method at the preset's defaults, SeqPATE first (the method this bench is about), all of
 # one seed: another seed splits the users anew, so its runs completed other test prefixes
 at_defaults = {i: r for i, r in records.items() if not r.get("variant")} or records
-first_seed = min((r["seed"] for r in at_defaults.values() if c.present(r.get("seed"))), default=None)
-at_defaults = {i: r for i, r in at_defaults.items() if first_seed is None or r.get("seed") == first_seed}
+lowest = at_defaults[c.lowest_seed_first(list(at_defaults), at_defaults)[0]]
+at_defaults = {i: r for i, r in at_defaults.items() if c.same_seed(r, lowest)}
 latest_per_method = {r["method"]: i for i, r in reversed(list(at_defaults.items()))}
 default_runs = sorted(latest_per_method.values(),
                       key=lambda i: (records[i]["method"] != "seqpate", c.method_order(records[i]["method"])))

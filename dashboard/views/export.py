@@ -56,7 +56,7 @@ done = {r["run_id"]: r for r in finished.to_dict("records")}
 text_runs = [i for i, r in done.items() if not c.is_synth_method(r["method"])]
 seqpate = [i for i in text_runs if done[i]["method"] == "seqpate" and not done[i]["variant"]
            and done[i]["epsilon_target"] == preset_value(done[i]["preset"], "privacy", "epsilon")]
-default_run = min(seqpate or text_runs or list(done), key=lambda i: done[i]["seed"])  # the lowest seed, as REPORT
+default_run = c.lowest_seed_first(seqpate or text_runs or list(done), done)[0]
 run_id = st.selectbox("Run", list(done), index=list(done).index(default_run), key="export_report_run",
                       format_func=lambda i: c.run_option_label(done[i]))
 n_completions = st.slider("Completions to include", 0, 50, 10, key="export_report_n")

@@ -56,8 +56,8 @@ st.dataframe(
 )
 if note := c.seed_mix_note(table):
     st.warning(note, icon=":material/warning:")
-st.caption("Each method and ε at this preset's defaults, one run per seed shown (with every seed: the mean over the "
-           "seeds in the row's seeds column); runs with other "
+st.caption("One row per method and ε at this preset's defaults: the run of the chosen seed, or with every seed "
+           "the mean over the seeds in the row's seeds column; runs with other "
            "settings (teacher counts, filters, ablations, phrase-level targets) are on the Privacy-utility page. "
            "PPL lower is better, BLEU-4 higher is better.")
 

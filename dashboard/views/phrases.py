@@ -107,7 +107,7 @@ def show_histogram() -> None:
     # by default the latest run of each other method whose phrases can sit on a log axis (not ε = 0 or ∞), of the
     # chosen run's seed: another seed splits the users anew, so its runs hold other names
     noisy = [i for i in same_preset if c.present(records[i]["epsilon"]) and 0 < records[i]["epsilon"] < math.inf
-             and records[i]["seed"] == records[run_id]["seed"]]
+             and c.same_seed(records[i], records[run_id])]
     latest_per_method = list({records[i]["method"]: i for i in reversed(noisy)}.values())
     others = [i for i in latest_per_method if records[i]["method"] != records[run_id]["method"]]
     default = [run_id] + others[:3]

@@ -200,3 +200,11 @@ def test_only_a_seqpate_run_is_a_variant_by_its_seqpate_settings():
 def test_filter_preset_in_the_url_means_the_presets_own_filter():
     settings, ignored = c.settings_from_query({"filter": "preset"})
     assert ignored == [] and settings["filter_kind"] == "preset" and c.launch_filter_spec(settings) == ""
+
+
+def test_seed_helpers_keep_runs_without_a_seed_apart():
+    nan = float("nan")
+    records = {"a": {"seed": 2}, "b": {"seed": nan}, "c": {"seed": 0}, "d": {"seed": 0.0}, "e": {}}
+    assert c.lowest_seed_first(list(records), records) == ["c", "d", "a", "b", "e"]
+    assert c.same_seed(records["c"], records["d"]) and not c.same_seed(records["a"], records["c"])
+    assert c.same_seed(records["b"], records["e"]) and not c.same_seed(records["b"], records["c"])

@@ -240,3 +240,19 @@ def test_one_seed_gets_no_seed_labels_and_no_seed_table(tmp_path):
     (what, _), = claims(load_rows(tmp_path))[0].checks
     assert what.startswith("seq (PPL 97.0")
     assert "## Table 1 in every seed" not in build_report(tmp_path)
+
+
+def test_a_claim_is_judged_in_the_seeds_that_have_its_runs_and_the_seed_table_uses_paired_intervals(tmp_path):
+    tokens = [8, 12, 5, 20, 9] * 40
+    base = [(5.0 * t + 0.3 * (i % 7), t) for i, t in enumerate(tokens)]
+    for seed in (0, 1):
+        suffix = f"-seed{seed}" if seed else ""
+        write_run(tmp_path, f"pub{suffix}", "pub-gpt", ppl=100.0, seed=seed).write_test_nll(base)
+        # 1% lower per token on every sentence: beyond the paired interval, inside the 2% margin
+        seq = write_run(tmp_path, f"seq{suffix}", "seqpate", epsilon=3.0, ppl=99.0, seed=seed)
+        seq.write_test_nll([(nll - 0.01 * t, t) for nll, t in base])
+    write_run(tmp_path, "pri", "pri-gpt", ppl=50.0, bleu4=0.0)  # seed 0 only
+    upper_bound = next(c for c in claims(load_rows(tmp_path)) if "upper bound" in c.text)
+    assert [what.split(" (PPL")[0] for what, _ in upper_bound.checks] == ["seed 0: pri"]
+    seeds = build_report(tmp_path).split("## Table 1 in every seed")[1]
+    assert "| 1 | seqpate | 3.00 | 99.00 | 2.50 | 0.990 [0.990, 0.990] | seq-seed1 |" in seeds
