@@ -11,7 +11,14 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from dashboard.common import METHOD_COLORS, NON_PRIVATE_REFERENCES, fmt_eps, method_label, method_order
+from dashboard.common import (
+    METHOD_COLORS,
+    NON_PRIVATE_REFERENCES,
+    epsilon_group,
+    fmt_eps,
+    method_label,
+    method_order,
+)
 
 TRACE_COLORS = ("#2b6cb0", "#c53030", "#2f855a", "#6b46c1", "#b7791f")  # lines that are not methods
 METRIC_LABELS = {"bleu4": "BLEU-4", "ppl": "Perplexity (lower is better)", "bleu1": "BLEU-1", "r_name": "R_name"}
@@ -52,7 +59,9 @@ def _privacy_utility_traces(df: pd.DataFrame, metric: str, legend: bool = True) 
         # filters...) are points beside it, not averaged into it
         settings = rows["variant"].fillna("") if "variant" in rows else pd.Series("", index=rows.index)
         at_defaults = rows[settings == ""] if (settings == "").any() else rows
-        mean = at_defaults.groupby("epsilon")[metric].mean().reset_index()
+        # one point per target ε: runs of one target are accounted a few 1e-7 apart in different seeds
+        target = at_defaults.apply(epsilon_group, axis=1).rename("target")
+        mean = at_defaults.groupby(target)[["epsilon", metric]].mean().sort_values("epsilon")
         rows = rows.assign(setting=settings.replace("", "defaults"))
         traces.append(go.Scatter(
             x=mean["epsilon"], y=mean[metric], mode="lines", line=dict(color=color), name=method_label(method),

@@ -628,7 +628,9 @@ UNIT_TEXT = {
 }
 
 
-def _eps_key(row: pd.Series) -> float | None:
+def epsilon_group(row: pd.Series) -> float | None:
+    """The ε runs are grouped by: the target asked for (runs of one target, e.g. 3, are accounted at 2.9990705981
+    in one seed and 2.9990707263 in another), the accounted ε for references and runs without a target."""
     eps = row.get("epsilon")
     if privacy_kind(eps) in ("public-only", "not-private"):
         return eps
@@ -675,7 +677,7 @@ def headline_table(df: pd.DataFrame, include_variants: bool = False) -> pd.DataF
     if several_presets:
         columns = ["preset", *columns]
     main["setting"] = main["variant"].fillna("")
-    main["eps_key"] = main.apply(_eps_key, axis=1)
+    main["eps_key"] = main.apply(epsilon_group, axis=1)
     rows = []
     groups = main.groupby(["preset", "method", "setting", "eps_key"], dropna=False, sort=False)
     for (preset, method, setting, _key), group in groups:
@@ -690,7 +692,7 @@ def headline_table(df: pd.DataFrame, include_variants: bool = False) -> pd.DataF
             "R_name": group["r_name"].mean() if group["r_name"].notna().any() else None,
             "runs": len(group),
             "seeds": ", ".join(str(x) for x in seeds_of(group)),
-            "run ids": ", ".join(group["run_id"]),
+            "run ids": ", ".join(sorted(group["run_id"])),
             "_order": (str(preset), method_order(method), setting, _key if _key is not None else -1.0),
         })
     rows.sort(key=lambda r: r.pop("_order"))
@@ -1076,10 +1078,14 @@ def run_option_label(record: dict[str, Any], live: bool = False) -> str:
     if live:
         return f"{record['run_id']}  ·  {method_label(record.get('method'))}"
     eps = fmt_eps(record.get("epsilon"))
+    seed = f"  ·  {seed_label(record)}" if seed_label(record) else ""
+    return f"{record['run_id']}  ·  {method_label(record.get('method'))}  ·  ε={eps}{seed}  ·  {record.get('state')}"
+
+
+def seed_label(record: dict[str, Any]) -> str:
+    """"seed N" for a run of a seed other than the default 0, else ""."""
     seed = record.get("seed")
-    seed_text = f"  ·  seed {int(seed)}" if present(seed) and int(seed) != 0 else ""  # seed 0 is the default
-    return (f"{record['run_id']}  ·  {method_label(record.get('method'))}  ·  ε={eps}{seed_text}  ·  "
-            f"{record.get('state')}")
+    return f"seed {int(seed)}" if present(seed) and int(seed) != 0 else ""
 
 
 def csv_bytes(df: pd.DataFrame) -> bytes:

@@ -62,7 +62,8 @@ if all_phrases:
     st.caption(f"Highlighted: {len(all_phrases):,} secret phrase(s) from the runs' phrases.csv.")
 
 headers, labels = [], []
-names = [f"{c.method_label(records[rid]['method'])} · ε {c.fmt_eps(records[rid]['epsilon'])}" for rid in run_ids]
+names = [" · ".join(filter(None, [c.method_label(records[rid]["method"]), f"ε {c.fmt_eps(records[rid]['epsilon'])}",
+                                   c.seed_label(records[rid])])) for rid in run_ids]
 for rid, name in zip(run_ids, names, strict=True):
     record = records[rid]
     leak = record.get("r_name")
@@ -71,6 +72,7 @@ for rid, name in zip(run_ids, names, strict=True):
     headers.append(
         f"<div class='who'><b>{html.escape(c.method_label(record['method']))}</b> · ε = "
         f"{html.escape(c.fmt_eps(record['epsilon']))}"
+        + (f" · {c.seed_label(record)}" if c.seed_label(record) else "")
         + (f"<br>leak rate R_name = {leak:.2%}" if c.present(leak) else "")
         + f"<br><small>{html.escape(rid)}</small></div>"
     )

@@ -9,7 +9,8 @@ from dashboard import common as c
 st.title("Privacy vs utility")
 st.caption("Finished runs of one preset. Private methods are points at their accounted ε (log axis); "
            "non-private references are flat dashed lines: Pub-GPT and Pub-GPT + pseudo use no private data "
-           "(ε = 0), Pri-GPT uses it without noise (ε = ∞). Hover a point for its run id.")
+           "(ε = 0), Pri-GPT uses it without noise (ε = ∞). A line goes through the mean of its runs at each target "
+           "ε (one run per seed with every seed chosen); each point is one run: hover it for its run id.")
 
 df = c.finished_frame()
 if df.empty:

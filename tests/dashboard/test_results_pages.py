@@ -86,6 +86,8 @@ def test_privacy_utility_chart_has_points_and_reference_lines(results, app_page)
 
 def test_privacy_utility_shows_one_seed_unless_every_seed_is_asked_for(results, app_page):
     write_run(results, "seq-eps3-seed1", "seqpate", epsilon=3.0, bleu4=9.0, seed=1)
+    privacy = results / "seq-eps3-seed1" / "privacy.json"  # accounted 1.3e-7 off seed 0's, as quick's NoisySGD runs
+    privacy.write_text(privacy.read_text().replace('"epsilon": 2.9985', '"epsilon": 2.99850013'))
     write_run(results, "pub-seed1", "pub-gpt", bleu4=8.0, seed=1)
     at = app_page("privacy_utility")
     assert at.selectbox(key="pu_seed").value == 0
@@ -100,6 +102,10 @@ def test_privacy_utility_shows_one_seed_unless_every_seed_is_asked_for(results, 
     at.selectbox(key="pu_seed").set_value("every seed (mean)").run()
     ids, pub = bleu_panel()
     assert {"seq-eps3", "seq-eps3-seed1"} <= ids and pub == (0.4 + 8.0) / 2
+    # one mean point per target ε, although the two seeds' runs are accounted a little apart
+    bleu, _ = panels(plotly_specs(at)[0])
+    seq_line = next(t for t in bleu["data"] if t["name"] == "SeqPATE" and t["mode"] == "lines")
+    assert len(seq_line["x"]) == 3 and seq_line["y"][1] == (2.5 + 9.0) / 2
 
 
 def test_phrase_histogram_defaults_to_runs_of_the_chosen_runs_seed(roots, app_page):
@@ -232,6 +238,11 @@ def test_completions_default_to_runs_of_one_seed(results, app_page):
     runs = at.multiselect(key="comp_runs_tiny")
     assert any(option.startswith("a-seq-seed1 ") for option in runs.options)  # offered, not chosen
     assert len(runs.value) == 4 and not [r for r in runs.value if r.endswith("seed1")]
+    at.multiselect(key="comp_runs_tiny").set_value(["seq-eps3", "a-seq-seed1"]).run()
+    at.multiselect(key="comp_prefixes_").set_value([0]).run()
+    html = texts(at)
+    assert "SeqPATE · ε 3 · seed 1" in html  # the header and the cell name the seed
+    assert "(another prefix at this index: another seed or data config)" not in html  # fake runs share prefixes
 
 
 def test_completions_of_a_typed_prefix_come_from_runs_that_kept_weights(results, app_page, monkeypatch):
