@@ -48,6 +48,7 @@ st.dataframe(
     table,
     hide_index=True,
     width="stretch",
+    height="content",  # every row: the seed warning below may name the last one
     column_config={
         "PPL": st.column_config.NumberColumn(format="%.2f", help="corpus perplexity on private test sentences"),
         "BLEU-4": st.column_config.NumberColumn(format="%.2f", help="sacrebleu BLEU-4 of completions (0-100)"),
