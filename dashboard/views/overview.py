@@ -48,7 +48,8 @@ st.dataframe(
     table,
     hide_index=True,
     width="stretch",
-    height="content",  # every row: the seed warning below may name the last one
+    # up to 15 rows before it scrolls (Streamlit's default of 10 hid quick's last row, which the seed warning names)
+    height=35 * (min(len(table), 15) + 1) + 3,
     column_config={
         "PPL": st.column_config.NumberColumn(format="%.2f", help="corpus perplexity on private test sentences"),
         "BLEU-4": st.column_config.NumberColumn(format="%.2f", help="sacrebleu BLEU-4 of completions (0-100)"),
