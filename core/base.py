@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+import torch
 from transformers import GPT2LMHeadModel
 
 from core.config import RunConfig, stable_hash
@@ -23,6 +25,10 @@ PRIVATE_ONLY_DATA_FIELDS = ("canaries", "canary_seed", "canary_digits")
 def base_key(cfg: RunConfig) -> str:
     data = {k: v for k, v in cfg.to_dict()["data"].items() if k not in PRIVATE_ONLY_DATA_FIELDS}
     return stable_hash({"data": data, "model": cfg.to_dict()["model"], "seed": cfg.seed})
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def load_or_train_base(
@@ -45,6 +51,7 @@ def load_or_train_base(
         public_texts = [s.text for s in data.public_train]
         log("base-model", message="training tokenizer on public text", public_sentences=len(public_texts))
         tokenizer = train_tokenizer(public_texts, cfg.model.vocab_size)
+        torch.manual_seed(cfg.seed)  # the initial weights too: torch seeds itself per process otherwise
         model = build_tiny_gpt2(cfg.model, len(tokenizer))
         seqs = encode_sentences(tokenizer, public_texts, cfg.data.max_tokens)
 
@@ -59,8 +66,10 @@ def load_or_train_base(
         shutil.rmtree(tmp, ignore_errors=True)  # left by a process that died mid-save
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
+        # The weights' digest lets a reader check that two runs compared with each other share one base model.
         info = {"source": "tiny", "public_sentences": len(public_texts), "vocab_size": len(tokenizer),
-                "parameters": sum(p.numel() for p in model.parameters())}
+                "parameters": sum(p.numel() for p in model.parameters()),
+                "weights_sha256": file_sha256(tmp / "model.safetensors")[:16]}
         (tmp / "done.json").write_text(json.dumps(info))
         tmp.rename(folder)
         return model, tokenizer, {**info, "cached": False}

@@ -27,7 +27,8 @@ MAX_THREADS = 16
 def thread_setting() -> int:
     """SEQPATE_THREADS: this process's torch threads, 1 to MAX_THREADS (unset or blank: all cores).
 
-    Not part of a run's config: it changes how fast a run goes, and its numbers only in the last bits."""
+    Not part of a run's config: it changes how fast a run goes, and its numbers through the order of float sums,
+    which training amplifies (recorded in metrics as torch_threads; a seed reproduces a run at the same count)."""
     value = os.environ.get("SEQPATE_THREADS", "").strip()
     if not value:
         count = os.cpu_count() or 1

@@ -21,10 +21,15 @@ def cache_root() -> Path:
     return Path(os.environ.get("SEQPATE_CACHE", REPO_ROOT / ".cache"))
 
 
-def set_threads() -> None:
-    """Compute set-up of this process: torch threads (SEQPATE_THREADS, default all cores) and the allocator."""
-    torch.set_num_threads(thread_setting())
+def set_threads() -> int:
+    """Compute set-up of this process: torch threads (SEQPATE_THREADS, default all cores) and the allocator.
+
+    Returns the thread count, which runs record: it changes the order of float sums, and training amplifies that.
+    """
+    threads = thread_setting()
+    torch.set_num_threads(threads)
     keep_freed_memory()
+    return threads
 
 
 def keep_freed_memory() -> None:

@@ -37,12 +37,14 @@ def test_local_checkout_loads_untied_with_its_tokenizer(checkout):
     assert untie(model) is model
 
 
-def test_run_with_a_local_model_uses_it(checkout, tmp_path):
+def test_run_with_a_local_model_uses_it(checkout, tmp_path, monkeypatch):
+    monkeypatch.setenv("SEQPATE_THREADS", "1")
     cfg = micro_config(method="pub-gpt", model__source=str(checkout))
     run = RunDir.create(tmp_path / "local", cfg.to_dict(), cfg.seed)
     metrics = execute(cfg, run)
     assert metrics["base_model"]["source"] == str(checkout)
     assert metrics["ppl"] > 1 and run.is_complete()
+    assert metrics["torch_threads"] == 1  # part of what reproduces a run (the order of float sums)
 
 
 def test_a_path_that_is_not_a_model_is_one_clear_line(tmp_path):
@@ -55,3 +57,30 @@ def test_a_path_that_is_not_a_model_is_one_clear_line(tmp_path):
     assert out.returncode == 2 and out.stderr.count("\n") == 1
     assert "not a model directory" in out.stderr and "Traceback" not in out.stderr
     assert not (tmp_path / "run").exists()
+
+
+def _trained_base(cache, monkeypatch, seed: int) -> dict:
+    from core.base import load_or_train_base
+    from core.data import load_prepared
+
+    monkeypatch.setenv("SEQPATE_CACHE", str(cache))
+    cfg = micro_config(method="pub-gpt", seed=seed, model__pretrain_epochs=1)
+    model, _, info = load_or_train_base(cfg, load_prepared(cfg.data, cfg.seed))
+    assert info["cached"] is False
+    return {**model.state_dict(), "digest": info["weights_sha256"]}
+
+
+def test_the_seed_fixes_the_base_models_initial_weights(tmp_path, monkeypatch):
+    # torch seeds itself anew in every process, so weights drawn before any manual_seed differed from run to run
+    # (the same seed's base model, and every run on it, came out different); advancing the global generator
+    # between the two trainings stands in for another process.
+    import torch
+
+    first = _trained_base(tmp_path / "a", monkeypatch, seed=0)
+    torch.rand(1000)
+    again = _trained_base(tmp_path / "b", monkeypatch, seed=0)
+    other = _trained_base(tmp_path / "c", monkeypatch, seed=1)
+    digests = first.pop("digest"), again.pop("digest"), other.pop("digest")
+    assert all(torch.equal(first[name], again[name]) for name in first)
+    assert not torch.equal(first["transformer.wte.weight"], other["transformer.wte.weight"])
+    assert digests[0] == digests[1] != digests[2] and len(digests[0]) == 16

@@ -153,7 +153,7 @@ def method_function(name: str) -> Callable[[Workspace], MethodResult]:
 
 def execute(cfg: RunConfig, run: RunDir, should_stop: Callable[[], bool] = lambda: False) -> dict:
     """Run every stage, writing progress as it goes; returns metrics. Raises on failure (the caller records it)."""
-    set_threads()
+    threads = set_threads()
     timings: dict[str, float] = {}
     t0 = time.time()
 
@@ -199,7 +199,7 @@ def execute(cfg: RunConfig, run: RunDir, should_stop: Callable[[], bool] = lambd
     metrics, completions, test_nll = evaluate(result.model, ws, result.postprocess)
     timings["evaluate_s"] = time.time() - t
     timings["total_s"] = time.time() - t0
-    metrics = {**metrics, **result.metrics, "timings": timings, "base_model": base_info}
+    metrics = {**metrics, **result.metrics, "timings": timings, "base_model": base_info, "torch_threads": threads}
     from core.analysis.audit import audit_run  # phrases.csv, statement.md, r_name, exposure
 
     metrics = audit_run(ws, result, metrics, completions, run)

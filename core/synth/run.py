@@ -162,7 +162,7 @@ def _jsonl(rows: list[dict]) -> str:
 
 def execute(job: SynthJob, run: RunDir, should_stop: Callable[[], bool] = lambda: False) -> dict:
     """Every stage, writing progress as it goes; returns metrics. Raises on failure (the caller records it)."""
-    set_threads()
+    threads = set_threads()
     cfg, data = job.cfg, job.data
     timings: dict[str, float] = {}
     t0 = time.time()
@@ -228,6 +228,7 @@ def execute(job: SynthJob, run: RunDir, should_stop: Callable[[], bool] = lambda
         "release_noise_multiplier": plan["release_noise_multiplier"],
         "base_model": base_info,
         "timings": timings,
+        "torch_threads": threads,
     })
     private = math.isfinite(privacy["epsilon"])
     run.write_privacy(privacy)
