@@ -84,3 +84,18 @@ def test_the_seed_fixes_the_base_models_initial_weights(tmp_path, monkeypatch):
     assert all(torch.equal(first[name], again[name]) for name in first)
     assert not torch.equal(first["transformer.wte.weight"], other["transformer.wte.weight"])
     assert digests[0] == digests[1] != digests[2] and len(digests[0]) == 16
+
+
+def test_a_cached_base_reports_its_digest_even_if_cached_before_digests(tmp_path, monkeypatch):
+    import json
+
+    from core.base import base_key, load_or_train_base
+    from core.data import load_prepared
+
+    trained = _trained_base(tmp_path, monkeypatch, seed=0)["digest"]
+    cfg = micro_config(method="pub-gpt", seed=0, model__pretrain_epochs=1)
+    done = tmp_path / "base" / base_key(cfg) / "done.json"
+    old = {k: v for k, v in json.loads(done.read_text()).items() if k != "weights_sha256"}
+    done.write_text(json.dumps(old))
+    _, _, info = load_or_train_base(cfg, load_prepared(cfg.data, cfg.seed))
+    assert info["cached"] is True and info["weights_sha256"] == trained
