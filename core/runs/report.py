@@ -343,14 +343,16 @@ def tradeoff_section(rows: list[Row]) -> str:
         ["method", "epsilon", "PPL", "BLEU-4", "paper PPL (AirDialog, eps 3)", "paper BLEU-4"], body)
 
 
-TABLE1_METHODS = ("pub-gpt", "pub-gpt+pseudo", "pri-gpt", "seqpate", "noisysgd", "noisysgd+pseudo",
-                  "noisysgd-gc+pseudo")
+# Table 1's methods, and ADP (seed 002) beside them as on the dashboard's Overview
+SEED_TABLE_METHODS = ("pub-gpt", "pub-gpt+pseudo", "pri-gpt", "seqpate", "noisysgd", "noisysgd+pseudo",
+                      "noisysgd-gc+pseudo", "adp")
 
 
 def seeds_section(rows: list[Row]) -> str:
-    """Table 1 in every seed (only when several ran): each run's perplexity over Pub-GPT's of the same seed, with
-    its 95% paired bootstrap interval, so a reader sees whether a gap survives another seed. SeqPATE appears at
-    every epsilon it ran with the default teachers (the no-signal and noise-free controls beside epsilon 3)."""
+    """Table 1 (and ADP) in every seed (only when several ran): each run's perplexity over Pub-GPT's of the same
+    seed, with its 95% paired bootstrap interval, so a reader sees whether a gap survives another seed. SeqPATE
+    appears at every epsilon it ran with the default teachers (the no-signal and noise-free controls beside
+    epsilon 3)."""
     seeds = by_seed(rows)
     if len(seeds) < 2:
         return ""
@@ -358,7 +360,7 @@ def seeds_section(rows: list[Row]) -> str:
     for seed, seed_rows in seeds.items():
         plain = [r for r in seed_rows if is_plain(r)]
         m, pub = default_teachers(plain), one(plain, method="pub-gpt")
-        for method in TABLE1_METHODS:
+        for method in SEED_TABLE_METHODS:
             if method.startswith(("pub", "pri")):
                 found, eps = pick(plain, method=method)[:1], "0" if method.startswith("pub") else "inf (none)"
             elif method == "seqpate":
@@ -369,7 +371,8 @@ def seeds_section(rows: list[Row]) -> str:
     first, *later_seeds = seeds
     later = " and ".join(filter(None, [", ".join(map(str, later_seeds[:-1])), str(later_seeds[-1])]))
     return ("## Table 1 in every seed\n\n"
-            f"The other tables quote seed {first}; these runs repeat Table 1 with seed{'s' * (len(seeds) > 2)} "
+            f"The other tables quote seed {first}; these runs repeat Table 1 (and ADP, seed 002) with "
+            f"seed{'s' * (len(seeds) > 2)} "
             f"{later} (another user split, base model, teacher partition and noise draw). PPL / Pub-GPT is against "
             "Pub-GPT of the same seed, with the 95% paired bootstrap interval over the test sentences.\n\n"
             + table(["seed", "method", "epsilon", "PPL", "BLEU-4", "PPL / Pub-GPT", "run"], body))

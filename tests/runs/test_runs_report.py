@@ -252,7 +252,9 @@ def test_a_claim_is_judged_in_the_seeds_that_have_its_runs_and_the_seed_table_us
         seq = write_run(tmp_path, f"seq{suffix}", "seqpate", epsilon=3.0, ppl=99.0, seed=seed)
         seq.write_test_nll([(nll - 0.01 * t, t) for nll, t in base])
     write_run(tmp_path, "pri", "pri-gpt", ppl=50.0, bleu4=0.0)  # seed 0 only
+    write_run(tmp_path, "adp-seed1", "adp", epsilon=3.0, ppl=98.0, bleu4=0.0, seed=1)
     upper_bound = next(c for c in claims(load_rows(tmp_path)) if "upper bound" in c.text)
     assert [what.split(" (PPL")[0] for what, _ in upper_bound.checks] == ["seed 0: pri"]
     seeds = build_report(tmp_path).split("## Table 1 in every seed")[1]
     assert "| 1 | seqpate | 3.00 | 99.00 | 2.50 | 0.990 [0.990, 0.990] | seq-seed1 |" in seeds
+    assert "| 1 | adp | 3.00 | 98.00 | 0.00 | 0.980 | adp-seed1 |" in seeds  # no test_nll.csv: the plain ratio
