@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
 import pytest
+import torch
 
+from core.base import base_key, load_or_train_base
 from core.config import ModelConfig
+from core.data import load_prepared
 from core.models import build_tiny_gpt2, load_local_model, untie
 from core.runs.pipeline import execute
 from core.runs.store import RunDir
@@ -59,43 +63,32 @@ def test_a_path_that_is_not_a_model_is_one_clear_line(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
-def _trained_base(cache, monkeypatch, seed: int) -> dict:
-    from core.base import load_or_train_base
-    from core.data import load_prepared
-
+def _trained_base(cache, monkeypatch, seed: int) -> tuple[dict, str]:
+    """(state dict, weights digest) of a base model trained afresh under its own artefact cache."""
     monkeypatch.setenv("SEQPATE_CACHE", str(cache))
     cfg = micro_config(method="pub-gpt", seed=seed, model__pretrain_epochs=1)
     model, _, info = load_or_train_base(cfg, load_prepared(cfg.data, cfg.seed))
     assert info["cached"] is False
-    return {**model.state_dict(), "digest": info["weights_sha256"]}
+    return model.state_dict(), info["weights_sha256"]
 
 
 def test_the_seed_fixes_the_base_models_initial_weights(tmp_path, monkeypatch):
     # torch seeds itself anew in every process, so weights drawn before any manual_seed differed from run to run
     # (the same seed's base model, and every run on it, came out different); advancing the global generator
     # between the two trainings stands in for another process.
-    import torch
-
-    first = _trained_base(tmp_path / "a", monkeypatch, seed=0)
+    first, first_digest = _trained_base(tmp_path / "a", monkeypatch, seed=0)
     torch.rand(1000)
-    again = _trained_base(tmp_path / "b", monkeypatch, seed=0)
-    other = _trained_base(tmp_path / "c", monkeypatch, seed=1)
-    digests = first.pop("digest"), again.pop("digest"), other.pop("digest")
+    again, again_digest = _trained_base(tmp_path / "b", monkeypatch, seed=0)
+    other, other_digest = _trained_base(tmp_path / "c", monkeypatch, seed=1)
     assert all(torch.equal(first[name], again[name]) for name in first)
     assert not torch.equal(first["transformer.wte.weight"], other["transformer.wte.weight"])
-    assert digests[0] == digests[1] != digests[2] and len(digests[0]) == 16
+    assert first_digest == again_digest != other_digest and len(first_digest) == 16
 
 
 def test_a_cached_base_reports_its_digest_even_if_cached_before_digests(tmp_path, monkeypatch):
-    import json
-
-    from core.base import base_key, load_or_train_base
-    from core.data import load_prepared
-
-    trained = _trained_base(tmp_path, monkeypatch, seed=0)["digest"]
+    _, trained_digest = _trained_base(tmp_path, monkeypatch, seed=0)
     cfg = micro_config(method="pub-gpt", seed=0, model__pretrain_epochs=1)
     done = tmp_path / "base" / base_key(cfg) / "done.json"
-    old = {k: v for k, v in json.loads(done.read_text()).items() if k != "weights_sha256"}
-    done.write_text(json.dumps(old))
+    done.write_text(json.dumps({k: v for k, v in json.loads(done.read_text()).items() if k != "weights_sha256"}))
     _, _, info = load_or_train_base(cfg, load_prepared(cfg.data, cfg.seed))
-    assert info["cached"] is True and info["weights_sha256"] == trained
+    assert info["cached"] is True and info["weights_sha256"] == trained_digest

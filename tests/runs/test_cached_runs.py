@@ -105,9 +105,9 @@ def test_rerunning_a_cached_run_reproduces_its_metrics(tmp_path):
     of this run came out at 264.3, 275.0, 278.5 (1 thread) and 288.2 against the shipped 275.0, although the
     tokenizer and the data are bitwise identical across processes: the shipped runs' base model drew its initial
     weights before any seed was set (torch seeds itself anew in each process), so no rerun recreates it (seeded
-    since; test_models.py checks that the seed now fixes them). Hence 6% here. With the base model (and pseudo data) already in
-    the artefact cache a rerun is exact: benchmarks/end_to_end.py reproduced 7 shipped tiny runs to every printed
-    digit. Marked slow: a from-scratch rerun is a minute, and the spread makes it a check of gross breakage."""
+    since; test_models.py checks that the seed now fixes them). Hence 6% here. With the base model (and pseudo
+    data) already in the artefact cache a rerun is exact: benchmarks/end_to_end.py reproduced 7 shipped tiny runs
+    to every printed digit. Marked slow: a from-scratch rerun is a minute, and the spread makes it a check of gross breakage."""
     source = next(p for p in RUNS if (RunDir(p).config() or {}).get("config", {}).get("method") == "pri-gpt"
                   and RunDir(p).config()["config"]["preset"] == "tiny" and not RunDir(p).config()["config"]["data"]
                   ["canaries"])
