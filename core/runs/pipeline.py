@@ -52,7 +52,11 @@ class Workspace:
 
     @cached_property
     def base_key(self) -> str:
-        return base_key(self.cfg)
+        """What names the base model in artefact caches: its config and, once known, its weights' digest (a base
+        retrained after its cache was cleared, e.g. with another thread count, must not reuse pseudo data that
+        another base generated)."""
+        digest = (self.base_info or {}).get("weights_sha256")
+        return base_key(self.cfg) if digest is None else f"{base_key(self.cfg)}-{digest}"
 
     @cached_property
     def pseudo(self) -> list[str]:

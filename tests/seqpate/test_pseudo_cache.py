@@ -1,11 +1,13 @@
-"""Pseudo data is cached on disk per (base model, decoding, seed, prefixes) and written atomically."""
+"""Pseudo data is cached on disk per (base model and its weights, decoding, seed, prefixes), written atomically."""
 
 from __future__ import annotations
 
 import pytest
 
 from core.config import DecodeConfig
+from core.runs.pipeline import Workspace
 from core.seqpate import pseudo
+from tests.conftest import micro_config
 
 
 def test_pseudo_sentences_are_cached_and_leave_no_partial_file(tmp_path, monkeypatch):
@@ -25,3 +27,24 @@ def test_pseudo_sentences_are_cached_and_leave_no_partial_file(tmp_path, monkeyp
     assert entry.suffix == ".json"  # the per-process temporary file was renamed into place
     monkeypatch.setattr(pseudo, "complete", lambda *a, **k: pytest.fail("the cache was not used"))
     assert pseudo.pseudo_sentences(None, None, ["hello there", "how are"], decode, seed=3, base_key="b1") == first
+
+
+def test_a_retrained_base_does_not_reuse_another_bases_pseudo_data(tmp_path, monkeypatch):
+    # the cache is keyed by the base model's weights digest as well as its config: a base retrained after its own
+    # cache was cleared (another thread count gives other weights) must complete the prefixes itself
+    monkeypatch.setenv("SEQPATE_CACHE", str(tmp_path))
+    cfg = micro_config(method="pub-gpt+pseudo")
+
+    def workspace(info):
+        return Workspace(cfg=cfg, data=None, tokenizer=None, base_model=None, base_info=info, log=lambda *a, **k: None)
+
+    old, retrained = workspace({"weights_sha256": "aaaa"}), workspace({"weights_sha256": "bbbb"})
+    assert old.base_key != retrained.base_key
+    assert workspace({"weights_sha256": "aaaa"}).base_key == old.base_key
+    assert workspace({"source": "/a/checkout"}).base_key == workspace({}).base_key  # local checkouts: the config
+
+    monkeypatch.setattr(pseudo, "complete", lambda model, tok, prefixes, decode, seed: [str(model)] * len(prefixes))
+    decode = DecodeConfig()
+    made = [pseudo.pseudo_sentences(name, None, ["hi"], decode, seed=0, base_key=ws.base_key)
+            for name, ws in (("old", old), ("retrained", retrained))]
+    assert made == [["hi old"], ["hi retrained"]]
