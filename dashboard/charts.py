@@ -40,6 +40,11 @@ def _by_method(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     return sorted(df.groupby("method"), key=lambda group: method_order(group[0])) if not df.empty else []
 
 
+# One dash pattern per reference line: references often coincide (Pri-GPT + blacklist has Pri-GPT's perplexity, as
+# its filter only edits completions), and a line drawn over another with the same pattern hides it.
+REFERENCE_DASHES = ("dash", "dot", "dashdot", "longdash", "longdashdot")
+
+
 def _privacy_utility_traces(df: pd.DataFrame, metric: str, legend: bool = True) -> tuple[list[go.Scatter], list]:
     """The traces of one Fig. 2 panel and its log-x tick values (see privacy_utility_figure)."""
     traces = []
@@ -74,7 +79,7 @@ def _privacy_utility_traces(df: pd.DataFrame, metric: str, legend: bool = True) 
             hovertemplate=(f"<b>{method_label(method)}</b><br>ε=%{{x:.3g}}<br>{label}=%{{y:.3f}}"
                            "<br>run %{customdata[0]} (%{customdata[1]})<extra></extra>"),
         ))
-    for method, rows in _by_method(refs):
+    for index, (method, rows) in enumerate(_by_method(refs)):
         if "variant" in rows:  # a reference line is the reference at its defaults, not averaged with canary runs
             at_defaults = rows[rows["variant"].fillna("") == ""]
             rows = at_defaults if not at_defaults.empty else rows
@@ -84,7 +89,8 @@ def _privacy_utility_traces(df: pd.DataFrame, metric: str, legend: bool = True) 
         ids = ", ".join(rows["run_id"].astype(str).tolist()[:5])
         xs = np.geomspace(x_lo, x_hi, 25)  # points along the line, so that its hover shows anywhere on it
         traces.append(go.Scatter(
-            x=xs, y=[value] * len(xs), mode="lines", line=dict(color=color, dash="dash", width=2),
+            x=xs, y=[value] * len(xs), mode="lines",
+            line=dict(color=color, dash=REFERENCE_DASHES[index % len(REFERENCE_DASHES)], width=2),
             name=f"{method_label(method)} (ε={eps_text}, reference)", legendgroup=method,
             customdata=[[ids]] * len(xs), showlegend=legend,
             hovertemplate=(f"<b>{method_label(method)}</b> (non-private reference, ε={eps_text})<br>"
@@ -95,7 +101,8 @@ def _privacy_utility_traces(df: pd.DataFrame, metric: str, legend: bool = True) 
 
 
 def privacy_utility_figure(df: pd.DataFrame, metric: str = "bleu4", title: str | None = None) -> go.Figure:
-    """Metric vs epsilon (log x) per private method; non-private references as flat dashed lines (Fig. 2).
+    """Metric vs epsilon (log x) per private method; non-private references as flat dashed lines, each its own
+    dash pattern (Fig. 2).
 
     df: finished runs (run_record rows). Private points carry the run id in customdata (shown on hover).
     """

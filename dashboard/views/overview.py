@@ -54,6 +54,9 @@ st.dataframe(
         "PPL": st.column_config.NumberColumn(format="%.2f", help="corpus perplexity on private test sentences"),
         "BLEU-4": st.column_config.NumberColumn(format="%.2f", help="sacrebleu BLEU-4 of completions (0-100)"),
         "ε": st.column_config.NumberColumn(format="%.3g", help="accounted ε (0: public only, Infinity: not private)"),
+        "δ": st.column_config.NumberColumn(help="δ of the (ε, δ) guarantee (0: no δ term)"),
+        "R_name": st.column_config.NumberColumn(format="percent", help="name leak rate (App. O): share of "
+                                                "completions that reveal a private user's name"),
     },
 )
 if note := c.seed_mix_note(table):
@@ -64,6 +67,7 @@ st.caption("One row per method and ε at this preset's defaults: the run of the 
            "PPL lower is better, BLEU-4 higher is better.")
 
 st.subheader("Privacy statements")
+st.caption("One card per method, over all its runs at this preset (every seed and setting, phrase-level runs too).")
 cards = c.privacy_cards(df[df["preset"] == preset])
 columns = st.columns(min(4, max(1, len(cards))))
 for i, card in enumerate(cards):

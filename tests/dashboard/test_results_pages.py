@@ -49,6 +49,8 @@ def test_privacy_utility_chart_has_points_and_reference_lines(results, app_page)
     assert pub_line["y"][0] == pub_line["y"][1] == 0.4  # a flat line at the reference's value
     pri_line = next(t for t in bleu["data"] if t["name"].startswith("Pri-GPT (ε=∞"))
     assert pri_line["y"][0] == 4.2
+    dashes = [t["line"]["dash"] for t in bleu["data"] if "reference" in t["name"]]
+    assert len(dashes) >= 2 and len(set(dashes)) == len(dashes)  # coinciding references stay visible
     assert ppl["layout"]["yaxis2"]["type"] == "log" and ppl["layout"]["xaxis2"]["type"] == "log"
     seq_ppl = next(t for t in ppl["data"] if t["name"] == "SeqPATE" and t["mode"] == "markers")
     assert dict(zip((cd[0] for cd in seq_ppl["customdata"]), seq_ppl["y"], strict=True))["seq-eps3"] == 200 / 3
