@@ -47,7 +47,8 @@ def load_or_train_base(
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (folder / "done.json").exists():
             info = json.loads((folder / "done.json").read_text())
-            info.setdefault("weights_sha256", file_sha256(folder / "model.safetensors")[:16])  # cached before digests
+            if "weights_sha256" not in info:  # cached before digests (setdefault would hash every time)
+                info["weights_sha256"] = file_sha256(folder / "model.safetensors")[:16]
             return load_local_model(folder), load_tokenizer(folder), {**info, "cached": True}
         public_texts = [s.text for s in data.public_train]
         log("base-model", message="training tokenizer on public text", public_sentences=len(public_texts))
