@@ -475,6 +475,16 @@ def same_seed(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return int(sa) == int(sb) if present(sa) and present(sb) else not present(sa) and not present(sb)
 
 
+def compare_partner(records: Sequence[dict[str, Any]]) -> int:
+    """Run B's default beside run A (the first record): the next run of A's preset and seed, whose test sentences
+    are A's, so that their perplexities compare; the second run when none shares them."""
+    first = records[0]
+    for i, record in enumerate(records[1:], start=1):
+        if record.get("preset") == first.get("preset") and same_seed(record, first):
+            return i
+    return 1
+
+
 def lowest_seed_first(run_ids: Sequence[str], records: dict[str, dict[str, Any]]) -> list[str]:
     """run_ids in their order, the runs of the lowest seed kept first (as REPORT.md's tables; no seed sorts last)."""
     seeds = [records[i].get("seed") for i in run_ids]

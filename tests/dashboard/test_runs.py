@@ -9,6 +9,7 @@ from apptest_helpers import plotly_specs, texts
 from fake_runs import write_run
 
 from core.runs import jobs
+from dashboard import common as c
 
 
 @pytest.fixture
@@ -75,6 +76,19 @@ def test_config_compare_shows_only_differing_fields(some_runs, app_page):
     at.selectbox(key="runs_cmp_b").set_value("cached-seq").run()  # the same run twice is not "Same config."
     assert not at.exception and not at.success
     assert any("the same run" in info.value for info in at.info)
+
+
+def test_compare_opens_on_a_partner_of_the_same_preset_and_seed(roots, app_page):
+    # written oldest first: the list is newest first (d, c, b, a), and only a shares d's preset and seed
+    write_run(roots["cached"], "a-partner", "pub-gpt", preset="quick", seed=1)
+    write_run(roots["cached"], "b-other-seed", "pub-gpt", preset="quick", seed=0)
+    write_run(roots["cached"], "c-other-preset", "pub-gpt", preset="tiny", seed=1)
+    write_run(roots["cached"], "d-first", "seqpate", preset="quick", seed=1)
+    at = app_page("runs")
+    assert not at.exception
+    assert at.selectbox(key="runs_cmp_a").value == "d-first"
+    assert at.selectbox(key="runs_cmp_b").value == "a-partner"
+    assert c.compare_partner([{"preset": "quick", "seed": 1}, {"preset": "tiny", "seed": 1}]) == 1  # none: the next
 
 
 def test_compare_shows_the_paired_perplexity_interval_when_both_runs_kept_test_nll(some_runs, app_page):
