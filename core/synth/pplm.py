@@ -4,7 +4,8 @@ PPLM (Dathathri et al. 2020), written here compactly for GPT-2's key/value cache
 1. the unperturbed model gives the next-token distribution p_u from the cached keys/values (the "past");
 2. a perturbation of the past is found by a few normalised gradient steps on
    CE(discriminator(mean hidden state), target label) + kl_scale * KL(p_perturbed || p_u), where the mean hidden
-   state covers the text so far plus one soft step ahead (the expected embedding under p_perturbed);
+   state covers the text so far plus one soft step ahead (the expected embedding under p_perturbed), and, as
+   in PPLM, only the soft step carries gradient;
 3. the next token is sampled (nucleus) from the geometric-mean fusion p_perturbed^gm * p_u^(1-gm).
 As in PPLM, the perturbed past is kept for the following tokens. Batched: every sample of a batch has the same
 prompt, gradients are normalised per sample, so a batch behaves like its samples generated one by one.
@@ -100,12 +101,17 @@ def generate_plain(lm, prompt: Sequence[int], n: int, max_new: int, top_p: float
 
 
 def discriminator_loss(lm, head, logits, h_last, acc_hidden, count, unpert_kv, target) -> torch.Tensor:
-    """Per-sample CE of the target label on the mean hidden state: text so far + `last` + one soft step ahead."""
+    """Per-sample CE of the target label on the mean hidden state: text so far + `last` + one soft step ahead.
+
+    As in PPLM, `last`'s hidden state enters as a constant (detached): the loss reaches the perturbation only
+    through the next-token distribution (the soft step), so lowering it means changing which token comes next.
+    With a gradient through `last`'s own hidden state, the perturbation can satisfy the head by moving that
+    state alone, which lowers the loss without changing the text."""
     probs = torch.softmax(logits, dim=-1)
     soft = probs @ lm.transformer.wte.weight  # expected embedding of the next token
     out = lm.transformer(inputs_embeds=soft[:, None], past_key_values=make_cache(unpert_kv), use_cache=False)
     h_soft = out.last_hidden_state[:, -1]
-    feature = (acc_hidden + h_last + h_soft) / (count + 2)
+    feature = (acc_hidden + h_last.detach() + h_soft) / (count + 2)
     return F.cross_entropy(head(feature), target, reduction="none")
 
 

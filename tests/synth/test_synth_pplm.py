@@ -58,6 +58,25 @@ def test_one_pplm_step_raises_the_target_probability(tiny):
     assert [k.shape for k, _ in perturbed] == [k.shape for k, _ in past]
 
 
+def test_the_discriminator_loss_reaches_the_past_only_through_the_next_token(tiny):
+    """PPLM detaches the current token's hidden state: with the next-token distribution held fixed, the
+    perturbation cannot lower the head's loss (else it would, by moving that state, without changing the text)."""
+    lm, head = tiny
+    n = 4
+    prompt = torch.tensor([[0, 5, 9, 17, 3]] * n)
+    with torch.no_grad():
+        past = cache_tensors(lm(input_ids=prompt[:, :-1], use_cache=True).past_key_values)
+        _, _, unpert_next = _step(lm, prompt[:, -1:], past)
+    deltas = [torch.zeros_like(k, requires_grad=True) for k, _ in past]
+    logits, h_last, _ = _step(lm, prompt[:, -1:], [(k + d, v) for (k, v), d in zip(past, deltas, strict=True)])
+    targets = torch.full((n,), 1)
+    acc = torch.zeros((n, 32))
+    fixed_next = discriminator_loss(lm, head, logits.detach(), h_last, acc, 0, unpert_next, targets).sum()
+    assert not fixed_next.requires_grad  # no path from the past to the loss but the next token's distribution
+    steered = discriminator_loss(lm, head, logits, h_last, acc, 0, unpert_next, targets).sum()
+    assert any(torch.count_nonzero(g) > 0 for g in torch.autograd.grad(steered, deltas))
+
+
 def test_nucleus_sampling_with_tiny_top_p_is_greedy():
     probs = torch.tensor([[0.1, 0.6, 0.3], [0.5, 0.2, 0.3]])
     got = nucleus_sample(probs, 0.05, torch.Generator().manual_seed(0))
