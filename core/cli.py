@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -233,6 +234,11 @@ def cmd_complete(args) -> int:
         except (RunError, ModelLoadError) as exc:  # one run without weights does not stop the others
             out.append({"run": run.run_id, "error": str(exc)})
     print(json.dumps(out, ensure_ascii=False, indent=2))
+    failed = [row["run"] for row in out if "error" in row]
+    if failed:  # the others' completions are printed all the same
+        print(f"error: {len(failed)} of {len(out)} run(s) could not complete the prefix: {', '.join(failed)} "
+              "(see their \"error\")", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -254,8 +260,6 @@ def cmd_privacy(args) -> int:
         out = {"queries": args.queries, "noise_std": std, "delta": delta,
                "epsilon": epsilon_for_gaussian(std, args.queries, delta, sensitivity)}
     else:
-        if eps is None:
-            raise ConfigError("give --epsilon (to get sigma) or --sigma (to get epsilon)")
         z = gaussian_noise_multiplier(eps, delta, args.queries)
         out = {"queries": args.queries, "epsilon": eps, "delta": delta, "noise_multiplier": z,
                "sensitivity": sensitivity, "noise_std": z * sensitivity}
@@ -359,8 +363,9 @@ def build_parser() -> argparse.ArgumentParser:
     psub = privacy.add_subparsers(dest="privacy_command", required=True, parser_class=OneLineParser)
     cal = psub.add_parser("calibrate", help="SeqPATE noise for Q releases at (epsilon, delta), or the reverse")
     cal.add_argument("--queries", type=int, required=True)
-    cal.add_argument("--epsilon")
-    cal.add_argument("--sigma", help="noise std; prints the epsilon instead")
+    target = cal.add_mutually_exclusive_group(required=True)  # one is the answer to the other
+    target.add_argument("--epsilon", help="target epsilon; prints the noise")
+    target.add_argument("--sigma", help="noise std; prints the epsilon instead")
     cal.add_argument("--delta", default="1e-6")
     privacy.set_defaults(func=cmd_privacy)
 
@@ -376,6 +381,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
+    except BrokenPipeError:  # `runs list | head` closed the pipe: not an error to report (Python's documented way)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     # OSError: an unusable path (permission denied, a file where a folder should be); RunError: an unknown run id
     except (ConfigError, ValueError, OSError, KeyError, RunError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc

@@ -252,6 +252,20 @@ METHODS = (
     "pri-gpt-blacklist",
     "adp",
 )
+# Methods whose privacy is fixed by the data they read, not by a noise setting: they take no epsilon or delta.
+PUBLIC_ONLY_METHODS = ("pub-gpt", "pub-gpt+pseudo")  # no private data: epsilon 0 (the paper's footnote 8)
+UNPROTECTED_METHODS = ("pri-gpt", "pri-gpt-blacklist")  # private data without noise: epsilon infinity
+
+
+def fixed_epsilon(method: str | None) -> float | None:
+    """A method's epsilon when no setting changes it (0 public only, inf unprotected), else None."""
+    if method in PUBLIC_ONLY_METHODS:
+        return 0.0
+    if method in UNPROTECTED_METHODS:
+        return math.inf
+    return None
+
+
 ABLATIONS = ("none", "-merge_p", "-kl", "-pseudo", "-effi_kd", "-gaussian", "-all")
 
 

@@ -26,7 +26,16 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from core.config import METHODS, PRESETS, ConfigError, RunConfig, parse_filter, validate
+from core.config import (
+    METHODS,
+    PRESETS,
+    ConfigError,
+    RunConfig,
+    fixed_epsilon,
+    parse_filter,
+    preset_value,
+    validate,
+)
 from core.runs import registry, store
 from core.runs.registry import RunInfo
 from core.runs.store import RunDir, RunError, RunFormatError
@@ -341,7 +350,9 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
         "method": _str(cfg.get("method")),
         "preset": _str(cfg.get("preset")),
         "seed": cfg.get("seed", stored.get("seed")),
-        "epsilon": accounted if accounted is not None else requested,
+        # before privacy.json exists: the epsilon the run is calibrated for, or one no setting changes
+        "epsilon": next((e for e in (accounted, fixed_epsilon(_str(cfg.get("method"))), requested) if e is not None),
+                        None),
         "epsilon_target": requested,
         "privacy_target": _str(pv.get("target")) or "sample",  # phrase-avg: calibrated on name phrases
         "delta": _as_float(privacy.get("delta")) if privacy else _as_float(pv.get("delta")),
@@ -665,6 +676,29 @@ def distinct_configs(df: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([first, df[~hashed]]).sort_index()
 
 
+def side_by_side_defaults(pool: pd.DataFrame) -> list[str]:
+    """The runs a side-by-side view opens on (one preset's runs in pool): one per method, at the preset's defaults
+    and, for a method that takes an epsilon, at the preset's epsilon (not a control such as epsilon inf), all of the
+    lowest seed, SeqPATE first. Among copies of one config, the one whose run id sorts first, as on the Overview."""
+    if pool.empty:
+        return []
+    records = {r["run_id"]: r for r in distinct_configs(pool).to_dict("records")}
+    at_defaults = {i: r for i, r in records.items() if not r.get("variant")} or records
+    lowest = at_defaults[lowest_seed_first(list(at_defaults), at_defaults)[0]]
+    candidates = sorted((i for i, r in at_defaults.items() if same_seed(r, lowest)))  # run ids in order
+
+    def preference(run_id: str) -> tuple:
+        r = records[run_id]
+        target = preset_value(r["preset"], "privacy", "epsilon") if r["preset"] in PRESETS else None
+        off_target = fixed_epsilon(r["method"]) is None and r.get("epsilon_target") != target
+        return off_target, run_id
+
+    chosen: dict[str, str] = {}
+    for run_id in sorted(candidates, key=preference):
+        chosen.setdefault(records[run_id]["method"], run_id)
+    return sorted(chosen.values(), key=lambda i: (records[i]["method"] != "seqpate", method_order(records[i]["method"])))
+
+
 def headline_table(df: pd.DataFrame, include_variants: bool = False) -> pd.DataFrame:
     """Method, setting, accounted ε, δ, PPL, BLEU-4 (means over seeds), R_name, runs: one row per configuration
     (and preset: a `preset` column leads when the frame holds several).
@@ -833,15 +867,13 @@ def build_launch_config(method: str, preset: str, epsilon: Any, delta: Any, teac
     """The config the Launch page would start for one method (ConfigError if the engine refuses it).
     teachers None and filter_spec "" keep the preset's.
 
-    SeqPATE settings (teachers, filter, partition, ablation) go only into SeqPATE runs, so the configs of the
-    other methods stay those of the preset and remain comparable.
+    SeqPATE settings (teachers, filter, partition, ablation) go only into SeqPATE runs, and epsilon and delta only
+    into methods that take them (not the non-private references), so the configs of the other methods stay those of
+    the preset and remain comparable.
     """
-    overrides: dict[str, Any] = {
-        "method": method,
-        "privacy__epsilon": parse_number(epsilon, "epsilon"),
-        "privacy__delta": parse_number(delta, "delta"),
-        "seed": int(seed),
-    }
+    overrides: dict[str, Any] = {"method": method, "seed": int(seed)}
+    if fixed_epsilon(method) is None:
+        overrides.update(privacy__epsilon=parse_number(epsilon, "epsilon"), privacy__delta=parse_number(delta, "delta"))
     if filter_spec:
         parse_filter(filter_spec)
     if method == "seqpate":

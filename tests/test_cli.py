@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 
@@ -123,12 +124,14 @@ def test_a_run_keeps_its_weights_and_completes_a_typed_prefix(pub_gpt_run, tmp_p
     no_weights = tmp_path / "shipped"
     RunDir.create(no_weights, micro_config().to_dict(), 0)
     out = cli("complete", str(run_dir), str(no_weights), "--prefix", "  my   name is ", "--seed", "3")
-    assert out.returncode == 0, out.stderr
+    # a run that cannot complete is an error (exit 2, one line), and the others' completions still print
+    assert out.returncode == 2 and out.stderr.splitlines()[-1].startswith("error: 1 of 2 run(s)")
     first, second = json.loads(out.stdout)
     assert isinstance(first["completion"], str) and first["run"] == "pub"
     assert "kept no model weights" in second["error"]
-    again = json.loads(cli("complete", str(run_dir), "--prefix", "my name is", "--seed", "3").stdout)
-    assert again[0]["completion"] == first["completion"]  # seeded, and the prefix's spacing does not matter
+    again = cli("complete", str(run_dir), "--prefix", "my name is", "--seed", "3")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)[0]["completion"] == first["completion"]  # seeded, and the prefix's spacing does not matter
     empty = cli("complete", str(run_dir), "--prefix", "   ")
     assert empty.returncode == 2 and "type a prefix" in empty.stderr
 
@@ -176,6 +179,22 @@ def test_privacy_calibrate_reproduces_the_known_multiplier():
     assert result["noise_std"] == pytest.approx(69.04, abs=1e-2)
     back = json.loads(cli("privacy", "calibrate", "--queries", "1000", "--sigma", str(result["noise_std"])).stdout)
     assert back["epsilon"] == pytest.approx(3.0, abs=1e-6)
+    # epsilon and sigma answer each other: both given is refused, not one of them silently dropped
+    both = cli("privacy", "calibrate", "--queries", "1000", "--epsilon", "3", "--sigma", "5")
+    assert both.returncode == 2 and "not allowed with" in both.stderr and not both.stdout
+
+
+def test_runs_list_shows_a_fixed_epsilon_and_stops_quietly_when_the_pipe_closes(pub_gpt_run):
+    run_dir, _ = pub_gpt_run
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["config"]["privacy"]["epsilon"] != 0  # the config's epsilon is not what Pub-GPT has
+    env = {**os.environ, "SEQPATE_RUNS_DIR": str(run_dir.parent), "SEQPATE_CACHED_RUNS_DIR": str(run_dir / "none")}
+    listed = subprocess.run([sys.executable, "-m", "core", "runs", "list"], env=env, capture_output=True, text=True)
+    assert listed.returncode == 0 and "eps=0.0" in listed.stdout and "pub-gpt" in listed.stdout
+    # a reader that closes the pipe at once (`runs list | head`) gets no "Broken pipe" error
+    closed = subprocess.run(f"{sys.executable} -m core runs list | true", shell=True, env=env,
+                            capture_output=True, text=True)
+    assert "Broken pipe" not in closed.stderr
 
 
 def test_a_config_file_keeps_its_nulls(tmp_path):

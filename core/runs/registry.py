@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from core.config import fixed_epsilon
 from core.runs.store import (
     STATES,
     STATUS,
@@ -72,7 +73,8 @@ class RunInfo:
     stage: str | None
     progress: float
     method: str | None
-    epsilon: float | None  # requested (config privacy.epsilon), not the accounted one
+    epsilon: float | None  # requested (config privacy.epsilon), not the accounted one; a method that takes no
+    # epsilon has its fixed one (0 public only, inf unprotected), whatever its config holds
     preset: str | None
     created: str | None
     updated: str | None
@@ -104,6 +106,11 @@ def _mtime_iso(path: Path) -> str | None:
         return datetime.fromtimestamp(path.stat().st_mtime, UTC).isoformat(timespec="milliseconds")
     except OSError:
         return None
+
+
+def _requested_epsilon(method: str | None, privacy: dict) -> float | None:
+    fixed = fixed_epsilon(method)
+    return fixed if fixed is not None else _as_float(privacy.get("epsilon"))
 
 
 def run_info(run: RunDir) -> RunInfo:
@@ -140,7 +147,7 @@ def run_info(run: RunDir) -> RunInfo:
         stage=_text(status.get("stage")),
         progress=min(1.0, max(0.0, progress)) if progress is not None and not math.isnan(progress) else 0.0,
         method=_text(config.get("method")),
-        epsilon=_as_float(privacy.get("epsilon")),
+        epsilon=_requested_epsilon(_text(config.get("method")), privacy),
         preset=_text(config.get("preset")),
         created=_text(status.get("created")) or _text(stored.get("created")) or _mtime_iso(run.path),
         updated=_text(status.get("updated")),
@@ -254,9 +261,12 @@ def _eps_label(epsilon: float | str | None) -> str:
 
 
 def new_run_id(method: str, epsilon: float | str | None) -> str:
-    """e.g. "20261122-071500-seqpate-eps3-ab12": UTC time, method, epsilon, 4 random hex digits."""
+    """e.g. "20261122-071500-seqpate-eps3-ab12": UTC time, method, epsilon (a method's fixed one where no setting
+    changes it: pub-gpt-eps0, pri-gpt-epsinf), 4 random hex digits."""
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    return f"{stamp}-{_slug(method)}-eps{_eps_label(epsilon)}-{secrets.token_hex(2)}"
+    fixed = fixed_epsilon(method)
+    label = _eps_label(fixed if fixed is not None else epsilon)
+    return f"{stamp}-{_slug(method)}-eps{label}-{secrets.token_hex(2)}"
 
 
 def is_safe_run_id(run_id: str) -> bool:

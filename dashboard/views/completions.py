@@ -23,14 +23,9 @@ if with_completions.empty:
 preset = c.preset_picker(with_completions, key="comp_preset")
 pool = with_completions[with_completions["preset"] == preset]
 records = {r["run_id"]: r for r in pool.to_dict("records")}
-# default: one run per method at the preset's defaults, SeqPATE first (the method this bench is about), all of
-# one seed: another seed splits the users anew, so its runs completed other test prefixes
-at_defaults = {i: r for i, r in records.items() if not r.get("variant")} or records
-lowest = at_defaults[c.lowest_seed_first(list(at_defaults), at_defaults)[0]]
-at_defaults = {i: r for i, r in at_defaults.items() if c.same_seed(r, lowest)}
-latest_per_method = {r["method"]: i for i, r in reversed(list(at_defaults.items()))}
-default_runs = sorted(latest_per_method.values(),
-                      key=lambda i: (records[i]["method"] != "seqpate", c.method_order(records[i]["method"])))
+# default: the Overview's runs, one per method, SeqPATE first (the method this bench is about), all of one seed:
+# another seed splits the users anew, so its runs completed other test prefixes
+default_runs = c.side_by_side_defaults(pool)
 run_ids = st.multiselect("Runs", list(records), default=default_runs[:4], key=f"comp_runs_{preset}",
                          format_func=lambda i: c.run_option_label(records[i]))
 if not run_ids:

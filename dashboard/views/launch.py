@@ -4,7 +4,7 @@ import math
 
 import streamlit as st
 
-from core.config import ABLATIONS, METHODS, PRESETS, ConfigError, preset_value
+from core.config import ABLATIONS, METHODS, PRESETS, ConfigError, fixed_epsilon, preset_value
 from core.runs import jobs
 from dashboard import common as c
 
@@ -75,8 +75,11 @@ with right:
     except ConfigError:
         eps = delta = None
         valid_privacy = False
-    if valid_privacy:
+    takes_epsilon = [m for m in settings["methods"] if fixed_epsilon(m) is None]
+    if valid_privacy and takes_epsilon:
         st.markdown(c.epsilon_reading(eps, delta))
+    elif takes_epsilon:
+        st.caption("Shown once ε and δ are valid (see the error below).")
     if "seqpate" in configs:
         sp = configs["seqpate"].seqpate
         with st.container(border=True):
@@ -112,10 +115,11 @@ with right:
                 m1.metric("noise multiplier", f"{z:.4g}")
                 m2.metric("sampling rate q", f"{q:.4g}", help=f"batch {cfg.dpsgd.batch_size} / N {n}")
                 m3.metric("steps", f"{steps:,}", help=f"{cfg.dpsgd.epochs} epochs")
-    refs = [m for m in configs if m in c.NON_PRIVATE_REFERENCES]
-    if refs:
-        st.caption("ε is not used by " + ", ".join(c.method_label(m) for m in refs) +
-                   ": non-private references (public only: ε = 0; private without noise: ε = ∞).")
+    fixed = [m for m in settings["methods"] if fixed_epsilon(m) is not None]
+    if fixed:
+        st.caption("ε and δ are not used by " + ", ".join(c.method_label(m) for m in fixed) +
+                   ": their privacy is fixed by the data they read (public only: ε = 0; private without noise: "
+                   "ε = ∞).")
 
 for message in errors:
     st.error(message, icon=":material/error:")

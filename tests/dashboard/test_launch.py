@@ -103,6 +103,19 @@ def test_launch_queues_one_job_per_method(roots, app_page, fake_job):
     seq = json.loads((configs["seqpate"] / "config.json").read_text())["config"]
     assert seq["privacy"]["epsilon"] == 4.0 and seq["seqpate"]["teachers"] == 5 and seq["preset"] == "tiny"
     assert "Queued 2 job(s)" in texts(at)
+    # Pub-GPT takes no epsilon: its config keeps the preset's, and its run id names its fixed epsilon 0
+    pub = json.loads((configs["pub-gpt"] / "config.json").read_text())["config"]
+    assert pub["privacy"] == preset_config("tiny").to_dict()["privacy"] and "-pub-gpt-eps0-" in configs["pub-gpt"].name
+
+
+def test_methods_without_epsilon_ignore_the_epsilon_box(roots, app_page, fake_job):
+    at = app_page("launch", {"preset": "tiny", "methods": "pub-gpt,pri-gpt-blacklist"})
+    at.text_input(key="launch_eps").set_value("abc").run()
+    assert not at.exception and not at.error
+    assert not at.button(key="launch_button").disabled
+    page = texts(at)
+    assert "e^ε" not in page  # no reading of an epsilon nothing uses
+    assert "ε and δ are not used by Pub-GPT, Pri-GPT + blacklist" in page
 
 
 def test_launch_says_how_many_jobs_run_at_once_and_with_how_many_threads(roots, app_page, fake_job, monkeypatch):

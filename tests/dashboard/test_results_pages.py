@@ -247,6 +247,17 @@ def test_completions_default_to_runs_of_one_seed(results, app_page):
     assert "(another prefix at this index: another seed or data config)" not in html  # fake runs share prefixes
 
 
+def test_completions_default_to_the_overviews_runs(results, app_page):
+    # the newest SeqPATE run is a control at another epsilon, and seq-eps3 has a second copy (another sweep
+    # plan's, same config): the default is the Overview's run, at the preset's epsilon, the copy sorting first
+    write_run(results, "z-seq-eps0.01", "seqpate", epsilon=0.01)
+    write_run(results, "seq-eps3-copy", "seqpate", epsilon=3.0, bleu4=9.9)
+    at = app_page("completions")
+    runs = at.multiselect(key="comp_runs_tiny").value
+    assert runs[0] == "seq-eps3" and "sgd-eps3" in runs  # NoisySGD at the preset's epsilon too
+    assert "pri" in runs and "pub" in runs  # the references have no epsilon to match
+
+
 def test_completions_of_a_typed_prefix_come_from_runs_that_kept_weights(results, app_page, monkeypatch):
     from dashboard import common
 

@@ -30,6 +30,7 @@ def test_lists_every_run_with_state_and_progress(some_runs, app_page):
     assert set(rows) == {"cached-seq", "live-seq", "live-failed", "live-running"}
     assert rows["live-running"]["state"] == "running"
     assert rows["live-running"]["progress"] == 0.25
+    assert rows["live-running"]["ε"] == 0.0  # Pub-GPT, before its privacy.json: its fixed epsilon, not the config's
     assert all(isinstance(row["elapsed"], float) for row in rows.values())  # minutes: sorts as numbers
     assert rows["cached-seq"]["source"] == "cached"
     assert rows["live-failed"]["error"] == "RuntimeError: teacher 3 diverged"
