@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -119,6 +120,9 @@ def launch(
         raise
     # Only the pid: by now the job may already have moved itself on (it records the same pid when running).
     run.set_status(pid=proc.pid)
+    # Wait for it in the background, so that a finished or cancelled job does not stay a zombie of this process
+    # (the dashboard) until the next launch; the job writes its own status, so nothing else waits for it.
+    threading.Thread(target=proc.wait, name=f"reap {run_id}", daemon=True).start()
     return run
 
 

@@ -40,6 +40,16 @@ def test_launch_runs_the_job_to_done(roots: dict[str, Path], job_script, waiter)
     assert waiter(lambda: not pid_alive(status["pid"]))
 
 
+def test_a_finished_job_is_reaped_without_anyone_asking(roots: dict[str, Path], job_script, waiter) -> None:
+    """A job that ends (done, failed or cancelled) must not stay a zombie of the dashboard that launched it."""
+    job_script('run.set_status(state="done", stage="done", progress=1.0)')
+    run = launch(_config(), roots["live"])
+    assert waiter(lambda: run.state() == "done"), run.log_tail()
+    pid = run.status()["pid"]
+    # not pid_alive (it would reap the zombie itself): /proc lists a zombie until its parent waits for it
+    assert waiter(lambda: not Path(f"/proc/{pid}").exists()), Path(f"/proc/{pid}/status").read_text()[:200]
+
+
 def test_thread_setting_reads_seqpate_threads(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os, "cpu_count", lambda: 4)
     for value, expected in ((" 3 ", 3), ("", 4), ("  ", 4), ("0", 1), ("64", 16)):  # blank: all cores; 1 to 16
