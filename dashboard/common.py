@@ -725,12 +725,14 @@ def headline_table(df: pd.DataFrame, include_variants: bool = False) -> pd.DataF
     rows = []
     groups = main.groupby(["preset", "method", "setting", "eps_key"], dropna=False, sort=False)
     for (preset, method, setting, _key), group in groups:
+        eps = float(group["epsilon"].max()) if group["epsilon"].notna().any() else None
         rows.append({
             "preset": preset,
             "Method": method_label(method),
             "setting": setting,
-            "ε": float(group["epsilon"].max()) if group["epsilon"].notna().any() else None,
-            "δ": fmt_delta(group["delta"].max()) if group["delta"].notna().any() else "–",
+            "ε": eps,
+            # no guarantee at ε = ∞, so no δ to go with it (the run records its config's δ all the same)
+            "δ": fmt_delta(group["delta"].max()) if group["delta"].notna().any() and eps != math.inf else "–",
             "PPL": group["ppl"].mean(),
             "BLEU-4": group["bleu4"].mean(),
             "R_name": group["r_name"].mean() if group["r_name"].notna().any() else None,

@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from core.config import parse_filter
 from dashboard import charts
 from dashboard import common as c
 
@@ -53,16 +54,19 @@ def show_points() -> None:
     st.dataframe(points.sort_values(["method", "ε"]), hide_index=True, width="stretch", column_config=metric_cols)
 
 
-def small_table(rows: pd.DataFrame, first: str, values: pd.Series) -> pd.DataFrame:
-    """One row per run (the page keeps one copy of each config), led by the setting the table varies."""
-    return pd.DataFrame({
+def small_table(rows: pd.DataFrame, first: str, values: pd.Series, order=None) -> pd.DataFrame:
+    """One row per run (the page keeps one copy of each config), led by the setting the table varies, sorted by
+    order(setting) where given (e.g. top-k 10 before 50), else by the setting."""
+    table = pd.DataFrame({
         first: values,
         "ε": rows["epsilon"],
         "teachers": rows["teachers"],
         "PPL": rows["ppl"],
         "BLEU-4": rows["bleu4"],
         "run": rows["run_id"],
-    }).sort_values([first, "ε"])
+    })
+    keys = table[first].map(order) if order else table[first]
+    return table.assign(_order=keys).sort_values(["_order", "ε"]).drop(columns="_order")
 
 
 def at_varied_epsilons(pool: pd.DataFrame, varied: pd.DataFrame) -> pd.DataFrame:
@@ -92,7 +96,7 @@ def show_filters() -> None:
         st.info("No filter comparison yet: needs SeqPATE runs with at least two candidate filters "
                 "(e.g. top-p:0.95 and top-k:50)." + present)
         return
-    st.dataframe(small_table(filters, "filter", filters["filter"]), hide_index=True, width="stretch",
+    st.dataframe(small_table(filters, "filter", filters["filter"], order=parse_filter), hide_index=True, width="stretch",
                  column_config=metric_cols)
 
 

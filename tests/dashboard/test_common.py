@@ -65,6 +65,11 @@ def test_headline_groups_seeds_and_skips_ablations(roots):
     assert (row["PPL"], row["BLEU-4"], row["runs"]) == (15.0, 2.0, 2)
     both = c.headline_table(c.finished_frame(), include_variants=True).set_index("setting")
     assert both.loc["filter top-k:50", "PPL"] == 99.0 and both.loc["", "runs"] == 2
+    assert row["δ"] == "1e-06"
+    write_run(roots["cached"], "no-noise", "seqpate", epsilon=float("inf"))  # a control without a guarantee
+    with_control = c.headline_table(c.finished_frame())
+    deltas = dict(zip(with_control["ε"], with_control["δ"], strict=True))
+    assert deltas.pop(float("inf")) == "–" and list(deltas.values()) == ["1e-06"]
 
 
 def test_headline_names_the_seeds_each_row_averages_and_warns_when_they_differ(roots):

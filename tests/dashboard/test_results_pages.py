@@ -76,6 +76,9 @@ def test_privacy_utility_chart_has_points_and_reference_lines(results, app_page)
     filters = open_tab(at, "pu_tab", "Candidate filters (Table 4)").dataframe[0].value
     assert set(filters["filter"]) == {"top-p:0.95", "top-k:50"}
     assert len(filters) == 2 and "seq-topk" in set(filters["run"])  # at the ε of the varied run, others default
+    write_run(results, "seq-topk100", "seqpate", epsilon=3.0, filter="top-k:100", bleu4=2.0)
+    filters = open_tab(at, "pu_tab", "Candidate filters (Table 4)").dataframe[0].value
+    assert list(filters["filter"]) == ["top-k:50", "top-k:100", "top-p:0.95"]  # by number, not as text
     open_tab(at, "pu_tab", "Teachers (App. H)")
     assert not at.exception
     teacher_curve = plotly_specs(at)[0]
