@@ -31,10 +31,19 @@ def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def base_is_cached(cfg: RunConfig) -> bool:
+    """Whether load_or_train_base will load (a local checkout, or a tiny base trained before) rather than train."""
+    return cfg.model.source != "tiny" or (cache_root() / "base" / base_key(cfg) / "done.json").exists()
+
+
 def load_or_train_base(
-    cfg: RunConfig, data: PreparedData, log: Callable[..., None] = lambda *a, **k: None
+    cfg: RunConfig,
+    data: PreparedData,
+    log: Callable[..., None] = lambda *a, **k: None,
+    progress: Callable[[float], float | None] = lambda fraction: None,
 ) -> tuple[GPT2LMHeadModel, object, dict]:
-    """(model, tokenizer, info). A local checkout is loaded as is; the tiny model is trained once per config."""
+    """(model, tokenizer, info). A local checkout is loaded as is; the tiny model is trained once per config.
+    Each training epoch is logged with progress(share of the epochs done)."""
     if cfg.model.source != "tiny":
         model = load_local_model(cfg.model.source)
         tokenizer = load_tokenizer(cfg.model.source)
@@ -58,7 +67,8 @@ def load_or_train_base(
         seqs = encode_sentences(tokenizer, public_texts, cfg.data.max_tokens)
 
         def on_epoch(epoch: int, loss: float) -> None:
-            log("base-model", epoch=epoch + 1, epochs=cfg.model.pretrain_epochs, loss=round(loss, 4))
+            epochs = cfg.model.pretrain_epochs
+            log("base-model", progress((epoch + 1) / epochs), epoch=epoch + 1, epochs=epochs, loss=round(loss, 4))
 
         train_lm(
             model, seqs, pad_id=tokenizer.pad_token_id, epochs=cfg.model.pretrain_epochs, lr=cfg.model.pretrain_lr,

@@ -92,3 +92,23 @@ def test_a_cached_base_reports_its_digest_even_if_cached_before_digests(tmp_path
     done.write_text(json.dumps({k: v for k, v in json.loads(done.read_text()).items() if k != "weights_sha256"}))
     _, _, info = load_or_train_base(cfg, load_prepared(cfg.data, cfg.seed))
     assert info["cached"] is True and info["weights_sha256"] == trained_digest
+
+
+def test_training_the_base_model_moves_the_progress_bar(tmp_path, monkeypatch):
+    # a fresh clone trains the base model first, which can take the whole of a small run: progress per epoch
+    monkeypatch.setenv("SEQPATE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("SEQPATE_THREADS", "1")
+    cfg = micro_config(method="pub-gpt", model__pretrain_epochs=2)
+
+    def progress_lines(name: str) -> list[tuple[str, float]]:
+        run = RunDir.create(tmp_path / name, cfg.to_dict(), cfg.seed)
+        execute(cfg, run)
+        lines = (json.loads(line) for line in (run.path / "progress.jsonl").read_text().splitlines())
+        return [(line["stage"], line["progress"]) for line in lines if "progress" in line]
+
+    fresh = progress_lines("fresh")
+    epochs = [p for stage, p in fresh if stage == "base-model"]
+    assert epochs == [0.04, pytest.approx(0.27), pytest.approx(0.5)]  # start, then each of the 2 epochs
+    assert ("pub-gpt", 0.5) in fresh  # the method starts where the base model's share ends
+    cached = progress_lines("cached")
+    assert [p for stage, p in cached if stage == "base-model"] == [0.04] and ("pub-gpt", 0.1) in cached
