@@ -337,6 +337,7 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
     pv = _dict(cfg.get("privacy"))
     requested = _as_float(pv.get("epsilon"))
     accounted = _as_float(privacy.get("epsilon"))
+    fixed = fixed_epsilon(_str(cfg.get("method")))
     elapsed, remaining = timing(status)
     timings = _dict(metrics.get("timings"))
     varied = variant_settings(cfg)
@@ -350,9 +351,8 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
         "method": _str(cfg.get("method")),
         "preset": _str(cfg.get("preset")),
         "seed": cfg.get("seed", stored.get("seed")),
-        # before privacy.json exists: the epsilon the run is calibrated for, or one no setting changes
-        "epsilon": next((e for e in (accounted, fixed_epsilon(_str(cfg.get("method"))), requested) if e is not None),
-                        None),
+        # before privacy.json exists: the epsilon the run is calibrated for, or the one no setting changes
+        "epsilon": accounted if accounted is not None else fixed if fixed is not None else requested,
         "epsilon_target": requested,
         "privacy_target": _str(pv.get("target")) or "sample",  # phrase-avg: calibrated on name phrases
         "delta": _as_float(privacy.get("delta")) if privacy else _as_float(pv.get("delta")),
@@ -685,13 +685,13 @@ def side_by_side_defaults(pool: pd.DataFrame) -> list[str]:
     records = {r["run_id"]: r for r in distinct_configs(pool).to_dict("records")}
     at_defaults = {i: r for i, r in records.items() if not r.get("variant")} or records
     lowest = at_defaults[lowest_seed_first(list(at_defaults), at_defaults)[0]]
-    candidates = sorted((i for i, r in at_defaults.items() if same_seed(r, lowest)))  # run ids in order
+    candidates = [i for i, r in at_defaults.items() if same_seed(r, lowest)]
 
     def preference(run_id: str) -> tuple:
         r = records[run_id]
         target = preset_value(r["preset"], "privacy", "epsilon") if r["preset"] in PRESETS else None
         off_target = fixed_epsilon(r["method"]) is None and r.get("epsilon_target") != target
-        return off_target, run_id
+        return off_target, run_id  # then the copy or run whose id sorts first
 
     chosen: dict[str, str] = {}
     for run_id in sorted(candidates, key=preference):
