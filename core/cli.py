@@ -10,7 +10,15 @@ import sys
 import traceback
 from pathlib import Path
 
-from core.config import ABLATIONS, ConfigError, RunConfig, check_private_size, preset_config, validate
+from core.config import (
+    ABLATIONS,
+    ConfigError,
+    RunConfig,
+    check_private_size,
+    fixed_epsilon,
+    preset_config,
+    validate,
+)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -56,10 +64,17 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         value = getattr(args, flag, None)
         if value is not None:
             overrides[key] = value
-    if getattr(args, "epsilon", None) is not None:
-        overrides["privacy__epsilon"] = number(args.epsilon, "epsilon")
-    if getattr(args, "delta", None) is not None:
-        overrides["privacy__delta"] = number(args.delta, "delta")
+    method = overrides.get("method", RunConfig.method)
+    privacy_flags = [f"--{name}" for name in ("epsilon", "delta") if getattr(args, name, None) is not None]
+    if privacy_flags and fixed_epsilon(method) is not None:
+        # its privacy is fixed by the data it reads; storing the flag would make a second config of the same run
+        print(f"note: {method} takes no epsilon or delta (epsilon {fixed_epsilon(method):g}): "
+              f"{' and '.join(privacy_flags)} ignored", file=sys.stderr)
+    else:
+        if getattr(args, "epsilon", None) is not None:
+            overrides["privacy__epsilon"] = number(args.epsilon, "epsilon")
+        if getattr(args, "delta", None) is not None:
+            overrides["privacy__delta"] = number(args.delta, "delta")
     if "privacy__epsilon" in overrides:
         overrides["privacy__epsilon"] = number(overrides["privacy__epsilon"], "epsilon")
     return validate(preset_config(preset, **overrides))
@@ -380,7 +395,9 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # a closed pipe must fail here, inside the try, not at interpreter exit
+        return code
     except BrokenPipeError:  # `runs list | head` closed the pipe: not an error to report (Python's documented way)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1

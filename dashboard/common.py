@@ -313,6 +313,15 @@ def variant_settings(cfg: dict[str, Any]) -> dict[str, Any]:
     return diffs
 
 
+def filter_order(spec: Any) -> tuple:
+    """A sort key for candidate filters: top-k 10 before 50 before 100 (not as text); a missing or unreadable
+    filter last."""
+    try:
+        return (0, *parse_filter(str(spec)))
+    except ConfigError:
+        return (1, str(spec), 0.0)
+
+
 def variant_label(settings: dict[str, Any]) -> str:
     """'' for a run at its preset's defaults, else its variant_settings as text (e.g. 'filter top-k:10')."""
     return ", ".join(f"{name} {value}" for name, value in settings.items())
@@ -324,6 +333,14 @@ def only_varies(df: pd.DataFrame, setting: str) -> pd.DataFrame:
     if df.empty:
         return df
     return df[df["varied"].map(lambda names: set(names or ()) <= {setting})]
+
+
+def shown_delta(epsilon: float | None, delta: float | None) -> float | None:
+    """The delta that goes with an epsilon: none at epsilon inf (no guarantee; runs record their config's delta all
+    the same), 0 at epsilon 0 (public data only)."""
+    if epsilon is not None and math.isinf(epsilon):
+        return None
+    return 0.0 if epsilon == 0 else delta
 
 
 def _build_record(path: Path, source: str) -> dict[str, Any]:
@@ -355,7 +372,8 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
         "epsilon": accounted if accounted is not None else fixed if fixed is not None else requested,
         "epsilon_target": requested,
         "privacy_target": _str(pv.get("target")) or "sample",  # phrase-avg: calibrated on name phrases
-        "delta": _as_float(privacy.get("delta")) if privacy else _as_float(pv.get("delta")),
+        "delta": shown_delta(accounted if accounted is not None else fixed if fixed is not None else requested,
+                             _as_float(privacy.get("delta")) if privacy else _as_float(pv.get("delta"))),
         "accountant": privacy.get("accountant"),
         "unit": privacy.get("unit"),
         "has_privacy": bool(privacy),
@@ -486,14 +504,14 @@ def same_seed(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return int(sa) == int(sb) if present(sa) and present(sb) else not present(sa) and not present(sb)
 
 
-def compare_partner(records: Sequence[dict[str, Any]]) -> int:
-    """Run B's default beside run A (the first record): the next run of A's preset and seed, whose test sentences
-    are A's, so that their perplexities compare; the second run when none shares them."""
-    first = records[0]
-    for i, record in enumerate(records[1:], start=1):
-        if record.get("preset") == first.get("preset") and same_seed(record, first):
-            return i
-    return 1
+def compare_partner(records: Sequence[dict[str, Any]], a: int = 0) -> int:
+    """Run B's default beside run A (records[a]): the first other finished run of A's preset and seed, whose test
+    sentences are A's, so that their perplexities compare; else the first other run."""
+    first = records[a]
+    others = [i for i in range(len(records)) if i != a]
+    partners = [i for i in others if records[i].get("preset") == first.get("preset") and same_seed(records[i], first)]
+    finished = [i for i in partners if records[i].get("state") == "done"]
+    return (finished or partners or others)[0]
 
 
 def lowest_seed_first(run_ids: Sequence[str], records: dict[str, dict[str, Any]]) -> list[str]:
@@ -725,14 +743,12 @@ def headline_table(df: pd.DataFrame, include_variants: bool = False) -> pd.DataF
     rows = []
     groups = main.groupby(["preset", "method", "setting", "eps_key"], dropna=False, sort=False)
     for (preset, method, setting, _key), group in groups:
-        eps = float(group["epsilon"].max()) if group["epsilon"].notna().any() else None
         rows.append({
             "preset": preset,
             "Method": method_label(method),
             "setting": setting,
-            "ε": eps,
-            # no guarantee at ε = ∞, so no δ to go with it (the run records its config's δ all the same)
-            "δ": fmt_delta(group["delta"].max()) if group["delta"].notna().any() and eps != math.inf else "–",
+            "ε": float(group["epsilon"].max()) if group["epsilon"].notna().any() else None,
+            "δ": fmt_delta(group["delta"].max()) if group["delta"].notna().any() else "–",
             "PPL": group["ppl"].mean(),
             "BLEU-4": group["bleu4"].mean(),
             "R_name": group["r_name"].mean() if group["r_name"].notna().any() else None,

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from core.config import preset_config
 from core.runs.store import REQUIRED_FILES, RunDir
 from tests.conftest import micro_config
 
@@ -182,6 +183,19 @@ def test_privacy_calibrate_reproduces_the_known_multiplier():
     # epsilon and sigma answer each other: both given is refused, not one of them silently dropped
     both = cli("privacy", "calibrate", "--queries", "1000", "--epsilon", "3", "--sigma", "5")
     assert both.returncode == 2 and "not allowed with" in both.stderr and not both.stdout
+
+
+def test_a_method_without_epsilon_keeps_the_presets_privacy(capsys):
+    from core.cli import build_parser, config_from_args
+
+    args = build_parser().parse_args(["run", "--method", "pub-gpt", "--preset", "tiny", "--epsilon", "5",
+                                      "--delta", "1e-7", "--run-dir", "unused"])
+    cfg = config_from_args(args)  # the same config, and so the same run, whatever the flags said
+    assert cfg.privacy == preset_config("tiny").privacy
+    assert "pub-gpt takes no epsilon or delta (epsilon 0): --epsilon and --delta ignored" in capsys.readouterr().err
+    args = build_parser().parse_args(["run", "--method", "seqpate", "--preset", "tiny", "--epsilon", "5",
+                                      "--run-dir", "unused"])
+    assert config_from_args(args).privacy.epsilon == 5.0
 
 
 def test_runs_list_shows_a_fixed_epsilon_and_stops_quietly_when_the_pipe_closes(pub_gpt_run):

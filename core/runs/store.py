@@ -181,8 +181,8 @@ def pid_alive(pid: int | None) -> bool:
     """True if a process with this pid exists and is not a zombie."""
     if not isinstance(pid, int) or isinstance(pid, bool) or not 0 < pid < 2**31:  # a garbled pid is no process
         return False
-    # A finished child of this process stays a zombie until waited for (the dashboard never waits for its jobs):
-    # reap it here.
+    # A finished child of this process stays a zombie until waited for: jobs.launch has a thread wait for each job
+    # it starts, and this reaps any other child.
     try:
         reaped, _ = os.waitpid(pid, os.WNOHANG)
         if reaped == pid:

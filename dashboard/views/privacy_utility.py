@@ -3,7 +3,6 @@
 import pandas as pd
 import streamlit as st
 
-from core.config import parse_filter
 from dashboard import charts
 from dashboard import common as c
 
@@ -96,7 +95,7 @@ def show_filters() -> None:
         st.info("No filter comparison yet: needs SeqPATE runs with at least two candidate filters "
                 "(e.g. top-p:0.95 and top-k:50)." + present)
         return
-    st.dataframe(small_table(filters, "filter", filters["filter"], order=parse_filter), hide_index=True, width="stretch",
+    st.dataframe(small_table(filters, "filter", filters["filter"], order=c.filter_order), hide_index=True, width="stretch",
                  column_config=metric_cols)
 
 

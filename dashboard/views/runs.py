@@ -174,8 +174,9 @@ if len(all_ids) < 2:
 else:
     a, b = st.columns(2)
     id_a = a.selectbox("Run A", all_ids, index=0, key="runs_cmp_a")
-    id_b = b.selectbox("Run B", all_ids, index=c.compare_partner(c.run_records(infos)), key="runs_cmp_b",
-                       help="Opens on the newest run of run A's preset and seed: its test sentences are A's.")
+    id_b = b.selectbox("Run B", all_ids, index=c.compare_partner(c.run_records(infos), all_ids.index(id_a)),
+                       key="runs_cmp_b", help="Opens on the newest finished run of run A's preset and seed (its test "
+                                               "sentences are A's); choosing another run A later leaves B as it is.")
     if id_a == id_b:  # e.g. after a delete moved both boxes to the same run
         st.info("Run A and run B are the same run: choose two different runs.")
         st.stop()

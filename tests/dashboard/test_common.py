@@ -67,6 +67,7 @@ def test_headline_groups_seeds_and_skips_ablations(roots):
     assert both.loc["filter top-k:50", "PPL"] == 99.0 and both.loc["", "runs"] == 2
     assert row["δ"] == "1e-06"
     write_run(roots["cached"], "no-noise", "seqpate", epsilon=float("inf"))  # a control without a guarantee
+    assert c.shown_delta(float("inf"), 1e-6) is None and c.shown_delta(0.0, 1e-6) == 0.0
     with_control = c.headline_table(c.finished_frame())
     deltas = dict(zip(with_control["ε"], with_control["δ"], strict=True))
     assert deltas.pop(float("inf")) == "–" and list(deltas.values()) == ["1e-06"]

@@ -79,6 +79,9 @@ def test_privacy_utility_chart_has_points_and_reference_lines(results, app_page)
     write_run(results, "seq-topk100", "seqpate", epsilon=3.0, filter="top-k:100", bleu4=2.0)
     filters = open_tab(at, "pu_tab", "Candidate filters (Table 4)").dataframe[0].value
     assert list(filters["filter"]) == ["top-k:50", "top-k:100", "top-p:0.95"]  # by number, not as text
+    from dashboard.common import filter_order
+
+    assert sorted(["top-k:100", None, "top-k:50", "garbled"], key=filter_order)[:2] == ["top-k:50", "top-k:100"]
     open_tab(at, "pu_tab", "Teachers (App. H)")
     assert not at.exception
     teacher_curve = plotly_specs(at)[0]

@@ -31,6 +31,8 @@ def test_lists_every_run_with_state_and_progress(some_runs, app_page):
     assert rows["live-running"]["state"] == "running"
     assert rows["live-running"]["progress"] == 0.25
     assert rows["live-running"]["ε"] == 0.0  # Pub-GPT, before its privacy.json: its fixed epsilon, not the config's
+    records = {r["run_id"]: r for r in c.runs_frame().to_dict("records")}
+    assert records["live-running"]["delta"] == 0.0 and records["live-seq"]["delta"] == 1e-6  # not its config's 1e-6
     assert all(isinstance(row["elapsed"], float) for row in rows.values())  # minutes: sorts as numbers
     assert rows["cached-seq"]["source"] == "cached"
     assert rows["live-failed"]["error"] == "RuntimeError: teacher 3 diverged"
@@ -89,7 +91,10 @@ def test_compare_opens_on_a_partner_of_the_same_preset_and_seed(roots, app_page)
     assert not at.exception
     assert at.selectbox(key="runs_cmp_a").value == "d-first"
     assert at.selectbox(key="runs_cmp_b").value == "a-partner"
-    assert c.compare_partner([{"preset": "quick", "seed": 1}, {"preset": "tiny", "seed": 1}]) == 1  # none: the next
+    records = [{"preset": "quick", "seed": 1, "state": "done"}, {"preset": "tiny", "seed": 1, "state": "done"},
+               {"preset": "tiny", "seed": 1, "state": "failed"}, {"preset": "tiny", "seed": 1, "state": "done"}]
+    assert c.compare_partner(records) == 1  # none shares quick: the next run
+    assert c.compare_partner(records, a=1) == 3  # the partner of the chosen run A, a finished one first
 
 
 def test_compare_shows_the_paired_perplexity_interval_when_both_runs_kept_test_nll(some_runs, app_page):

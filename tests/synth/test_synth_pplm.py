@@ -30,12 +30,13 @@ def tiny():
     return lm, head
 
 
-def target_prob(lm, head, past, last, acc, count, target):
-    """p(target) of the discriminator for a given past (positions before `last`)."""
+def target_prob(lm, head, past, last, acc, count, target, h_unpert, unpert_next):
+    """p(target) of the discriminator when the next-token distribution comes from `past` (positions before `last`)
+    and the rest as in generation: `last`'s unperturbed hidden state, the look-ahead on the unperturbed cache. So
+    the perturbation counts only by what it does to the next token."""
     with torch.no_grad():
-        logits, h_last, kv_next = _step(lm, last, past)
-    # the soft look-ahead step reads the unperturbed cache after `last`, as in generation
-    loss = discriminator_loss(lm, head, logits, h_last, acc, count, kv_next, target)
+        logits, _, _ = _step(lm, last, past)
+        loss = discriminator_loss(lm, head, logits, h_unpert, acc, count, unpert_next, target)
     return torch.exp(-loss)
 
 
@@ -45,14 +46,14 @@ def test_one_pplm_step_raises_the_target_probability(tiny):
     prompt = torch.tensor([[0, 5, 9, 17, 3]] * n)
     with torch.no_grad():
         past = cache_tensors(lm(input_ids=prompt[:, :-1], use_cache=True).past_key_values)
-        unpert_logits, _, unpert_next = _step(lm, prompt[:, -1:], past)
+        unpert_logits, h_unpert, unpert_next = _step(lm, prompt[:, -1:], past)
     acc = torch.zeros((n, 32))
     targets = torch.full((n,), target)
-    before = target_prob(lm, head, past, prompt[:, -1:], acc, 0, targets)
+    before = target_prob(lm, head, past, prompt[:, -1:], acc, 0, targets, h_unpert, unpert_next)
     settings = PPLMSettings(iterations=1, stepsize=0.02, kl_scale=0.01)
     perturbed = perturb_past(lm, head, past, prompt[:, -1:], acc, 0, unpert_next,
                              torch.softmax(unpert_logits, -1), targets, settings)
-    after = target_prob(lm, head, perturbed, prompt[:, -1:], acc, 0, targets)
+    after = target_prob(lm, head, perturbed, prompt[:, -1:], acc, 0, targets, h_unpert, unpert_next)
     assert torch.all(after > before), (before, after)
     # the perturbation touched the cached keys/values, not their shape
     assert [k.shape for k, _ in perturbed] == [k.shape for k, _ in past]
