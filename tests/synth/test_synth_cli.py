@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 import subprocess
 import sys
 
@@ -27,9 +28,9 @@ MICRO = {
 }
 
 
-def cli(*args, timeout=600):
+def cli(*args, timeout=600, env=None):
     return subprocess.run([sys.executable, "-m", "core", "synth", *args], capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +39,9 @@ def micro_run(tmp_path_factory):
     config = root / "micro.json"
     config.write_text(json.dumps(MICRO))
     run_dir = root / "runs" / "synth-multitask"
-    out = cli("--generator", "multitask", "--epsilon", "3", "--config", str(config), "--run-dir", str(run_dir))
+    env = {**os.environ, "SEQPATE_CACHE": str(root / "cache")}  # its own cache: the base model trains here
+    out = cli("--generator", "multitask", "--epsilon", "3", "--config", str(config), "--run-dir", str(run_dir),
+              env=env)
     assert out.returncode == 0, out.stderr
     return run_dir, json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -74,6 +77,8 @@ def test_micro_run_writes_a_complete_run(micro_run):
     assert all(math.isfinite(float(p["x"])) and math.isfinite(float(p["y"])) for p in points)
     stages = [p["stage"] for p in run.progress()]
     assert stages[-1] == "done" and "multitask-finetune" in stages and "generate" in stages
+    # training the base model moves the progress bar per epoch (1 epoch here: from 0.02 to 0.1)
+    assert [p.get("progress") for p in run.progress() if p.get("epochs") and p["stage"] == "base-model"] == [0.1]
 
 
 @pytest.mark.parametrize("args, message", [
