@@ -68,6 +68,9 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     privacy_flags = [f"--{name}" for name in ("epsilon", "delta") if getattr(args, name, None) is not None]
     if privacy_flags and fixed_epsilon(method) is not None:
         # its privacy is fixed by the data it reads; storing the flag would make a second config of the same run
+        for name in ("epsilon", "delta"):  # text is still refused, rather than run past
+            if getattr(args, name, None) is not None:
+                number(getattr(args, name), name)
         print(f"note: {method} takes no epsilon or delta (epsilon {fixed_epsilon(method):g}): "
               f"{' and '.join(privacy_flags)} ignored", file=sys.stderr)
     else:

@@ -147,10 +147,10 @@ def test_runs_show_prints_status_json(pub_gpt_run):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--epsilon", "abc"], "epsilon must be a number"),
-        (["--epsilon", "-1"], "epsilon must be a positive number"),
-        (["--epsilon", "nan"], "epsilon must be a positive number"),
-        (["--delta", "2"], "delta must be in (0, 1)"),
+        (["--method", "seqpate", "--epsilon", "abc"], "epsilon must be a number"),
+        (["--method", "noisysgd", "--epsilon", "-1"], "epsilon must be a positive number"),
+        (["--method", "seqpate", "--epsilon", "nan"], "epsilon must be a positive number"),
+        (["--method", "seqpate", "--delta", "2"], "delta must be in (0, 1)"),
         (["--method", "seqpate", "--filter", "top-k:0"], "top-k must be a positive integer"),
         (["--method", "seqpate", "--filter", "top-p:1.5"], "top-p must be in (0, 1]"),
         (["--method", "seqpate", "--teachers", "5000"], "5000 teachers but only 2000"),

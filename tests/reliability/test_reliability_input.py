@@ -23,19 +23,19 @@ def _write(path: Path, data: bytes) -> Path:
 # Each refusal is a short process that mostly waits to be scheduled on a busy machine: the commands of the three
 # tables below run side by side in one fixture, and each case then checks its own result.
 
-SETTINGS = [
-    (["--epsilon", "0"], "epsilon must be a positive number or inf, got 0.0"),
-    (["--epsilon", "-3"], "epsilon must be a positive number or inf, got -3.0"),
-    (["--epsilon", "NaN"], "epsilon must be a positive number or inf, got nan"),
-    (["--epsilon", "three"], "epsilon must be a number (or inf), got 'three'"),
-    (["--epsilon", ""], "epsilon must be a number (or inf), got ''"),
-    (["--delta", "0"], "delta must be in (0, 1), got 0.0"),
-    (["--delta", "1"], "delta must be in (0, 1), got 1.0"),
-    (["--delta=-1e-6"], "delta must be in (0, 1), got -1e-06"),
-    (["--delta", "nan"], "delta must be in (0, 1), got nan"),
+SETTINGS = [  # epsilon and delta of a method that takes them (Pub-GPT, the default, ignores both)
+    (["--method", "seqpate", "--epsilon", "0"], "epsilon must be a positive number or inf, got 0.0"),
+    (["--method", "seqpate", "--epsilon", "-3"], "epsilon must be a positive number or inf, got -3.0"),
+    (["--method", "seqpate", "--epsilon", "NaN"], "epsilon must be a positive number or inf, got nan"),
+    (["--method", "seqpate", "--epsilon", "three"], "epsilon must be a number (or inf), got 'three'"),
+    (["--method", "seqpate", "--epsilon", ""], "epsilon must be a number (or inf), got ''"),
+    (["--method", "seqpate", "--delta", "0"], "delta must be in (0, 1), got 0.0"),
+    (["--method", "seqpate", "--delta", "1"], "delta must be in (0, 1), got 1.0"),
+    (["--method", "seqpate", "--delta=-1e-6"], "delta must be in (0, 1), got -1e-06"),
+    (["--method", "seqpate", "--delta", "nan"], "delta must be in (0, 1), got nan"),
     # tiny preset: n = 2000 private training sentences, so delta must stay below 1/2000
-    (["--delta", "1e-3"], "delta must be below 1/n = 0.0005 (n = 2000 private training sentences)"),
-    (["--delta", "5e-4"], "delta must be below 1/n = 0.0005"),
+    (["--method", "seqpate", "--delta", "1e-3"], "delta must be below 1/n = 0.0005 (n = 2000 private training sentences)"),
+    (["--method", "seqpate", "--delta", "5e-4"], "delta must be below 1/n = 0.0005"),
     (["--method", "seqpate", "--teachers", "2001"], "2001 teachers but only 2000 private training sentences"),
     (["--method", "seqpate", "--teachers", "0"], "teachers must be at least 1, got 0"),
     (["--method", "seqpate", "--filter", "top-k:0"], "top-k must be a positive integer, got 0"),
