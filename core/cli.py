@@ -64,20 +64,16 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         value = getattr(args, flag, None)
         if value is not None:
             overrides[key] = value
+    # parsed for every method, so that text is refused even where the value is not used
+    privacy = {name: number(getattr(args, name), name) for name in ("epsilon", "delta")
+               if getattr(args, name, None) is not None}
     method = overrides.get("method", RunConfig.method)
-    privacy_flags = [f"--{name}" for name in ("epsilon", "delta") if getattr(args, name, None) is not None]
-    if privacy_flags and fixed_epsilon(method) is not None:
-        # its privacy is fixed by the data it reads; storing the flag would make a second config of the same run
-        for name in ("epsilon", "delta"):  # text is still refused, rather than run past
-            if getattr(args, name, None) is not None:
-                number(getattr(args, name), name)
+    if privacy and fixed_epsilon(method) is not None:
+        # its privacy is fixed by the data it reads; storing the flags would make a second config of the same run
         print(f"note: {method} takes no epsilon or delta (epsilon {fixed_epsilon(method):g}): "
-              f"{' and '.join(privacy_flags)} ignored", file=sys.stderr)
+              f"{' and '.join(f'--{name}' for name in privacy)} ignored", file=sys.stderr)
     else:
-        if getattr(args, "epsilon", None) is not None:
-            overrides["privacy__epsilon"] = number(args.epsilon, "epsilon")
-        if getattr(args, "delta", None) is not None:
-            overrides["privacy__delta"] = number(args.delta, "delta")
+        overrides.update({f"privacy__{name}": value for name, value in privacy.items()})
     if "privacy__epsilon" in overrides:
         overrides["privacy__epsilon"] = number(overrides["privacy__epsilon"], "epsilon")
     return validate(preset_config(preset, **overrides))

@@ -29,6 +29,7 @@ import streamlit as st
 from core.config import (
     METHODS,
     PRESETS,
+    PUBLIC_ONLY_METHODS,
     ConfigError,
     RunConfig,
     fixed_epsilon,
@@ -69,7 +70,8 @@ METHOD_HELP: dict[str, str] = {
     "pri-gpt-blacklist": "private fine-tuning with a blacklist of names removed (heuristic, not DP)",
     "adp": "adaptive DP (noise scaled by a privacy probability per batch)",
 }
-NON_PRIVATE_REFERENCES = ("pub-gpt", "pub-gpt+pseudo", "pri-gpt")
+# the paper's Table 1 references (flat lines on the curves); Pri-GPT + blacklist, also epsilon inf, is a baseline
+NON_PRIVATE_REFERENCES = (*PUBLIC_ONLY_METHODS, "pri-gpt")
 DPSGD_METHODS = ("noisysgd", "noisysgd+pseudo", "noisysgd-gc+pseudo", "adp")
 # one colour per method, in METHODS order (SeqPATE amber; Adaptive DP near-black, told apart from it on one chart)
 _PALETTE = ("#2b6cb0", "#c53030", "#2f855a", "#b7791f", "#6b46c1", "#319795", "#d53f8c", "#4a5568", "#1a202c")
