@@ -266,6 +266,51 @@ def fixed_epsilon(method: str | None) -> float | None:
     return None
 
 
+# Methods that fine-tune on pseudo data first: they read the pseudo-data sampling and the shared warm-up settings.
+PSEUDO_METHODS = ("pub-gpt+pseudo", "seqpate", "noisysgd+pseudo", "noisysgd-gc+pseudo")
+PSEUDO_FIELDS = {"decode": ("pseudo_top_k", "pseudo_temperature"),
+                 "seqpate": ("warmup_epochs", "student_lr", "batch_size")}
+# The non-private fine-tuning of Pri-GPT (and the blacklist baseline) borrows DP-SGD's schedule, not its noise.
+PLAIN_FINETUNE_FIELDS = ("epochs", "lr", "batch_size")
+
+
+def effective_config(config: dict[str, Any]) -> dict[str, Any]:
+    """A run config (RunConfig.to_dict()) without the fields its method never reads, e.g. a Pub-GPT run's
+    SeqPATE section or a Pri-GPT run's epsilon. Two runs that differ only in such fields are the same run (one
+    launched before a default it never reads changed, say): they are copies, not two settings or two seeds.
+
+    When in doubt a field counts as read: a wrongly kept field shows a setting apart, a wrongly dropped one would
+    merge two different runs. A config of another shape (a synthetic-data run) is returned unchanged."""
+    method = config.get("method")
+    if method not in METHODS:
+        return config
+    kept = {key: value for key, value in config.items() if not isinstance(value, dict)}
+    for section in ("data", "model", "decode", "privacy", "seqpate", "dpsgd"):
+        values = config.get(section)
+        if not isinstance(values, dict):
+            continue
+        if section == "privacy" and fixed_epsilon(method) is not None:
+            continue
+        if section == "decode" and method not in PSEUDO_METHODS:
+            values = {k: v for k, v in values.items() if k not in PSEUDO_FIELDS["decode"]}
+        if section == "seqpate" and method != "seqpate":
+            if method not in PSEUDO_METHODS:
+                continue
+            values = {k: v for k, v in values.items() if k in PSEUDO_FIELDS["seqpate"]}
+        if section == "dpsgd":
+            if method in PUBLIC_ONLY_METHODS or method == "seqpate":
+                continue
+            if method in UNPROTECTED_METHODS:
+                values = {k: v for k, v in values.items() if k in PLAIN_FINETUNE_FIELDS}
+        kept[section] = values
+    return kept
+
+
+def effective_hash(config: dict[str, Any]) -> str:
+    """stable_hash of effective_config: equal for runs that differ only in fields their method never reads."""
+    return stable_hash(effective_config(config))
+
+
 ABLATIONS = ("none", "-merge_p", "-kl", "-pseudo", "-effi_kd", "-gaussian", "-all")
 
 

@@ -32,8 +32,11 @@ from core.config import (
     PUBLIC_ONLY_METHODS,
     ConfigError,
     RunConfig,
+    effective_config,
+    effective_hash,
     fixed_epsilon,
     parse_filter,
+    preset_config,
     preset_value,
     validate,
 )
@@ -287,31 +290,36 @@ def _dict(value: Any) -> dict[str, Any]:
 
 
 # Settings whose non-default values make a run an experiment variant (Tables 2-4, App. H) rather than a point of
-# the privacy-utility trade-off (Fig. 2), which compares every method at its preset's defaults.
+# the privacy-utility trade-off (Fig. 2), which compares every method at its preset's defaults. They are named by
+# their field alone; any other setting a run changes (a learning rate, a delta) makes it a variant too, named
+# section.field, so a run at other settings is never averaged with the defaults.
 VARIANT_FIELDS = (("seqpate", "teachers"), ("seqpate", "filter"), ("seqpate", "partition"), ("seqpate", "ablation"),
                   ("privacy", "target"), ("data", "canaries"), ("dpsgd", "batching"))
+_SHORT_NAMES = {f"{section}.{name}": name for section, name in VARIANT_FIELDS}
+# a row key of their own (epsilon: the trade-off's axis) or not settings at all
+_NOT_VARIANTS = {"method", "preset", "seed", "privacy.epsilon"}
 
 
 @functools.cache
-def _config_defaults() -> dict[str, Any]:
-    return RunConfig().to_dict()  # a deep dataclasses.asdict: ~0.4 ms, once per run record otherwise
+def _preset_defaults(preset: str, method: str) -> dict[str, Any]:
+    """The flattened effective config of a method at a preset's defaults (built once per pair: ~1 ms)."""
+    return flatten(effective_config(preset_config(preset, method=method).to_dict()))
 
 
 def variant_settings(cfg: dict[str, Any]) -> dict[str, Any]:
-    """The VARIANT_FIELDS whose value differs from the run's preset default, name -> value ({} at the defaults)."""
-    name = cfg.get("preset")
-    preset = PRESETS.get(name) if isinstance(name, str) else None
-    if preset is None:
+    """The settings the method reads whose value differs from the run's preset default, name -> value ({} at the
+    defaults): VARIANT_FIELDS first, by their short names, then any other as section.field. A field an older
+    config lacks counts as the default."""
+    preset, method = cfg.get("preset"), cfg.get("method")
+    if not isinstance(preset, str) or preset not in PRESETS or method not in METHODS:
         return {}
-    defaults = _config_defaults()
+    defaults = _preset_defaults(preset, method)
+    ours = flatten(effective_config(cfg))
+    order = [key for key in _SHORT_NAMES if key in defaults] + sorted(set(defaults) - set(_SHORT_NAMES))
     diffs = {}
-    for section, name in VARIANT_FIELDS:
-        if section == "seqpate" and cfg.get("method") != "seqpate":
-            continue  # another method's config carries the preset's SeqPATE section unused
-        default = preset.get(section, {}).get(name, defaults[section][name])
-        value = _dict(cfg.get(section)).get(name, default)
-        if value != default:
-            diffs[name] = value
+    for key in order:
+        if key not in _NOT_VARIANTS and ours.get(key, defaults[key]) != defaults[key]:
+            diffs[_SHORT_NAMES.get(key, key)] = ours[key]
     return diffs
 
 
@@ -397,6 +405,8 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
         "has_phrases": (path / store.PHRASES).is_file(),
         "has_completions": (path / store.COMPLETIONS).is_file(),
         "config_hash": stored.get("config_hash"),
+        # copies of one run: equal where the configs differ only in fields the method never reads
+        "effective_hash": effective_hash(cfg) if cfg else stored.get("config_hash"),
         "created": _str(status.get("created")) or _str(stored.get("created")),
         "started": _str(status.get("started")),
         "finished": _str(status.get("finished")),
@@ -449,7 +459,7 @@ RECORD_COLUMNS = (
     "run_id", "source", "state", "stage", "progress", "error", "method", "preset", "seed", "epsilon",
     "epsilon_target", "privacy_target", "delta", "accountant", "unit", "has_privacy", "ppl", "bleu1", "bleu2", "bleu3", "bleu4",
     "r_name", "teachers", "filter", "partition", "ablation", "variant", "varied", "query_budget", "queries_spent",
-    "teachers_per_user", "has_phrases", "has_completions", "config_hash", "created", "started", "finished",
+    "teachers_per_user", "has_phrases", "has_completions", "config_hash", "effective_hash", "created", "started", "finished",
     "elapsed_s", "remaining_s", "total_s",
 )
 
@@ -685,14 +695,15 @@ def is_synth_method(method: Any) -> bool:
 
 
 def distinct_configs(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per config hash: several sweep plans share a run (e.g. SeqPATE at ε 3), and a copy is not a seed.
+    """One row per run config: several sweep plans share a run (e.g. SeqPATE at ε 3), and a copy is not a seed.
+    Configs that differ only in fields their method never reads (core.config.effective_config) are copies too.
 
     The copy kept is the one whose run id sorts first, as in REPORT.md (core.runs.report.load_rows): copies trained
     at other times can differ in the last bits and so in their sampled completions."""
-    if df.empty or "config_hash" not in df:
+    if df.empty or "effective_hash" not in df:
         return df
-    hashed = df["config_hash"].notna()
-    first = df[hashed].sort_values("run_id", kind="stable").drop_duplicates(subset="config_hash")
+    hashed = df["effective_hash"].notna()
+    first = df[hashed].sort_values("run_id", kind="stable").drop_duplicates(subset="effective_hash")
     return pd.concat([first, df[~hashed]]).sort_index()
 
 
@@ -902,8 +913,6 @@ def build_launch_config(method: str, preset: str, epsilon: Any, delta: Any, teac
             overrides["seqpate__filter"] = filter_spec
         if teachers is not None:
             overrides["seqpate__teachers"] = int(teachers)
-    from core.config import preset_config
-
     return preset_config(preset, **overrides)
 
 

@@ -146,7 +146,7 @@ def report_figures(record: dict[str, Any], same_preset: pd.DataFrame, progress: 
         main = distinct_configs(same_preset[~same_preset["method"].map(is_synth_method)])
         main = main[main["variant"].fillna("") == ""]
         # this run itself, in place of another copy of its config, and beside the defaults if it is a variant
-        twins = (main["run_id"] == record["run_id"]) | (main["config_hash"] == record.get("config_hash"))
+        twins = (main["run_id"] == record["run_id"]) | (main["effective_hash"] == record.get("effective_hash"))
         main = pd.concat([main[~twins], same_preset[same_preset["run_id"] == record["run_id"]]])
         figures.append(charts.privacy_utility_figure(main, "bleu4", f"BLEU-4 vs ε, preset {record.get('preset')}"))
     progress_figure = charts.run_progress_figure(progress)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.config import preset_value
+from core.config import effective_hash, preset_value
 from core.runs.compare import NotComparableError, PerplexityComparison, compare_runs, compare_runs_bleu
 from core.runs.store import RunDir
 
@@ -55,17 +55,20 @@ class Row:
 
 
 def load_rows(folder: Path) -> list[Row]:
-    """Finished runs; several plans share a config (e.g. SeqPATE at epsilon 3): each config counts once."""
+    """Finished runs; several plans share a config (e.g. SeqPATE at epsilon 3): each config counts once, configs
+    that differ only in fields their method never reads included (core.config.effective_hash)."""
     rows, seen = [], set()
     for path in sorted(p for p in Path(folder).iterdir() if p.is_dir()):
         run = RunDir(path, source="cached")
         if not run.is_complete():
             continue
         stored = run.config() or {}
-        if stored.get("config_hash") in seen or is_synth(stored):
+        cfg = stored.get("config") or {}
+        key = effective_hash(cfg) if cfg else stored.get("config_hash")
+        if key in seen or is_synth(stored):
             continue
-        seen.add(stored.get("config_hash"))
-        cfg, metrics, privacy = stored.get("config") or {}, run.metrics() or {}, run.privacy() or {}
+        seen.add(key)
+        metrics, privacy = run.metrics() or {}, run.privacy() or {}
         sp, dp, pr, data = cfg["seqpate"], cfg["dpsgd"], cfg["privacy"], cfg["data"]
         rows.append(Row(
             name=path.name, preset=cfg["preset"], method=cfg["method"], epsilon=float(pr["epsilon"]),

@@ -63,7 +63,8 @@ if note := c.seed_mix_note(table):
     st.warning(note, icon=":material/warning:")
 st.caption("One row per method and ε at this preset's defaults: the run of the chosen seed, or with every seed "
            "the mean over the seeds in the row's seeds column; runs with other "
-           "settings (teacher counts, filters, ablations, phrase-level targets) are on the Privacy-utility page. "
+           "settings (teacher counts, filters, ablations, phrase-level targets, any other changed setting) are on the "
+           "Privacy-utility page. "
            "PPL lower is better, BLEU-4 higher is better.")
 
 st.subheader("Privacy statements")

@@ -89,8 +89,10 @@ def write_run(
     completions: list[str] | None = None,
     teachers_per_user: dict | None = None,
     log: str | None = None,
+    config: dict[str, Any] | None = None,
 ) -> RunDir:
-    """One run folder under root. state done writes every artefact; failed/running/queued only the status."""
+    """One run folder under root. state done writes every artefact; failed/running/queued only the status.
+    config: further preset_config overrides (section__field=value)."""
     overrides: dict[str, Any] = {"method": method, "privacy__epsilon": epsilon, "privacy__delta": delta,
                                  "seed": seed}
     for key, value in (("teachers", teachers), ("filter", filter), ("partition", partition),
@@ -99,7 +101,7 @@ def write_run(
             overrides[f"seqpate__{key}"] = value
     if canaries is not None:
         overrides["data__canaries"] = canaries
-    cfg = preset_config(preset, **overrides)
+    cfg = preset_config(preset, **overrides, **(config or {}))
     run = RunDir.create(Path(root) / run_id, cfg.to_dict(), seed)
     if log is not None:
         run.log_path.write_text(log)

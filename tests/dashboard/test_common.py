@@ -130,22 +130,41 @@ def test_the_copy_of_a_shared_config_shown_is_the_one_report_keeps(roots):
     assert (reported.name, reported.ppl) == ("tiny-seqpate-ablationnone", 909.34)
 
 
+def test_a_run_differing_only_in_unread_fields_is_a_copy_and_one_at_other_settings_a_row_of_its_own(roots):
+    from core.runs.report import load_rows
+
+    # a Pub-GPT shipped before a SeqPATE default changed, and one launched today: the same run, not two
+    write_run(roots["cached"], "tiny-pub-gpt", "pub-gpt", ppl=500.0, config={"seqpate__kd_lambda": 20.0})
+    write_run(roots["live"], "pub-gpt-today", "pub-gpt", ppl=501.0)
+    # NoisySGD at the defaults, and at another learning rate (no VARIANT_FIELDS name): never averaged together
+    write_run(roots["cached"], "tiny-noisysgd", "noisysgd", ppl=300.0)
+    write_run(roots["live"], "noisysgd-lr", "noisysgd", ppl=900.0, config={"dpsgd__lr": 1e-4})
+    table = c.headline_table(c.finished_frame(), include_variants=True).set_index(["Method", "setting"])
+    assert table.loc[("Pub-GPT", ""), ["PPL", "runs", "run ids"]].tolist() == [501.0, 1, "pub-gpt-today"]
+    assert table.loc[("NoisySGD", ""), ["PPL", "runs"]].tolist() == [300.0, 1]
+    assert table.loc[("NoisySGD", "dpsgd.lr 0.0001"), "PPL"] == 900.0
+    assert len(c.headline_table(c.finished_frame())) == 2  # at the defaults only: the variant is left out
+    assert sorted(row.name for row in load_rows(roots["cached"])) == ["tiny-noisysgd", "tiny-pub-gpt"]
+    roots["live"].joinpath("pub-gpt-today").rename(roots["cached"] / "pub-gpt-today")
+    assert sorted(row.name for row in load_rows(roots["cached"])) == ["pub-gpt-today", "tiny-noisysgd"]
+
+
 def test_privacy_cards_put_phrase_target_runs_and_shared_copies_in_a_note():
     import pandas as pd
 
     frame = pd.DataFrame([
         {"run_id": "seq-3", "method": "seqpate", "epsilon": 3.0, "epsilon_target": 3.0, "privacy_target": "sample",
-         "unit": "sample", "accountant": "gaussian", "delta": 1e-6, "config_hash": "h3"},
+         "unit": "sample", "accountant": "gaussian", "delta": 1e-6, "effective_hash": "h3"},
         {"run_id": "seq-3-copy", "method": "seqpate", "epsilon": 3.0, "epsilon_target": 3.0,
-         "privacy_target": "sample", "unit": "sample", "accountant": "gaussian", "delta": 1e-6, "config_hash": "h3"},
+         "privacy_target": "sample", "unit": "sample", "accountant": "gaussian", "delta": 1e-6, "effective_hash": "h3"},
         {"run_id": "seq-avg3", "method": "seqpate", "epsilon": 1.9, "epsilon_target": 3.0,
          "privacy_target": "phrase-avg", "unit": "sample", "accountant": "gaussian", "delta": 1e-6,
-         "config_hash": "ha3"},
+         "effective_hash": "ha3"},
         {"run_id": "seq-avg3-m100", "method": "seqpate", "epsilon": 2.4, "epsilon_target": 3.0,
          "privacy_target": "phrase-avg", "unit": "sample", "accountant": "gaussian", "delta": 1e-6,
-         "config_hash": "ha3m"},
+         "effective_hash": "ha3m"},
         {"run_id": "gc-avg5", "method": "noisysgd-gc+pseudo", "epsilon": 2.99, "epsilon_target": 5.0,
-         "privacy_target": "phrase-avg", "unit": "sample", "accountant": "rdp", "delta": 1e-6, "config_hash": "hg5"},
+         "privacy_target": "phrase-avg", "unit": "sample", "accountant": "rdp", "delta": 1e-6, "effective_hash": "hg5"},
     ])
     cards = {card["method"]: card for card in c.privacy_cards(frame)}
     seq = cards["seqpate"]
