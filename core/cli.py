@@ -16,6 +16,7 @@ from core.config import (
     RunConfig,
     check_private_size,
     fixed_epsilon,
+    parse_number,
     preset_config,
     validate,
 )
@@ -25,13 +26,6 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse would print the whole usage block
         print(f"error: {message} (see --help)", file=sys.stderr)
         sys.exit(2)
-
-
-def number(text: str, name: str) -> float:
-    try:
-        return float(text)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{name} must be a number (or inf), got {text!r}") from None
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
@@ -65,8 +59,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         if value is not None:
             overrides[key] = value
     # parsed for every method, so that text is refused even where the value is not used
-    privacy = {name: number(getattr(args, name), name) for name in ("epsilon", "delta")
-               if getattr(args, name, None) is not None}
+    privacy = {name: parse_number(getattr(args, name), name, allow_inf=name == "epsilon")
+               for name in ("epsilon", "delta") if getattr(args, name, None) is not None}
     method = overrides.get("method", RunConfig.method)
     if privacy and fixed_epsilon(method) is not None:
         # its privacy is fixed by the data it reads; storing the flags would make a second config of the same run
@@ -75,7 +69,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     else:
         overrides.update({f"privacy__{name}": value for name, value in privacy.items()})
     if "privacy__epsilon" in overrides:
-        overrides["privacy__epsilon"] = number(overrides["privacy__epsilon"], "epsilon")
+        overrides["privacy__epsilon"] = parse_number(overrides["privacy__epsilon"], "epsilon")
     return validate(preset_config(preset, **overrides))
 
 
@@ -266,11 +260,11 @@ def cmd_audit(args) -> int:
 def cmd_privacy(args) -> int:
     from core.privacy import epsilon_for_gaussian, gaussian_noise_multiplier
 
-    eps = number(args.epsilon, "epsilon") if args.epsilon is not None else None
-    delta = number(args.delta, "delta")
+    eps = parse_number(args.epsilon, "epsilon") if args.epsilon is not None else None
+    delta = parse_number(args.delta, "delta", allow_inf=False)
     sensitivity = math.sqrt(2)
     if args.sigma is not None:  # reverse: the epsilon that a given noise std buys
-        std = number(args.sigma, "sigma")
+        std = parse_number(args.sigma, "sigma")
         out = {"queries": args.queries, "noise_std": std, "delta": delta,
                "epsilon": epsilon_for_gaussian(std, args.queries, delta, sensitivity)}
     else:

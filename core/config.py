@@ -358,6 +358,22 @@ def preset_config(preset: str = "tiny", **overrides: Any) -> RunConfig:
 # ----------------------------------------------------------------------------------------------------------------
 
 
+def parse_number(text: Any, name: str, allow_inf: bool = True) -> float:
+    """A user-typed number ('3', '1e-6', and 'inf' where allowed, e.g. an epsilon but not a delta), for the CLI and
+    the dashboard alike; ConfigError (one line) otherwise."""
+    wanted = "a number (or inf)" if allow_inf else "a number"
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value = float(text)
+    else:
+        try:
+            value = float(str(text).strip())
+        except (TypeError, ValueError):
+            raise ConfigError(f"{name} must be {wanted}, got {text!r}") from None
+    if math.isnan(value) or (math.isinf(value) and not allow_inf):
+        raise ConfigError(f"{name} must be {wanted}, got {text!r}")
+    return value
+
+
 def parse_filter(spec: str) -> tuple[str, float]:
     """'top-p:0.95' -> ('top-p', 0.95); 'top-k:50' -> ('top-k', 50)."""
     kind, _, value = spec.partition(":")

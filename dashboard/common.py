@@ -36,6 +36,7 @@ from core.config import (
     effective_hash,
     fixed_epsilon,
     parse_filter,
+    parse_number,
     preset_config,
     preset_value,
     validate,
@@ -190,19 +191,6 @@ def epsilon_reading(epsilon: float, delta: float, unit: str = "training sentence
         f"An attacker who starts 50/50 unsure whether a given {unit} was used can end at most "
         f"{posterior:.1%} sure. Protection: {tier}."
     )
-
-
-def parse_number(text: Any, name: str) -> float:
-    """A user-typed number ('3', '1e-6', 'inf'); ConfigError (one line) otherwise."""
-    if isinstance(text, (int, float)) and not isinstance(text, bool):
-        return float(text)
-    try:
-        value = float(str(text).strip())
-    except (TypeError, ValueError):
-        raise ConfigError(f"{name} must be a number (or inf), got {text!r}") from None
-    if math.isnan(value):
-        raise ConfigError(f"{name} must be a number (or inf), got {text!r}")
-    return value
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -517,13 +505,18 @@ def same_seed(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 
 def compare_partner(records: Sequence[dict[str, Any]], a: int = 0) -> int:
-    """Run B's default beside run A (records[a]): the first other finished run of A's preset and seed, whose test
-    sentences are A's, so that their perplexities compare; else the first other run."""
+    """Run B's default beside run A (records[a]): another run of A's preset and seed (whose test sentences are A's,
+    so that their perplexities compare), of A's kind (text generation or synthetic data), finished, of A's method;
+    each preference in that order, then the first listed."""
     first = records[a]
-    others = [i for i in range(len(records)) if i != a]
-    partners = [i for i in others if records[i].get("preset") == first.get("preset") and same_seed(records[i], first)]
-    finished = [i for i in partners if records[i].get("state") == "done"]
-    return (finished or partners or others)[0]
+
+    def misfit(i: int) -> tuple:
+        r = records[i]
+        return (r.get("preset") != first.get("preset") or not same_seed(r, first),
+                is_synth_method(r.get("method")) != is_synth_method(first.get("method")),
+                r.get("state") != "done", r.get("method") != first.get("method"), i)
+
+    return min((i for i in range(len(records)) if i != a), key=misfit)
 
 
 def lowest_seed_first(run_ids: Sequence[str], records: dict[str, dict[str, Any]]) -> list[str]:
@@ -698,13 +691,32 @@ def distinct_configs(df: pd.DataFrame) -> pd.DataFrame:
     """One row per run config: several sweep plans share a run (e.g. SeqPATE at ε 3), and a copy is not a seed.
     Configs that differ only in fields their method never reads (core.config.effective_config) are copies too.
 
-    The copy kept is the one whose run id sorts first, as in REPORT.md (core.runs.report.load_rows): copies trained
-    at other times can differ in the last bits and so in their sampled completions."""
+    The copy kept is the newest run made here, else the shipped copy whose run id sorts first, as in REPORT.md
+    (core.runs.report.load_rows). Copies trained at other times can differ in the last bits and so in their sampled
+    completions, or more where the base model was retrained (the shipped runs' bases predate seeding):
+    replaced_shipped_copies names the shipped runs a run made here stands in for."""
     if df.empty or "effective_hash" not in df:
         return df
-    hashed = df["effective_hash"].notna()
-    first = df[hashed].sort_values("run_id", kind="stable").drop_duplicates(subset="effective_hash")
-    return pd.concat([first, df[~hashed]]).sort_index()
+    hashed = df[df["effective_hash"].notna()]
+    local = hashed["source"] != "cached" if "source" in hashed else pd.Series(False, index=hashed.index)
+    by_time = [name for name in ("created", "run_id") if name in hashed]
+    newest_here = hashed[local].sort_values(by_time, ascending=False, kind="stable", na_position="last")
+    shipped = hashed[~local].sort_values("run_id", kind="stable")
+    first = pd.concat([newest_here, shipped]).drop_duplicates(subset="effective_hash")
+    return pd.concat([first, df[df["effective_hash"].isna()]]).sort_index()
+
+
+def replaced_shipped_copies(df: pd.DataFrame) -> dict[str, list[str]]:
+    """Run made here -> the shipped runs of its config it stands in for on the pages (distinct_configs)."""
+    if df.empty or "effective_hash" not in df or "source" not in df:
+        return {}
+    kept = distinct_configs(df)
+    replaced = {}
+    for row in kept[kept["source"] != "cached"].to_dict("records"):
+        same = df[(df["effective_hash"] == row["effective_hash"]) & (df["source"] == "cached")]
+        if not same.empty:
+            replaced[row["run_id"]] = sorted(same["run_id"])
+    return replaced
 
 
 def side_by_side_defaults(pool: pd.DataFrame) -> list[str]:
@@ -775,6 +787,17 @@ def headline_table(df: pd.DataFrame, include_variants: bool = False) -> pd.DataF
     if table["R_name"].isna().all():
         table = table.drop(columns=["R_name"])
     return table
+
+
+def replaced_copies_note(pool: pd.DataFrame, table: pd.DataFrame) -> str:
+    """Which rows of a headline table (built from pool) show a run made here in place of a shipped copy, or ""."""
+    shown = {i.strip() for ids in table.get("run ids", []) for i in str(ids).split(",")}
+    pairs = [f"{run} for {', '.join(shipped)}" for run, shipped in replaced_shipped_copies(pool).items() if run in shown]
+    if not pairs:
+        return ""
+    return ("Runs made here stand in for shipped runs of the same settings and seed: " + "; ".join(pairs)
+            + ". The report above quotes the shipped ones (they can differ a little: another base model or thread "
+            "count trains to other last bits).")
 
 
 def seed_mix_note(table: pd.DataFrame) -> str:
@@ -904,7 +927,7 @@ def build_launch_config(method: str, preset: str, epsilon: Any, delta: Any, teac
     """
     overrides: dict[str, Any] = {"method": method, "seed": int(seed)}
     if fixed_epsilon(method) is None:
-        overrides.update(privacy__epsilon=parse_number(epsilon, "epsilon"), privacy__delta=parse_number(delta, "delta"))
+        overrides.update(privacy__epsilon=parse_number(epsilon, "epsilon"), privacy__delta=parse_number(delta, "delta", allow_inf=False))
     if filter_spec:
         parse_filter(filter_spec)
     if method == "seqpate":
@@ -1008,8 +1031,12 @@ def settings_from_query(query: dict[str, str]) -> tuple[dict[str, Any], list[str
                 ignored.append(f"{name}={raw}")
     if (raw := get("seed")) is not None and raw.strip():
         try:
-            settings["seed"] = int(raw)
+            seed = int(raw)
         except ValueError:
+            seed = -1
+        if seed >= 0:  # the Seed box starts at 0
+            settings["seed"] = seed
+        else:
             ignored.append(f"seed={raw}")
     return settings, ignored
 

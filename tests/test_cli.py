@@ -149,7 +149,7 @@ def test_runs_show_prints_status_json(pub_gpt_run):
     [
         (["--method", "seqpate", "--epsilon", "abc"], "epsilon must be a number"),
         (["--method", "noisysgd", "--epsilon", "-1"], "epsilon must be a positive number"),
-        (["--method", "seqpate", "--epsilon", "nan"], "epsilon must be a positive number"),
+        (["--method", "seqpate", "--epsilon", "nan"], "epsilon must be a number (or inf), got 'nan'"),
         (["--method", "seqpate", "--delta", "2"], "delta must be in (0, 1)"),
         (["--method", "seqpate", "--filter", "top-k:0"], "top-k must be a positive integer"),
         (["--method", "seqpate", "--filter", "top-p:1.5"], "top-p must be in (0, 1]"),

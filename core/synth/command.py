@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from core.config import ConfigError
+from core.config import ConfigError, parse_number
 from core.synth.config import GENERATORS, SYNTH_PRESETS, SynthConfig, stored_settings, synth_config
 
 
@@ -22,13 +22,6 @@ def add_parser(sub) -> None:
     p.add_argument("--config", help="JSON: a synth run's config.json, or {\"synth\": {...}, \"base\": {...}} "
                    "with SynthConfig fields and core preset overrides (section__field)")
     p.set_defaults(func=cmd_synth)
-
-
-def _number(text: str, name: str) -> float:
-    try:
-        return float(text)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{name} must be a number (or inf), got {text!r}") from None
 
 
 def config_from_args(args) -> tuple[SynthConfig, dict]:
@@ -57,9 +50,9 @@ def config_from_args(args) -> tuple[SynthConfig, dict]:
         if getattr(args, flag) is not None:
             synth[flag] = getattr(args, flag)
     if args.epsilon is not None:
-        synth["epsilon"] = _number(args.epsilon, "epsilon")
+        synth["epsilon"] = parse_number(args.epsilon, "epsilon")
     elif "epsilon" in synth:
-        synth["epsilon"] = _number(synth["epsilon"], "epsilon")
+        synth["epsilon"] = parse_number(synth["epsilon"], "epsilon")
     return synth_config(preset, **synth), base
 
 

@@ -4,8 +4,13 @@ import math
 
 import streamlit as st
 
+from core.config import preset_value
 from dashboard import charts
 from dashboard import common as c
+
+# SeqPATE defaults: the quick preset's, the dashboard's default preset
+QUICK_TEACHERS = preset_value("quick", "seqpate", "teachers")
+QUICK_QUERIES = preset_value("quick", "seqpate", "query_budget")
 
 st.title("Privacy calculator")
 st.caption("Instant what-if numbers from core.privacy: the same code that accounts the runs. No training.")
@@ -17,18 +22,18 @@ def seqpate_calculator() -> None:
     a, b, d, e = st.columns(4)
     delta = d.number_input("δ", min_value=1e-12, max_value=0.5, value=1e-6, format="%.1e",
                            key="calc_sp_delta", persist_state="page")
-    teachers = e.number_input("teachers M", min_value=1, value=100, step=1,
+    teachers = e.number_input("teachers M", min_value=1, value=QUICK_TEACHERS, step=1,
                               key="calc_sp_teachers", persist_state="page")
     if mode == "noise from ε":
         eps = a.number_input("ε", min_value=0.01, value=3.0, step=0.5, key="calc_sp_eps", persist_state="page")
-        queries = b.number_input("queries Q", min_value=1, value=8000, step=100,
+        queries = b.number_input("queries Q", min_value=1, value=QUICK_QUERIES, step=100,
                                  key="calc_sp_queries", persist_state="page")
         noise = c.seqpate_noise(eps, delta, queries)
         z, std = noise["z"], noise["std"]
     elif mode == "ε from noise":
         std = a.number_input("noise std σ", min_value=0.01, value=100.0, step=10.0,
                              key="calc_sp_std", persist_state="page")
-        queries = b.number_input("queries Q", min_value=1, value=8000, step=100,
+        queries = b.number_input("queries Q", min_value=1, value=QUICK_QUERIES, step=100,
                                  key="calc_sp_queries2", persist_state="page")
         eps = c.seqpate_epsilon(std, queries, delta)
         z = std / math.sqrt(2)

@@ -20,9 +20,14 @@ left, right = st.columns([1, 1], gap="large")
 with left:
     st.multiselect("Method(s)", METHODS, key="launch_methods", format_func=c.method_label,
                    help="Launching several methods queues one job per method.")
+    chosen = st.session_state.get("launch_methods") or []
+    # Pub-GPT and Pri-GPT take no epsilon: their privacy is fixed by the data they read (0 or inf)
+    no_epsilon = bool(chosen) and all(fixed_epsilon(m) is not None for m in chosen)
+    unused = " (not used by the chosen methods)" if no_epsilon else ""
     a, b = st.columns(2)
-    a.text_input("ε (epsilon)", key="launch_eps", help="target privacy loss; a positive number or inf")
-    b.text_input("δ (delta)", key="launch_delta", help="e.g. 1e-6 (paper, App. G)")
+    a.text_input("ε (epsilon)", key="launch_eps", disabled=no_epsilon,
+                 help="target privacy loss; a positive number or inf" + unused)
+    b.text_input("δ (delta)", key="launch_delta", disabled=no_epsilon, help="e.g. 1e-6 (paper, App. G)" + unused)
     a, b = st.columns(2)
     a.selectbox("Preset", list(PRESETS), key="launch_preset",
                 help="tiny: seconds to minutes; quick: minutes (default); paper: the whole corpus")
@@ -70,7 +75,7 @@ with right:
     st.subheader("What these settings mean")
     try:
         eps = c.parse_number(settings["eps"], "epsilon")
-        delta = c.parse_number(settings["delta"], "delta")
+        delta = c.parse_number(settings["delta"], "delta", allow_inf=False)
         valid_privacy = eps > 0 and 0 < delta < 1
     except ConfigError:
         eps = delta = None

@@ -43,29 +43,36 @@ if df.empty:
     st.stop()
 
 preset = c.preset_picker(df, key="overview_preset")
-table = c.headline_table(c.seed_picker(df[df["preset"] == preset], key="overview_seed"))
+several_seeds = len(c.seeds_of(df[df["preset"] == preset])) > 1
+pool = c.seed_picker(df[df["preset"] == preset], key="overview_seed")
+table = c.headline_table(pool)
+seed_note, copies_note = c.seed_mix_note(table), c.replaced_copies_note(pool, table)
+if (table["setting"] == "").all():
+    table = table.drop(columns="setting")  # every row is at the preset's defaults here
 st.dataframe(
     table,
     hide_index=True,
     width="stretch",
-    # up to 15 rows before it scrolls (Streamlit's default of 10 hid quick's last row, which the seed warning names)
-    height=35 * (min(len(table), 15) + 1) + 3,
+    # every row without scrolling, up to 30 (tiny has 29; Streamlit's default of 10 hid rows the seed warning names)
+    height=35 * (min(len(table), 30) + 1) + 3,
     column_config={
         "PPL": st.column_config.NumberColumn(format="%.2f", help="corpus perplexity on private test sentences"),
         "BLEU-4": st.column_config.NumberColumn(format="%.2f", help="sacrebleu BLEU-4 of completions (0-100)"),
         "ε": st.column_config.NumberColumn(format="%.3g", help="accounted ε (0: public only, Infinity: not private)"),
-        "δ": st.column_config.NumberColumn(help="δ of the (ε, δ) guarantee (0: no δ term)"),
+        "δ": st.column_config.TextColumn(help="δ of the (ε, δ) guarantee (0: no δ term; –: none at ε = ∞)"),
         "R_name": st.column_config.NumberColumn(format="percent", help="name leak rate (App. O): share of "
                                                 "completions that reveal a private user's name"),
     },
 )
-if note := c.seed_mix_note(table):
-    st.warning(note, icon=":material/warning:")
-st.caption("One row per method and ε at this preset's defaults: the run of the chosen seed, or with every seed "
-           "the mean over the seeds in the row's seeds column; runs with other "
-           "settings (teacher counts, filters, ablations, phrase-level targets, any other changed setting) are on the "
-           "Privacy-utility page. "
-           "PPL lower is better, BLEU-4 higher is better.")
+if seed_note:
+    st.warning(seed_note, icon=":material/warning:")
+if copies_note:
+    st.info(copies_note, icon=":material/content_copy:")
+runs_shown = ("the run of the chosen seed, or with every seed the mean over the seeds in the row's seeds column"
+              if several_seeds else "one run each (this preset's runs share one seed)")
+st.caption(f"One row per method and ε at this preset's defaults: {runs_shown}; runs with other settings (teacher "
+           "counts, filters, ablations, phrase-level targets, any other changed setting) are on the Privacy-utility "
+           "page. PPL lower is better, BLEU-4 higher is better.")
 
 st.subheader("Privacy statements")
 st.caption("One card per method, over all its runs at this preset (every seed and setting, phrase-level runs too).")

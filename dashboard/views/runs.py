@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from core.config import ConfigError
+from core.config import ConfigError, effective_config
 from core.runs import RunError, jobs
 from dashboard import common as c
 
@@ -160,7 +160,8 @@ def live_view() -> None:
 
         figure = charts.run_progress_figure(c.read_run(run, "progress"))
         if figure is None:
-            st.caption("No loss or ε lines in progress.jsonl yet.")
+            st.caption("No loss or ε lines in progress.jsonl yet." if record["state"] in c.ACTIVE_STATES
+                       else "This run logged no loss or ε lines in progress.jsonl.")
         else:
             st.plotly_chart(figure, width="stretch", key="runs_progress_chart")
 
@@ -185,9 +186,14 @@ else:
     if comparison is not None:
         comparable, sentence = comparison
         (st.info if comparable else st.caption)(f"Test perplexity: {sentence}")
-    diff = c.config_diff(c.run_config_dict(run_a), c.run_config_dict(run_b))
+    config_a, config_b = c.run_config_dict(run_a), c.run_config_dict(run_b)
+    diff = c.config_diff(config_a, config_b)
     if diff.empty:
         st.success("Same config.")
     else:
+        if config_a.get("method") == config_b.get("method") and effective_config(config_a) == effective_config(config_b):
+            st.success(f"Same run settings: these fields are ones {c.method_label(config_a.get('method'))} never "
+                       "reads, so the pages treat the two runs as copies (one row: the newest run made here, else the "
+                       "shipped one).")
         st.caption(f"{len(diff)} differing field(s); equal fields are hidden.")
         st.dataframe(diff, hide_index=True, width="stretch")

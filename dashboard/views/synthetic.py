@@ -22,7 +22,8 @@ EMBEDDING_MODELS = {"filter": "filter: frozen (LM-only) model", "pplm": "PPLM: t
 COMMAND = "python -m core synth --generator multitask --epsilon 3 --preset tiny --run-dir runs/synth-multitask-eps3"
 
 st.title("Synthetic data")
-st.caption("DP conditional text generation for a labelled data set (seed 004): a conditional LM is fine-tuned "
+st.caption("DP conditional text generation for a labelled data set (the paper \"Differentially private conditional "
+           "text generation for synthetic data\"): a conditional LM is fine-tuned "
            "with DP-Adam on \"BOS label SEP text\", then generates a synthetic data set per label. Utility is the "
            "accuracy of a classifier trained on the synthetic set and tested on REAL held-out data.")
 
@@ -121,7 +122,8 @@ def show_accuracy() -> None:
                 "Fig. 2). Each column measures the model its generator samples from: filter and PPLM share one "
                 "frozen (LM-only) model, fine-tuned on the LM loss alone before their discriminator head is trained "
                 "on top of it, so at the same ε and seed their columns are equal; multitask's model is fine-tuned "
-                "on the LM and discriminator losses together.")
+                "on the LM and discriminator losses together. Cells average the same runs as the accuracy table"
+                + (f" ({'; '.join(averaged)})." if averaged else "."))
     st.dataframe(pivot("separability"), width="stretch",
                  column_config={g: st.column_config.NumberColumn(EMBEDDING_MODELS[g], format="%.3f")
                                 for g in GENERATORS})
@@ -129,7 +131,13 @@ def show_accuracy() -> None:
         every = table.sort_values(["generator", "ε target"])
         every = every.assign(**{"ε target": every["ε target"].map(eps_label), "ε": every["ε"].map(eps_label),
                                 "δ": every["δ"].map(c.fmt_delta)})
-        st.dataframe(every, hide_index=True, width="stretch")
+        numbers = ["accuracy (synthetic)", "accuracy (real)", "label agreement", "separability", "discriminator",
+                   "LM test loss", *(f"{n}-gram" for n in range(3, 8))]
+        st.dataframe(every, hide_index=True, width="stretch",
+                     column_config={"run": st.column_config.TextColumn(width="medium"),
+                                    "ε target": st.column_config.TextColumn(width="small"),
+                                    "ε": st.column_config.TextColumn(width="small"),
+                                    **{name: st.column_config.NumberColumn(format="%.3f") for name in numbers}})
 
 
 def show_memorisation() -> None:
@@ -141,9 +149,12 @@ def show_memorisation() -> None:
                              format_func=lambda g: f"{g}: {GENERATORS[g]}")
     fig = go.Figure()
     reference = None
-    for row in table[table["generator"] == generator].sort_values("ε target", ascending=False).to_dict("records"):
+    lines = table[table["generator"] == generator].sort_values(["ε target", "seed"], ascending=[False, True])
+    several_seeds = lines["seed"].nunique() > 1
+    for row in lines.to_dict("records"):
+        name = f"ε = {eps_label(row['ε target'])}" + (f", seed {row['seed']}" if several_seeds else "")
         fig.add_trace(go.Scatter(x=list(range(3, 8)), y=[row[f"{n}-gram"] for n in range(3, 8)], mode="lines+markers",
-                                 name=f"ε = {eps_label(row['ε target'])}", customdata=[[row["run"]]] * 5,
+                                 name=name, customdata=[[row["run"]]] * 5,
                                  hovertemplate="n=%{x}<br>ratio=%{y:.4f}<br>run %{customdata[0]}<extra></extra>"))
         reference = reference or (c.read_run(c.get_run(row["run"]), "metrics") or {}).get("ngram_ratios_real_test")
     if reference:
@@ -156,8 +167,10 @@ def show_memorisation() -> None:
 
 def show_run() -> None:
     """One run: its figures, the UMAP of its embeddings and its samples per label."""
-    options = list(table.sort_values(["generator", "ε target"])["run"])
-    labels = {r["run"]: f"{r['generator']} · ε = {eps_label(r['ε target'])} · {r['run']}" for r in rows}
+    options = list(table.sort_values(["generator", "ε target", "seed"])["run"])  # the lowest seed first, as REPORT
+    several_seeds = table["seed"].nunique() > 1
+    labels = {r["run"]: f"{r['generator']} · ε = {eps_label(r['ε target'])}"
+                        + (f" · seed {r['seed']}" if several_seeds else "") + f" · {r['run']}" for r in rows}
     run_id = st.selectbox("Run", options, key="synth_run", persist_state="page", format_func=labels.get)
     chosen = table[table["run"] == run_id].iloc[0]
     cols = st.columns(5)

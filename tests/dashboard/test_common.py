@@ -140,7 +140,9 @@ def test_a_run_differing_only_in_unread_fields_is_a_copy_and_one_at_other_settin
     write_run(roots["cached"], "tiny-noisysgd", "noisysgd", ppl=300.0)
     write_run(roots["live"], "noisysgd-lr", "noisysgd", ppl=900.0, config={"dpsgd__lr": 1e-4})
     table = c.headline_table(c.finished_frame(), include_variants=True).set_index(["Method", "setting"])
+    # the run made here, with a note naming the shipped run it stands in for (REPORT.md quotes that one)
     assert table.loc[("Pub-GPT", ""), ["PPL", "runs", "run ids"]].tolist() == [501.0, 1, "pub-gpt-today"]
+    assert c.replaced_shipped_copies(c.finished_frame()) == {"pub-gpt-today": ["tiny-pub-gpt"]}
     assert table.loc[("NoisySGD", ""), ["PPL", "runs"]].tolist() == [300.0, 1]
     assert table.loc[("NoisySGD", "dpsgd.lr 0.0001"), "PPL"] == 900.0
     assert len(c.headline_table(c.finished_frame())) == 2  # at the defaults only: the variant is left out

@@ -84,10 +84,11 @@ def test_settings_round_trip_through_the_url(roots, app_page):
 
 
 def test_bad_url_parameters_are_ignored_with_a_warning(roots, app_page):
-    at = app_page("launch", {"preset": "huge", "methods": "seqpate,bogus"})
+    at = app_page("launch", {"preset": "huge", "methods": "seqpate,bogus", "seed": "-1"})
     assert not at.exception
     warning = " ".join(w.value for w in at.warning)
-    assert "preset=huge" in warning and "methods=bogus" in warning
+    assert "preset=huge" in warning and "methods=bogus" in warning and "seed=-1" in warning
+    assert at.number_input(key="launch_seed").value == 0
     assert at.selectbox(key="launch_preset").value == "quick"
 
 
@@ -109,13 +110,20 @@ def test_launch_queues_one_job_per_method(roots, app_page, fake_job):
 
 
 def test_methods_without_epsilon_ignore_the_epsilon_box(roots, app_page, fake_job):
-    at = app_page("launch", {"preset": "tiny", "methods": "pub-gpt,pri-gpt-blacklist"})
-    at.text_input(key="launch_eps").set_value("abc").run()
+    at = app_page("launch", {"preset": "tiny", "methods": "pub-gpt,pri-gpt-blacklist", "eps": "abc"})
     assert not at.exception and not at.error
     assert not at.button(key="launch_button").disabled
     page = texts(at)
     assert "e^ε" not in page  # no reading of an epsilon nothing uses
     assert "ε and δ are not used by Pub-GPT, Pri-GPT + blacklist" in page
+    # the boxes are greyed out, as the CLI refuses text there; with SeqPATE chosen too they take input again
+    assert at.text_input(key="launch_eps").disabled and at.text_input(key="launch_delta").disabled
+    at.multiselect(key="launch_methods").set_value(["pub-gpt", "seqpate"]).run()
+    assert not at.text_input(key="launch_eps").disabled
+    assert any("epsilon must be a number (or inf), got 'abc'" in e.value for e in at.error)
+    at.text_input(key="launch_eps").set_value("3").run()
+    at.text_input(key="launch_delta").set_value("abc").run()
+    assert any("delta must be a number, got 'abc'" in e.value for e in at.error)  # no "(or inf)" for a delta
 
 
 def test_launch_says_how_many_jobs_run_at_once_and_with_how_many_threads(roots, app_page, fake_job, monkeypatch):

@@ -34,6 +34,8 @@ def test_headline_table_matches_run_files(roots, app_page):
         assert by_method[label]["ε"] == privacy["epsilon"]
     assert math.isinf(by_method["Pri-GPT"]["ε"])
     assert by_method["SeqPATE"]["run ids"] == "seq-eps3"
+    assert "setting" not in table.columns  # every row is at the defaults: an empty column would say nothing
+    assert any("one run each (this preset's runs share one seed)" in x.value for x in at.caption)
 
     page_text = texts(at)
     assert "NOT PRIVATE" in page_text  # pri-gpt's card
@@ -66,3 +68,15 @@ def test_overview_compares_one_seed_unless_every_seed_is_asked_for(roots, app_pa
     rows = at.dataframe[0].value.set_index("Method")
     assert rows.loc["SeqPATE", "seeds"] == "0, 1" and rows.loc["Adaptive DP", "seeds"] == "0"
     assert [w for w in at.warning if "but Adaptive DP at ε 3: seed 0" in w.value]
+
+
+def test_a_run_made_here_in_place_of_a_shipped_copy_is_named(roots, app_page):
+    write_run(roots["cached"], "tiny-pub-gpt", "pub-gpt", ppl=500.0, config={"seqpate__kd_lambda": 20.0})
+    write_run(roots["live"], "pub-gpt-today", "pub-gpt", ppl=501.0)
+    at = app_page()
+    assert not at.exception
+    assert at.dataframe[0].value["run ids"].tolist() == ["pub-gpt-today"]
+    assert [i.value for i in at.info if "stand in for" in i.value] == [
+        "Runs made here stand in for shipped runs of the same settings and seed: pub-gpt-today for tiny-pub-gpt. "
+        "The report above quotes the shipped ones (they can differ a little: another base model or thread count "
+        "trains to other last bits)."]

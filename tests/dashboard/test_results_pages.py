@@ -85,7 +85,8 @@ def test_privacy_utility_chart_has_points_and_reference_lines(results, app_page)
     open_tab(at, "pu_tab", "Teachers (App. H)")
     assert not at.exception
     teacher_curve = plotly_specs(at)[0]
-    assert teacher_curve["layout"]["title"]["text"].startswith("SeqPATE: BLEU-4 vs number of teachers")
+    title = teacher_curve["layout"]["title"]["text"]  # perplexity first: BLEU-4 is noise at this size
+    assert title.startswith("SeqPATE: Perplexity (lower is better) vs number of teachers")
     curve_ids = {row[0] for trace in teacher_curve["data"] for row in (trace.get("customdata") or [])}
     assert curve_ids == {"seq-eps3", "seq-m5"}  # a copy from another plan is not a second seed
     line = next(t for t in teacher_curve["data"] if t["mode"] == "lines")
@@ -125,6 +126,16 @@ def test_phrase_histogram_defaults_to_runs_of_the_chosen_runs_seed(roots, app_pa
     assert at.selectbox(key="phrases_run").value == "seq"
     open_tab(at, "phrases_tab", "ε histogram")
     assert at.multiselect(key="phrases_hist_runs_seq").value == ["seq", "sgd"]
+
+
+def test_phrases_at_one_epsilon_are_all_at_or_below_their_average(roots, app_page):
+    # three canaries of a by-user run share one epsilon whose float mean rounds a hair below it
+    eps = 2.9999999966684703
+    phrases = [{"phrase": f"canary {i}", "occurrences": 1, "users": 1, "teachers": 1, "epsilon": eps,
+                "kind": "canary"} for i in range(3)]
+    write_run(roots["cached"], "seq", "seqpate", phrases=phrases, partition="by-user")
+    shown = metrics(app_page("phrases"))
+    assert (shown["average ε"], shown["share ≤ average"]) == ("3", "100%")
 
 
 def panels(spec: dict) -> tuple[dict, dict]:
@@ -228,6 +239,8 @@ def test_completions_side_by_side_with_highlights_and_leak_rate(results, app_pag
     assert "seqpate says something about item 0" in html
     assert "leak rate R_name = 12.50%" in html
     assert "a run needs its weights: runs made on this machine keep them" in html
+    # the example is words of a test prefix these runs completed (not a fixed phrase another preset has)
+    assert at.text_input(key="comp_find").placeholder == "type words of a prefix, e.g. my name"
     at.text_input(key="comp_find").set_value("NAME IS").run()  # finds the test prefixes containing the words
     assert at.multiselect(key="comp_prefixes_name is").options == ["0: my name is really"]
     at.text_input(key="comp_find").set_value("zebra").run()

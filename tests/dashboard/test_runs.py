@@ -95,6 +95,28 @@ def test_compare_opens_on_a_partner_of_the_same_preset_and_seed(roots, app_page)
                {"preset": "tiny", "seed": 1, "state": "failed"}, {"preset": "tiny", "seed": 1, "state": "done"}]
     assert c.compare_partner(records) == 1  # none shares quick: the next run
     assert c.compare_partner(records, a=1) == 3  # the partner of the chosen run A, a finished one first
+    # of A's kind (a synthetic-data run has nothing to compare a perplexity with), then A's method
+    records = [{"method": "pub-gpt", "preset": "tiny", "seed": 0, "state": "done"},
+               {"method": "synth-pplm", "preset": "tiny", "seed": 0, "state": "done"},
+               {"method": "seqpate", "preset": "tiny", "seed": 0, "state": "done"},
+               {"method": "pub-gpt", "preset": "tiny", "seed": 0, "state": "done"}]
+    assert c.compare_partner(records) == 3
+    assert c.compare_partner(records[:3]) == 2
+
+
+def test_compare_says_when_two_configs_differ_only_in_fields_the_method_never_reads(roots, app_page):
+    write_run(roots["cached"], "tiny-pub-gpt", "pub-gpt", config={"seqpate__kd_lambda": 20.0})
+    write_run(roots["live"], "pub-gpt-today", "pub-gpt")
+    write_run(roots["live"], "seq-today", "seqpate", config={"seqpate__kd_lambda": 20.0})
+    at = app_page("runs")
+    at.selectbox(key="runs_cmp_a").set_value("pub-gpt-today")
+    at.selectbox(key="runs_cmp_b").set_value("tiny-pub-gpt").run()
+    assert list(at.dataframe[-1].value["field"]) == ["seqpate.kd_lambda"]
+    assert [s.value for s in at.success] == [
+        "Same run settings: these fields are ones Pub-GPT never reads, so the pages treat the two runs as copies "
+        "(one row: the newest run made here, else the shipped one)."]
+    at.selectbox(key="runs_cmp_b").set_value("seq-today").run()  # another method: kd_lambda is read by SeqPATE
+    assert not at.success
 
 
 def test_compare_shows_the_paired_perplexity_interval_when_both_runs_kept_test_nll(some_runs, app_page):
@@ -168,3 +190,6 @@ def test_progress_chart_on_request(some_runs, app_page):
     spec = plotly_specs(at)[0]
     assert {t["name"] for t in spec["data"]} == {"loss", "ε spent"}
     assert spec["layout"]["xaxis"]["title"]["text"] == "minutes since start"
+    (some_runs["live"] / "live-seq" / "progress.jsonl").write_text("")  # a finished run that logged none
+    at.run()
+    assert "This run logged no loss or ε lines in progress.jsonl." in texts(at)

@@ -142,3 +142,19 @@ def test_accuracy_cells_say_which_seeds_they_average(roots):
     assert not at.exception, at.exception
     assert "Cells average the runs of one setting (multitask at ε = 3 averages seeds 0, 1, 2)." in texts(at)
     assert at.dataframe[0].value.loc["3", "multitask"] == pytest.approx(0.40)
+
+
+def test_runs_of_several_seeds_are_told_apart_and_the_lowest_seed_opens(roots):
+    for seed, accuracy in ((2, 0.50), (0, 0.30), (1, 0.40)):  # written out of order
+        name = f"s-filter-3-seed{seed}"
+        write_synth_run(roots["live"], name, "filter", 3.0, accuracy, separability=0.3 + seed / 10)
+        _edit_json(roots["live"] / name / "config.json", lambda c, seed=seed: c["config"].update(seed=seed))
+    at = open_page("synthetic")
+    # the separability table says which seeds its cells average, as the accuracy table does
+    assert "Cells average the same runs as the accuracy table (filter at ε = 3 averages seeds 0, 1, 2)." in texts(at)
+    (ngrams,) = plotly_specs(open_tab(at, "synth_tab", "Memorisation (n-grams)"))
+    assert [t["name"] for t in ngrams["data"]][:3] == ["ε = 3, seed 0", "ε = 3, seed 1", "ε = 3, seed 2"]
+    open_tab(at, "synth_tab", "One run: embeddings and samples")
+    run = at.selectbox(key="synth_run")
+    assert run.value == "s-filter-3-seed0"
+    assert run.options[0] == "filter · ε = 3 · seed 0 · s-filter-3-seed0"

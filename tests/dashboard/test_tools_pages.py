@@ -19,11 +19,11 @@ except ImportError:  # the package may not re-export them yet
 def test_calculator_seqpate_matches_core_privacy(roots, app_page):
     at = app_page("calculator")
     assert not at.exception
-    z = gaussian_noise_multiplier(3.0, 1e-6, 8000)
+    z = gaussian_noise_multiplier(3.0, 1e-6, 2000)  # the quick preset's Q
     shown = metrics(at)
     assert shown["noise multiplier z"] == f"{z:.4g}"
     assert shown["noise std σ"] == f"{z * math.sqrt(2):.4g}"
-    assert shown["σ / M"] == f"{z * math.sqrt(2) / 100:.4g}"  # 100 teachers by default
+    assert shown["σ / M"] == f"{z * math.sqrt(2) / 1000:.4g}"  # the quick preset's 1,000 teachers by default
     noise, = plotly_specs(at)
     titles = [note["text"] for note in noise["layout"]["annotations"]]
     # the two panels' titles are its only annotations (an hline annotation sat at log10 coordinates, y = 10)
@@ -32,7 +32,7 @@ def test_calculator_seqpate_matches_core_privacy(roots, app_page):
     assert level["y"] == [1.0, 1.0]  # the reference drawn at σ / M = 1, labelled in the legend
     assert level.get("xaxis", "x") == "x" and noise["layout"]["yaxis"]["type"] == "log"
     eps_line = next(trace for trace in noise["data"] if trace["name"] == "ε")
-    at_q = dict(zip(eps_line["x"], eps_line["y"], strict=True))[8000]  # the right panel: ε at the chosen Q
+    at_q = dict(zip(eps_line["x"], eps_line["y"], strict=True))[2000]  # the right panel: ε at the chosen Q
     assert eps_line["xaxis"] == "x2" and abs(at_q - 3.0) < 1e-6
     at.radio(key="calc_sp_mode").set_value("ε from noise").run()
     at.number_input(key="calc_sp_std").set_value(69.04).run()

@@ -26,13 +26,13 @@ def _write(path: Path, data: bytes) -> Path:
 SETTINGS = [  # epsilon and delta of a method that takes them (Pub-GPT, the default, ignores both)
     (["--method", "seqpate", "--epsilon", "0"], "epsilon must be a positive number or inf, got 0.0"),
     (["--method", "seqpate", "--epsilon", "-3"], "epsilon must be a positive number or inf, got -3.0"),
-    (["--method", "seqpate", "--epsilon", "NaN"], "epsilon must be a positive number or inf, got nan"),
+    (["--method", "seqpate", "--epsilon", "NaN"], "epsilon must be a number (or inf), got 'NaN'"),
     (["--method", "seqpate", "--epsilon", "three"], "epsilon must be a number (or inf), got 'three'"),
     (["--method", "seqpate", "--epsilon", ""], "epsilon must be a number (or inf), got ''"),
     (["--method", "seqpate", "--delta", "0"], "delta must be in (0, 1), got 0.0"),
     (["--method", "seqpate", "--delta", "1"], "delta must be in (0, 1), got 1.0"),
     (["--method", "seqpate", "--delta=-1e-6"], "delta must be in (0, 1), got -1e-06"),
-    (["--method", "seqpate", "--delta", "nan"], "delta must be in (0, 1), got nan"),
+    (["--method", "seqpate", "--delta", "nan"], "delta must be a number, got 'nan'"),
     # tiny preset: n = 2000 private training sentences, so delta must stay below 1/2000
     (["--method", "seqpate", "--delta", "1e-3"], "delta must be below 1/n = 0.0005 (n = 2000 private training sentences)"),
     (["--method", "seqpate", "--delta", "5e-4"], "delta must be below 1/n = 0.0005"),
