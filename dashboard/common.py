@@ -368,7 +368,7 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
         "seed": cfg.get("seed", stored.get("seed")),
         # before privacy.json exists: the epsilon the run is calibrated for, or the one no setting changes
         "epsilon": accounted if accounted is not None else fixed if fixed is not None else requested,
-        "epsilon_target": requested,
+        "epsilon_target": requested if fixed is None else None,  # a fixed-ε method ignores its config's ε
         "privacy_target": _str(pv.get("target")) or "sample",  # phrase-avg: calibrated on name phrases
         "delta": shown_delta(accounted if accounted is not None else fixed if fixed is not None else requested,
                              _as_float(privacy.get("delta")) if privacy else _as_float(pv.get("delta"))),
@@ -905,7 +905,7 @@ def _is_nan(value: Any) -> bool:
 
 
 def _cell(value: Any) -> str:
-    return "null" if value is None else str(value)
+    return "null" if value is None else '""' if value == "" else str(value)  # an empty cell would read as missing
 
 
 def validated_config(config: dict[str, Any]) -> RunConfig:
@@ -927,7 +927,8 @@ def build_launch_config(method: str, preset: str, epsilon: Any, delta: Any, teac
     """
     overrides: dict[str, Any] = {"method": method, "seed": int(seed)}
     if fixed_epsilon(method) is None:
-        overrides.update(privacy__epsilon=parse_number(epsilon, "epsilon"), privacy__delta=parse_number(delta, "delta", allow_inf=False))
+        overrides.update(privacy__epsilon=parse_number(epsilon, "epsilon"),
+                         privacy__delta=parse_number(delta, "delta", allow_inf=False))
     if filter_spec:
         parse_filter(filter_spec)
     if method == "seqpate":

@@ -122,8 +122,9 @@ with right:
                 m3.metric("steps", f"{steps:,}", help=f"{cfg.dpsgd.epochs} epochs")
     fixed = [m for m in settings["methods"] if fixed_epsilon(m) is not None]
     if fixed:
+        its, they = ("its", "it reads") if len(fixed) == 1 else ("their", "they read")
         st.caption("ε and δ are not used by " + ", ".join(c.method_label(m) for m in fixed) +
-                   ": their privacy is fixed by the data they read (public only: ε = 0; private without noise: "
+                   f": {its} privacy is fixed by the data {they} (public only: ε = 0; private without noise: "
                    "ε = ∞).")
 
 for message in errors:

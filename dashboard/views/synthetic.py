@@ -128,15 +128,15 @@ def show_accuracy() -> None:
                  column_config={g: st.column_config.NumberColumn(EMBEDDING_MODELS[g], format="%.3f")
                                 for g in GENERATORS})
     with st.expander("Every run", expanded=False):
-        every = table.sort_values(["generator", "ε target"])
+        every = table.sort_values(["generator", "ε target", "seed"])
         every = every.assign(**{"ε target": every["ε target"].map(eps_label), "ε": every["ε"].map(eps_label),
                                 "δ": every["δ"].map(c.fmt_delta)})
         numbers = ["accuracy (synthetic)", "accuracy (real)", "label agreement", "separability", "discriminator",
                    "LM test loss", *(f"{n}-gram" for n in range(3, 8))]
         st.dataframe(every, hide_index=True, width="stretch",
-                     column_config={"run": st.column_config.TextColumn(width="medium"),
-                                    "ε target": st.column_config.TextColumn(width="small"),
-                                    "ε": st.column_config.TextColumn(width="small"),
+                     column_config={"run": st.column_config.TextColumn(width="large"),
+                                    "ε target": st.column_config.TextColumn(width="medium"),
+                                    "ε": st.column_config.TextColumn(width="medium"),
                                     **{name: st.column_config.NumberColumn(format="%.3f") for name in numbers}})
 
 

@@ -29,6 +29,8 @@ def test_config_diff_lists_only_differences():
     assert list(diff["field"]) == ["extra", "privacy.epsilon"]
     assert diff.set_index("field").loc["extra", "A"] == "(absent)"
     assert c.config_diff(a, a).empty
+    empty = c.config_diff({"ray_address": ""}, {}).iloc[0]
+    assert (empty["A"], empty["B"]) == ('""', "(absent)")  # an empty string is shown, not a blank cell
 
 
 def test_url_settings_round_trip():
@@ -143,6 +145,9 @@ def test_a_run_differing_only_in_unread_fields_is_a_copy_and_one_at_other_settin
     # the run made here, with a note naming the shipped run it stands in for (REPORT.md quotes that one)
     assert table.loc[("Pub-GPT", ""), ["PPL", "runs", "run ids"]].tolist() == [501.0, 1, "pub-gpt-today"]
     assert c.replaced_shipped_copies(c.finished_frame()) == {"pub-gpt-today": ["tiny-pub-gpt"]}
+    # the config's epsilon (3) is not a target for a method that ignores it
+    assert c.finished_frame().set_index("run_id")["epsilon_target"].isna().loc[["pub-gpt-today", "tiny-noisysgd"]] \
+        .tolist() == [True, False]
     assert table.loc[("NoisySGD", ""), ["PPL", "runs"]].tolist() == [300.0, 1]
     assert table.loc[("NoisySGD", "dpsgd.lr 0.0001"), "PPL"] == 900.0
     assert len(c.headline_table(c.finished_frame())) == 2  # at the defaults only: the variant is left out

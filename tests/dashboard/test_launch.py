@@ -115,7 +115,7 @@ def test_methods_without_epsilon_ignore_the_epsilon_box(roots, app_page, fake_jo
     assert not at.button(key="launch_button").disabled
     page = texts(at)
     assert "e^ε" not in page  # no reading of an epsilon nothing uses
-    assert "ε and δ are not used by Pub-GPT, Pri-GPT + blacklist" in page
+    assert "ε and δ are not used by Pub-GPT, Pri-GPT + blacklist: their privacy" in page
     # the boxes are greyed out, as the CLI refuses text there; with SeqPATE chosen too they take input again
     assert at.text_input(key="launch_eps").disabled and at.text_input(key="launch_delta").disabled
     at.multiselect(key="launch_methods").set_value(["pub-gpt", "seqpate"]).run()
