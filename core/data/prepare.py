@@ -203,8 +203,14 @@ def load_prepared(cfg: DataConfig, seed: int) -> PreparedData:
     if key not in _PREPARED:
         from core.data.secrets import insert_canaries  # secrets imports prepare lazily, so import it here
 
-        _PREPARED[key] = insert_canaries(prepare(load_records(cfg), cfg, seed), cfg.canaries, cfg.canary_seed,
-                                         cfg.canary_digits)
+        records = load_records(cfg)
+        try:
+            prepared = prepare(records, cfg, seed)
+        except ValueError as exc:  # a file too small for the sizes asked: name the file, as load_corpus's errors do
+            if cfg.corpus == CHITCHAT:
+                raise
+            raise ValueError(f"{cfg.corpus}: {exc}") from None
+        _PREPARED[key] = insert_canaries(prepared, cfg.canaries, cfg.canary_seed, cfg.canary_digits)
     return _PREPARED[key]
 
 

@@ -64,7 +64,7 @@ CORPORA = [
     ("ragged.csv", b"text,user_id\na b c d e f g h,u1,extra\n", "line 2: expected 2 fields"),
     ("corpus.xlsx", b"PK\x03\x04", "cannot tell the format"),
     # a valid file far too small for the preset's sizes
-    ("few.txt", b"one two three four five six seven eight\n" * 3, "were asked for"),
+    ("few.txt", b"one two three four five six seven eight\n" * 3, "few.txt: the public side has only"),
 ]
 
 CONFIGS = [
