@@ -1102,6 +1102,19 @@ def _privacy():
         return calibrate
 
 
+@st.cache_data(show_spinner="Partitioning the private users by user…", max_entries=64)
+def by_user_partition(config_json: str) -> dict[str, Any]:
+    """What a by-user SeqPATE run of this config will record before training: its teachers-per-user histogram
+    (Table 5) and the engine's crowding note, from the same data and partition (about 2 s on quick; no torch)."""
+    from core.data import load_prepared
+    from core.seqpate.partition import crowding_note, partition_by_user, teachers_per_user
+
+    cfg = RunConfig.from_dict(json.loads(config_json))
+    users = [s.user_id for s in load_prepared(cfg.data, cfg.seed).private_train]
+    histogram = teachers_per_user(users, partition_by_user(users, cfg.seqpate.teachers, cfg.seed))
+    return {"histogram": histogram, "note": crowding_note(cfg.seqpate.teachers, histogram)}
+
+
 @st.cache_data(show_spinner=False, max_entries=2000)
 def seqpate_noise(epsilon: float, delta: float, queries: int) -> dict[str, float]:
     """Noise multiplier z (std / L2 sensitivity) and std = z * sqrt(2) for Q Gaussian releases (SeqPATE)."""

@@ -1,5 +1,6 @@
 """Launch: choose methods and privacy settings, see the noise they imply at once, start background jobs."""
 
+import json
 import math
 
 import streamlit as st
@@ -99,6 +100,14 @@ with right:
             m3.metric("σ / M", f"{noise['std'] / sp.teachers:.4g}",
                       help=f"noise relative to the average of the M = {sp.teachers} teacher distributions")
             m4.metric("query budget Q", f"{sp.query_budget:,}", help=f"from preset {configs['seqpate'].preset}")
+            if sp.partition == "by-user":
+                split = c.by_user_partition(json.dumps(configs["seqpate"].to_dict()))
+                counts = split["histogram"]
+                users = sum(int(counts[k]) for k in ("1", "2", "3", ">3"))
+                st.caption(f"By-user partition: {counts['1']:,} of {users:,} private users in one teacher, "
+                           f"{counts['mean']:.2f} teachers per user on average (Table 5; the run records the same).")
+                if split["note"]:
+                    st.warning(split["note"], icon=":material/warning:")
             st.caption(f"{sp.teachers} teachers, filter {sp.filter}, partition {sp.partition}, "
                        f"ablation {sp.ablation}; student λ {sp.kd_lambda:g}, lr {sp.student_lr:g} (preset "
                        f"{configs['seqpate'].preset}). Querying stops after Q releases; accountant: exact Gaussian "

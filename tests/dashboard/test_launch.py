@@ -149,3 +149,21 @@ def test_default_filter_is_the_presets_own(roots, app_page, fake_job):
     # choosing a filter overrides it
     at.radio(key="launch_filter_kind").set_value("top-p").run()
     assert at.query_params["filter"] == "top-p:0.95"
+
+
+def test_by_user_partition_shows_the_teachers_per_user_the_run_will_record(roots, app_page):
+    from core.data import load_prepared
+    from core.seqpate.partition import partition_by_user, teachers_per_user
+
+    at = app_page("launch", {"preset": "tiny", "methods": "seqpate", "partition": "by-user", "teachers": "300"})
+    assert not at.exception
+    cfg = preset_config("tiny", method="seqpate", seqpate__partition="by-user", seqpate__teachers=300)
+    users = [s.user_id for s in load_prepared(cfg.data, 0).private_train]
+    expected = teachers_per_user(users, partition_by_user(users, 300, 0))
+    n_users = len(set(users))
+    assert (f"By-user partition: {expected['1']:,} of {n_users:,} private users in one teacher, "
+            f"{expected['mean']:.2f} teachers per user on average") in texts(at)
+    # more teachers than users: the engine's own crowding note, before anything is launched
+    assert any(w.value.startswith(f"300 teachers for {n_users} users") for w in at.warning)
+    at.number_input(key="launch_teachers").set_value(10).run()
+    assert not [w for w in at.warning if "teachers for" in w.value]
