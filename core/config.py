@@ -160,14 +160,7 @@ class RunConfig:
     def from_dict(cls, d: dict[str, Any]) -> RunConfig:
         if not isinstance(d, dict):
             raise ConfigError(f"a run config must be a JSON object, got {type(d).__name__}")
-        sub = {
-            "data": DataConfig,
-            "model": ModelConfig,
-            "decode": DecodeConfig,
-            "privacy": PrivacyConfig,
-            "seqpate": SeqPATEConfig,
-            "dpsgd": DPSGDConfig,
-        }
+        sub = SECTIONS
         kwargs: dict[str, Any] = {}
         for f in fields(cls):
             if f.name not in d:
@@ -183,6 +176,10 @@ class RunConfig:
 
     def config_hash(self) -> str:
         return stable_hash(self.to_dict())
+
+
+SECTIONS = {"data": DataConfig, "model": ModelConfig, "decode": DecodeConfig, "privacy": PrivacyConfig,
+            "seqpate": SeqPATEConfig, "dpsgd": DPSGDConfig}
 
 
 def _build(cls, values: dict[str, Any]):
@@ -272,6 +269,11 @@ PSEUDO_FIELDS = {"decode": ("pseudo_top_k", "pseudo_temperature"),
                  "seqpate": ("warmup_epochs", "student_lr", "batch_size")}
 # The non-private fine-tuning of Pri-GPT (and the blacklist baseline) borrows DP-SGD's schedule, not its noise.
 PLAIN_FINETUNE_FIELDS = ("epochs", "lr", "batch_size")
+EXECUTION_FIELDS = ("executor", "ray_address")
+
+
+_FLOAT_FIELDS = {name: {f.name for f in fields(cls) if "float" in str(typing.get_type_hints(cls)[f.name])}
+                 for name, cls in SECTIONS.items()}
 
 
 def effective_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -293,16 +295,21 @@ def effective_config(config: dict[str, Any]) -> dict[str, Any]:
             continue
         if section == "decode" and method not in PSEUDO_METHODS:
             values = {k: v for k, v in values.items() if k not in PSEUDO_FIELDS["decode"]}
-        if section == "seqpate" and method != "seqpate":
-            if method not in PSEUDO_METHODS:
-                continue
-            values = {k: v for k, v in values.items() if k in PSEUDO_FIELDS["seqpate"]}
+        if section == "seqpate":
+            # how teachers are executed, not what they compute (the executors give bitwise-identical results)
+            values = {k: v for k, v in values.items() if k not in EXECUTION_FIELDS}
+            if method != "seqpate":
+                if method not in PSEUDO_METHODS:
+                    continue
+                values = {k: v for k, v in values.items() if k in PSEUDO_FIELDS["seqpate"]}
         if section == "dpsgd":
             if method in PUBLIC_ONLY_METHODS or method == "seqpate":
                 continue
             if method in UNPROTECTED_METHODS:
                 values = {k: v for k, v in values.items() if k in PLAIN_FINETUNE_FIELDS}
-        kept[section] = values
+        # JSON keeps 5 and 5.0 apart; a float field means the same either way
+        kept[section] = {k: float(v) if k in _FLOAT_FIELDS.get(section, ()) and type(v) is int else v
+                         for k, v in values.items()}
     return kept
 
 

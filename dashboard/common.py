@@ -369,7 +369,8 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
         # before privacy.json exists: the epsilon the run is calibrated for, or the one no setting changes
         "epsilon": accounted if accounted is not None else fixed if fixed is not None else requested,
         "epsilon_target": requested if fixed is None else None,  # a fixed-ε method ignores its config's ε
-        "privacy_target": _str(pv.get("target")) or "sample",  # phrase-avg: calibrated on name phrases
+        # phrase-avg: calibrated on name phrases (a fixed-ε method calibrates nothing)
+        "privacy_target": (_str(pv.get("target")) or "sample") if fixed is None else "sample",
         "delta": shown_delta(accounted if accounted is not None else fixed if fixed is not None else requested,
                              _as_float(privacy.get("delta")) if privacy else _as_float(pv.get("delta"))),
         "accountant": privacy.get("accountant"),
@@ -722,7 +723,7 @@ def replaced_shipped_copies(df: pd.DataFrame) -> dict[str, list[str]]:
 def side_by_side_defaults(pool: pd.DataFrame) -> list[str]:
     """The runs a side-by-side view opens on (one preset's runs in pool): one per method, at the preset's defaults
     and, for a method that takes an epsilon, at the preset's epsilon (not a control such as epsilon inf), all of the
-    lowest seed, SeqPATE first. Among copies of one config, the one whose run id sorts first, as on the Overview."""
+    lowest seed, SeqPATE first. Among copies of one config, the one distinct_configs keeps, as on the Overview."""
     if pool.empty:
         return []
     records = {r["run_id"]: r for r in distinct_configs(pool).to_dict("records")}
@@ -1103,16 +1104,17 @@ def _privacy():
 
 
 @st.cache_data(show_spinner="Partitioning the private users by user…", max_entries=64)
-def by_user_partition(config_json: str) -> dict[str, Any]:
-    """What a by-user SeqPATE run of this config will record before training: its teachers-per-user histogram
-    (Table 5) and the engine's crowding note, from the same data and partition (about 2 s on quick; no torch)."""
+def by_user_partition(data_json: str, seed: int, teachers: int) -> dict[str, Any]:
+    """What a by-user SeqPATE run will record before training: its teachers-per-user histogram (Table 5), the
+    number of private train users and the engine's crowding note, from the same data and partition (about 2 s on
+    quick; no torch). ValueError where the partition is impossible (more teachers than sentences)."""
     from core.data import load_prepared
     from core.seqpate.partition import crowding_note, partition_by_user, teachers_per_user
 
-    cfg = RunConfig.from_dict(json.loads(config_json))
-    users = [s.user_id for s in load_prepared(cfg.data, cfg.seed).private_train]
-    histogram = teachers_per_user(users, partition_by_user(users, cfg.seqpate.teachers, cfg.seed))
-    return {"histogram": histogram, "note": crowding_note(cfg.seqpate.teachers, histogram)}
+    data = RunConfig.from_dict({"data": json.loads(data_json)}).data
+    users = [s.user_id for s in load_prepared(data, seed).private_train]
+    histogram = teachers_per_user(users, partition_by_user(users, teachers, seed))
+    return {"histogram": histogram, "users": len(set(users)), "note": crowding_note(teachers, histogram)}
 
 
 @st.cache_data(show_spinner=False, max_entries=2000)

@@ -45,8 +45,9 @@ if n == 0:
 if any(len(rows) != len(first) for rows in completions.values()):
     st.caption(f"The runs have different numbers of completions; showing the first {n} shared indices.")
 prefixes = [first[i].get("prefix", "") for i in range(n)]
-example = " ".join(prefixes[0].split()[:2]) if prefixes and prefixes[0].strip() else "my name"
-find = st.text_input("Find test prefixes", key="comp_find", placeholder=f"type words of a prefix, e.g. {example}",
+example = " ".join(prefixes[0].split()[:2]) if prefixes else ""  # words these runs' prefixes do contain
+find = st.text_input("Find test prefixes", key="comp_find",
+                     placeholder="type words of a prefix" + (f", e.g. {example}" if example else ""),
                      help="Runs keep their completions, not their weights, so only the test prefixes every run "
                           "completed can be shown; this finds those containing what you type.")
 matches = [i for i in range(n) if find.strip().lower() in prefixes[i].lower()] if find.strip() else list(range(n))

@@ -101,13 +101,18 @@ with right:
                       help=f"noise relative to the average of the M = {sp.teachers} teacher distributions")
             m4.metric("query budget Q", f"{sp.query_budget:,}", help=f"from preset {configs['seqpate'].preset}")
             if sp.partition == "by-user":
-                split = c.by_user_partition(json.dumps(configs["seqpate"].to_dict()))
-                counts = split["histogram"]
-                users = sum(int(counts[k]) for k in ("1", "2", "3", ">3"))
-                st.caption(f"By-user partition: {counts['1']:,} of {users:,} private users in one teacher, "
-                           f"{counts['mean']:.2f} teachers per user on average (Table 5; the run records the same).")
-                if split["note"]:
-                    st.warning(split["note"], icon=":material/warning:")
+                cfg = configs["seqpate"]
+                try:
+                    split = c.by_user_partition(json.dumps(cfg.to_dict()["data"]), cfg.seed, sp.teachers)
+                except (ValueError, OSError) as exc:  # e.g. more teachers than the paper preset's sentences
+                    errors.append(f"SeqPATE: {exc}")
+                else:
+                    counts = split["histogram"]
+                    st.caption(f"By-user partition: {counts['1']:,} of {split['users']:,} private users in one "
+                               f"teacher, {counts['mean']:.2f} teachers per user on average (Table 5; the run "
+                               "records the same).")
+                    if split["note"]:
+                        st.warning(split["note"], icon=":material/warning:")
             st.caption(f"{sp.teachers} teachers, filter {sp.filter}, partition {sp.partition}, "
                        f"ablation {sp.ablation}; student λ {sp.kd_lambda:g}, lr {sp.student_lr:g} (preset "
                        f"{configs['seqpate'].preset}). Querying stops after Q releases; accountant: exact Gaussian "

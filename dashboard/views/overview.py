@@ -64,6 +64,9 @@ st.dataframe(
                                                 "completions that reveal a private user's name"),
     },
 )
+if table.empty:
+    st.info("No finished run at this preset's defaults: every run here changes a setting (a corpus, a model, a "
+            "teacher count, ...). Its runs are on the Privacy-utility page with experiment variants on.")
 if seed_note:
     st.warning(seed_note, icon=":material/warning:")
 if copies_note:

@@ -22,8 +22,8 @@ preset = c.preset_picker(df, key="pu_preset")
 runs = c.distinct_configs(c.seed_picker(df[df["preset"] == preset], key="pu_seed"))
 variants = st.toggle("Include experiment variants", key="pu_variants",
                      help="Off: every method at its preset's defaults (the paper's Fig. 2). On: also runs with another "
-                          "teacher count, candidate filter, partition, phrase-level target or canaries (ablations are "
-                          "always in their own tab).")
+                          "teacher count, candidate filter, partition, phrase-level target, canaries or any other "
+                          "changed setting (ablations are always in their own tab).")
 main = runs[runs["ablation"].fillna("none") == "none"]
 if not variants:
     main = main[main["variant"].fillna("") == ""]

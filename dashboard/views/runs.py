@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from core.config import ConfigError, effective_config
+from core.config import ConfigError, effective_hash
 from core.runs import RunError, jobs
 from dashboard import common as c
 
@@ -176,8 +176,10 @@ else:
     a, b = st.columns(2)
     id_a = a.selectbox("Run A", all_ids, index=0, key="runs_cmp_a")
     id_b = b.selectbox("Run B", all_ids, index=c.compare_partner(c.run_records(infos), all_ids.index(id_a)),
-                       key="runs_cmp_b", help="Opens on the newest finished run of run A's preset and seed (its test "
-                                               "sentences are A's); choosing another run A later leaves B as it is.")
+                       key="runs_cmp_b", help="Opens on the newest run of run A's preset and seed (its test "
+                                               "sentences are A's) and kind (text or synthetic data), preferring a "
+                                               "finished one, then one of A's method; choosing another run A later "
+                                               "leaves B as it is.")
     if id_a == id_b:  # e.g. after a delete moved both boxes to the same run
         st.info("Run A and run B are the same run: choose two different runs.")
         st.stop()
@@ -191,7 +193,7 @@ else:
     if diff.empty:
         st.success("Same config.")
     else:
-        if config_a.get("method") == config_b.get("method") and effective_config(config_a) == effective_config(config_b):
+        if effective_hash(config_a) == effective_hash(config_b):  # the method is part of the effective config
             st.success(f"Same run settings: these fields are ones {c.method_label(config_a.get('method'))} never "
                        "reads, so the pages treat the two runs as copies (one row: the newest run made here, else the "
                        "shipped one).")

@@ -167,3 +167,11 @@ def test_by_user_partition_shows_the_teachers_per_user_the_run_will_record(roots
     assert any(w.value.startswith(f"300 teachers for {n_users} users") for w in at.warning)
     at.number_input(key="launch_teachers").set_value(10).run()
     assert not [w for w in at.warning if "teachers for" in w.value]
+
+
+def test_an_impossible_by_user_partition_is_an_error_not_a_crash(roots, app_page):
+    # the paper preset takes every private sentence, so only the data says that 90,000 teachers are too many
+    at = app_page("launch", {"preset": "paper", "methods": "seqpate", "partition": "by-user", "teachers": "90000"})
+    assert not at.exception
+    assert any("90000 teachers but only" in e.value for e in at.error)
+    assert at.button(key="launch_button").disabled

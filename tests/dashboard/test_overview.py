@@ -80,3 +80,17 @@ def test_a_run_made_here_in_place_of_a_shipped_copy_is_named(roots, app_page):
         "Runs made here stand in for shipped runs of the same settings and seed: pub-gpt-today for tiny-pub-gpt. "
         "The report above quotes the shipped ones (they can differ a little: another base model or thread count "
         "trains to other last bits)."]
+
+
+def test_a_preset_with_no_run_at_its_defaults_says_where_its_runs_are(roots, app_page):
+    write_run(roots["live"], "sgd-lr", "noisysgd", config={"dpsgd__lr": 1e-4})
+    write_run(roots["live"], "pub-lda", "pub-gpt", config={"privacy__target": "phrase-avg"})  # ignored by Pub-GPT
+    at = app_page()
+    assert not at.exception
+    assert at.dataframe[0].value["Method"].tolist() == ["Pub-GPT"]  # not a variant: it never reads the target
+    from dashboard import common as c
+
+    assert c.finished_frame().set_index("run_id").loc["pub-lda", "privacy_target"] == "sample"
+    roots["live"].joinpath("pub-lda", "status.json").unlink()  # no longer finished
+    at = app_page()
+    assert any("No finished run at this preset's defaults" in i.value for i in at.info)
