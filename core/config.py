@@ -160,13 +160,12 @@ class RunConfig:
     def from_dict(cls, d: dict[str, Any]) -> RunConfig:
         if not isinstance(d, dict):
             raise ConfigError(f"a run config must be a JSON object, got {type(d).__name__}")
-        sub = SECTIONS
         kwargs: dict[str, Any] = {}
         for f in fields(cls):
             if f.name not in d:
                 continue
             value = d[f.name]
-            kwargs[f.name] = _build(sub[f.name], value) if f.name in sub else value
+            kwargs[f.name] = _build(SECTIONS[f.name], value) if f.name in SECTIONS else value
         cfg = cls(**kwargs)
         try:  # JSON has no integer/float distinction (and may spell inf as a string)
             epsilon = float(cfg.privacy.epsilon)
@@ -287,7 +286,7 @@ def effective_config(config: dict[str, Any]) -> dict[str, Any]:
     if method not in METHODS:
         return config
     kept = {key: value for key, value in config.items() if not isinstance(value, dict)}
-    for section in ("data", "model", "decode", "privacy", "seqpate", "dpsgd"):
+    for section in SECTIONS:
         values = config.get(section)
         if not isinstance(values, dict):
             continue

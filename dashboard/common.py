@@ -353,6 +353,7 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
     requested = _as_float(pv.get("epsilon"))
     accounted = _as_float(privacy.get("epsilon"))
     fixed = fixed_epsilon(_str(cfg.get("method")))
+    epsilon = accounted if accounted is not None else fixed if fixed is not None else requested
     elapsed, remaining = timing(status)
     timings = _dict(metrics.get("timings"))
     varied = variant_settings(cfg)
@@ -367,12 +368,11 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
         "preset": _str(cfg.get("preset")),
         "seed": cfg.get("seed", stored.get("seed")),
         # before privacy.json exists: the epsilon the run is calibrated for, or the one no setting changes
-        "epsilon": accounted if accounted is not None else fixed if fixed is not None else requested,
+        "epsilon": epsilon,
         "epsilon_target": requested if fixed is None else None,  # a fixed-ε method ignores its config's ε
         # phrase-avg: calibrated on name phrases (a fixed-ε method calibrates nothing)
         "privacy_target": (_str(pv.get("target")) or "sample") if fixed is None else "sample",
-        "delta": shown_delta(accounted if accounted is not None else fixed if fixed is not None else requested,
-                             _as_float(privacy.get("delta")) if privacy else _as_float(pv.get("delta"))),
+        "delta": shown_delta(epsilon, _as_float(privacy.get("delta")) if privacy else _as_float(pv.get("delta"))),
         "accountant": privacy.get("accountant"),
         "unit": privacy.get("unit"),
         "has_privacy": bool(privacy),

@@ -180,7 +180,8 @@ def execute(job: SynthJob, run: RunDir, should_stop: Callable[[], bool] = lambda
 
     run.set_status(state="running", stage="data", progress=0.0)
     log("data", 0.02, **{k: v for k, v in data.stats().items() if k != "source"}, message=data.source)
-    base, tokenizer, base_info = load_or_train_base(job.base, job.prepared, log, progress=lambda done: 0.02 + 0.08 * done)
+    base, tokenizer, base_info = load_or_train_base(job.base, job.prepared, log,
+                                                    progress=lambda done: 0.02 + 0.08 * done)
     timings["base_model_s"] = time.time() - t0
 
     fmt = Formatter.build(tokenizer, data.labels, cfg.max_tokens)
