@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import copy
 import ctypes
+import inspect
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
-from transformers import GPT2Config, GPT2LMHeadModel
+from transformers import DynamicCache, GPT2Config, GPT2LMHeadModel, GPT2Model
 
 from core.config import ModelConfig, thread_setting
 from core.tokenizer import ModelLoadError
@@ -87,3 +89,32 @@ def untie(model: GPT2LMHeadModel) -> GPT2LMHeadModel:
 
 def clone(model: GPT2LMHeadModel) -> GPT2LMHeadModel:
     return copy.deepcopy(model)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The key/value cache, across transformers versions
+# ------------------------------------------------------------------------------------------------------------
+
+# transformers 5.24 renamed forward's `past_key_values` argument and output field to `cache` (the old name warns and
+# goes in 5.40); 4.56 to 5.23 know only `past_key_values`. Completions, PPLM and canary exposure pass a cache.
+CACHE_NAME = "cache" if "cache" in inspect.signature(GPT2Model.forward).parameters else "past_key_values"
+
+
+def with_cache(cache: DynamicCache) -> dict:
+    """The keyword argument that hands `cache` to a GPT-2 forward pass: model(input_ids=..., **with_cache(c))."""
+    return {CACHE_NAME: cache}
+
+
+def output_cache(out) -> DynamicCache:
+    """The cache a forward pass with use_cache=True returned."""
+    return getattr(out, CACHE_NAME)
+
+
+def cache_tensors(cache: DynamicCache) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """[(keys, values)] per layer, each (B, heads, T, head_dim)."""
+    return [(layer.keys, layer.values) for layer in cache.layers]
+
+
+def make_cache(kv: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> DynamicCache:
+    """A fresh cache holding these tensors (a forward pass appends to its cache in place, so never reuse one)."""
+    return DynamicCache(ddp_cache_data=[(k, v) for k, v in kv])

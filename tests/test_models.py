@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import warnings
 
 import pytest
 import torch
@@ -12,7 +13,15 @@ import torch
 from core.base import base_key, load_or_train_base
 from core.config import ModelConfig
 from core.data import load_prepared
-from core.models import build_tiny_gpt2, load_local_model, untie
+from core.models import (
+    build_tiny_gpt2,
+    cache_tensors,
+    load_local_model,
+    make_cache,
+    output_cache,
+    untie,
+    with_cache,
+)
 from core.runs.pipeline import execute
 from core.runs.store import RunDir
 from core.tokenizer import ModelLoadError, load_tokenizer, train_tokenizer
@@ -112,3 +121,19 @@ def test_training_the_base_model_moves_the_progress_bar(tmp_path, monkeypatch):
     assert ("pub-gpt", 0.5) in fresh  # the method starts where the base model's share ends
     cached = progress_lines("cached")
     assert [p for stage, p in cached if stage == "base-model"] == [0.04] and ("pub-gpt", 0.1) in cached
+
+
+def test_a_cached_forward_pass_matches_the_full_one_without_deprecation_warnings():
+    """Completions, PPLM and canary exposure pass GPT-2 a key/value cache; transformers 5.24 renamed that argument
+    (`past_key_values` -> `cache`, the old name going in 5.40). Through with_cache/output_cache the installed
+    version takes it without a FutureWarning, and a token scored from the cache gets the full pass's logits."""
+    torch.manual_seed(0)
+    model = build_tiny_gpt2(ModelConfig(n_layer=2, n_embd=32, n_head=2, n_positions=64), 50).eval()
+    ids = torch.randint(1, 50, (2, 7))
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        full = model(input_ids=ids).logits[:, -1]
+        prefix = cache_tensors(output_cache(model(input_ids=ids[:, :-1], use_cache=True)))
+        step = model(input_ids=ids[:, -1:], **with_cache(make_cache(prefix)), use_cache=True).logits[:, -1]
+    assert [k.shape for k, _ in prefix] == [(2, 2, 6, 16)] * 2
+    torch.testing.assert_close(step, full, atol=1e-5, rtol=1e-5)

@@ -158,10 +158,11 @@ def _prefix_state(model, prefix: Sequence[int], device) -> dict | None:
     """Key/value tensors of the shared prefix and the log-distribution of the token after it."""
     import torch
 
+    from core.models import cache_tensors, output_cache
+
     try:
         out = model(input_ids=torch.tensor([list(prefix)], dtype=torch.long, device=device), use_cache=True)
-        layers = out.past_key_values.layers
-        kv = [(layer.keys, layer.values) for layer in layers]
+        kv = cache_tensors(output_cache(out))
     except Exception:
         return None
     return {"kv": kv, "next_logp": torch.log_softmax(out.logits[0, -1].float(), dim=-1), "length": len(prefix)}
@@ -170,16 +171,16 @@ def _prefix_state(model, prefix: Sequence[int], device) -> dict | None:
 def _cached_suffix_nll(model, ids, first: int, state: dict):
     """NLL of targets ids[:, first:] where ids[:, :first] is the cached prefix."""
     import torch
-    from transformers import DynamicCache
+
+    from core.models import make_cache, with_cache
 
     if not state:
         raise RuntimeError("prefix cache unavailable")
     b = ids.size(0)
     nll = -state["next_logp"][ids[:, first]]  # the first differing token: predicted from the prefix alone
     if ids.size(1) - first > 1:
-        cache = DynamicCache(ddp_cache_data=[(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1))
-                                             for k, v in state["kv"]], config=model.config)
-        logits = model(input_ids=ids[:, first:-1], past_key_values=cache, use_cache=True).logits
+        cache = make_cache([(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in state["kv"]])
+        logits = model(input_ids=ids[:, first:-1], **with_cache(cache), use_cache=True).logits
         logp = torch.log_softmax(logits.float(), dim=-1)
         nll = nll + -logp.gather(-1, ids[:, first + 1 :].unsqueeze(-1)).squeeze(-1).sum(dim=1)
     return nll

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import torch
 
 from core.config import DecodeConfig
+from core.models import output_cache, with_cache
 from core.tokenizer import encode_prefixes
 
 
@@ -62,7 +63,7 @@ def sample_batch(model, ids: torch.Tensor, mask: torch.Tensor, decode: DecodeCon
     body, head = model.base_model, model.get_output_embeddings()
     positions = (mask.cumsum(1) - 1).clamp(min=0)
     out = body(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True)
-    cache, steps = out.past_key_values, []
+    cache, steps = output_cache(out), []
     finished = torch.zeros(ids.size(0), dtype=torch.bool)
     for step in range(new_tokens):
         token = sample_next(head(out.last_hidden_state[:, -1]), decode, generator)
@@ -72,7 +73,7 @@ def sample_batch(model, ids: torch.Tensor, mask: torch.Tensor, decode: DecodeCon
             break
         mask = torch.cat([mask, mask.new_ones(mask.size(0), 1)], dim=1)
         positions = positions[:, -1:] + 1
-        out = body(input_ids=token[:, None], attention_mask=mask, position_ids=positions, past_key_values=cache,
+        out = body(input_ids=token[:, None], attention_mask=mask, position_ids=positions, **with_cache(cache),
                    use_cache=True)
     return torch.stack(steps, dim=1) if steps else ids.new_zeros((ids.size(0), 0))
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-from transformers import DynamicCache
+
+from core.models import cache_tensors, make_cache, output_cache, with_cache
 
 SMALL = 1e-15  # PPLM's SMALL_CONST: keeps logs and divisions finite
 
@@ -33,18 +34,8 @@ class PPLMSettings:
 
 
 # ------------------------------------------------------------------------------------------------------------
-# Cache and sampling helpers
+# Sampling helpers
 # ------------------------------------------------------------------------------------------------------------
-
-
-def cache_tensors(cache) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """[(keys, values)] per layer, each (B, heads, T, head_dim), from a transformers DynamicCache."""
-    return [(layer.keys, layer.values) for layer in cache.layers]
-
-
-def make_cache(kv: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> DynamicCache:
-    """A fresh cache holding these tensors (a forward pass appends to its cache in place, so never reuse one)."""
-    return DynamicCache(ddp_cache_data=[(k, v) for k, v in kv])
 
 
 def nucleus_sample(probs: torch.Tensor, top_p: float, generator: torch.Generator) -> torch.Tensor:
@@ -58,8 +49,8 @@ def nucleus_sample(probs: torch.Tensor, top_p: float, generator: torch.Generator
 
 def _step(lm, last: torch.Tensor, kv) -> tuple[torch.Tensor, torch.Tensor, list]:
     """(next-token logits (B, V), final hidden state of `last` (B, H), the cache after it) for one token."""
-    out = lm(input_ids=last, past_key_values=make_cache(kv), use_cache=True, output_hidden_states=True)
-    return out.logits[:, -1], out.hidden_states[-1][:, -1], cache_tensors(out.past_key_values)
+    out = lm(input_ids=last, **with_cache(make_cache(kv)), use_cache=True, output_hidden_states=True)
+    return out.logits[:, -1], out.hidden_states[-1][:, -1], cache_tensors(output_cache(out))
 
 
 def _finish(tokens: torch.Tensor, eos: int) -> list[list[int]]:
@@ -82,7 +73,7 @@ def generate_plain(lm, prompt: Sequence[int], n: int, max_new: int, top_p: float
     lm.eval()
     ids = torch.tensor([list(prompt)] * n)
     out = lm(input_ids=ids[:, :-1], use_cache=True)
-    kv, last = cache_tensors(out.past_key_values), ids[:, -1:]
+    kv, last = cache_tensors(output_cache(out)), ids[:, -1:]
     tokens, done = [], torch.zeros(n, dtype=torch.bool)
     for _ in range(max_new):
         logits, _, kv = _step(lm, last, kv)
@@ -109,7 +100,7 @@ def discriminator_loss(lm, head, logits, h_last, acc_hidden, count, unpert_kv, t
     state alone, which lowers the loss without changing the text."""
     probs = torch.softmax(logits, dim=-1)
     soft = probs @ lm.transformer.wte.weight  # expected embedding of the next token
-    out = lm.transformer(inputs_embeds=soft[:, None], past_key_values=make_cache(unpert_kv), use_cache=False)
+    out = lm.transformer(inputs_embeds=soft[:, None], **with_cache(make_cache(unpert_kv)), use_cache=False)
     h_soft = out.last_hidden_state[:, -1]
     feature = (acc_hidden + h_last.detach() + h_soft) / (count + 2)
     return F.cross_entropy(head(feature), target, reduction="none")
@@ -162,7 +153,7 @@ def generate_pplm(lm, head, prompt: Sequence[int], target: int, n: int, max_new:
     ids = torch.tensor([list(prompt)] * n)
     with torch.no_grad():
         out = lm(input_ids=ids[:, :-1], use_cache=True)
-    past = cache_tensors(out.past_key_values)  # perturbed history (PPLM keeps it)
+    past = cache_tensors(output_cache(out))  # perturbed history (PPLM keeps it)
     unpert_past = [(k.clone(), v.clone()) for k, v in past]
     last = ids[:, -1:]
     acc_hidden = torch.zeros((n, lm.config.n_embd))

@@ -6,10 +6,10 @@ import pytest
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
+from core.models import cache_tensors, output_cache
 from core.synth.pplm import (
     PPLMSettings,
     _step,
-    cache_tensors,
     discriminator_loss,
     generate_plain,
     generate_pplm,
@@ -45,7 +45,7 @@ def test_one_pplm_step_raises_the_target_probability(tiny):
     n, target = 6, 2
     prompt = torch.tensor([[0, 5, 9, 17, 3]] * n)
     with torch.no_grad():
-        past = cache_tensors(lm(input_ids=prompt[:, :-1], use_cache=True).past_key_values)
+        past = cache_tensors(output_cache(lm(input_ids=prompt[:, :-1], use_cache=True)))
         unpert_logits, h_unpert, unpert_next = _step(lm, prompt[:, -1:], past)
     acc = torch.zeros((n, 32))
     targets = torch.full((n,), target)
@@ -66,7 +66,7 @@ def test_the_discriminator_loss_reaches_the_past_only_through_the_next_token(tin
     n = 4
     prompt = torch.tensor([[0, 5, 9, 17, 3]] * n)
     with torch.no_grad():
-        past = cache_tensors(lm(input_ids=prompt[:, :-1], use_cache=True).past_key_values)
+        past = cache_tensors(output_cache(lm(input_ids=prompt[:, :-1], use_cache=True)))
         _, _, unpert_next = _step(lm, prompt[:, -1:], past)
     deltas = [torch.zeros_like(k, requires_grad=True) for k, _ in past]
     logits, h_last, _ = _step(lm, prompt[:, -1:], [(k + d, v) for (k, v), d in zip(past, deltas, strict=True)])
