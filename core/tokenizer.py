@@ -48,11 +48,28 @@ def load_tokenizer(path: str | Path) -> PreTrainedTokenizerFast:
     try:
         tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
     except Exception as exc:  # transformers raises many types; the user needs one line
-        raise ModelLoadError(f"no usable tokenizer in {path}: {type(exc).__name__}: {str(exc).splitlines()[0]}") from None
+        tok = load_own_tokenizer_file(path)
+        if tok is None:
+            raise ModelLoadError(f"no usable tokenizer in {path}: {type(exc).__name__}: {str(exc).splitlines()[0]}") from None
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     tok.padding_side = "right"
     return tok
+
+
+def load_own_tokenizer_file(path: Path) -> PreTrainedTokenizerFast | None:
+    """A tokenizer of ours (the cached base model's, a run's kept model) saved by another transformers version.
+
+    transformers 5 records its class as TokenizersBackend, which 4.x cannot import, but tokenizer.json holds the
+    whole tokenizer either way. None unless that file has GPT-2's special token (which `wrap` makes BOS/EOS/pad)."""
+    file = path / "tokenizer.json"
+    if not file.is_file():
+        return None
+    try:
+        tok = Tokenizer.from_file(str(file))
+    except Exception:
+        return None
+    return wrap(tok) if tok.token_to_id(SPECIAL) is not None else None
 
 
 def encode_sentences(tokenizer, texts: Iterable[str], max_tokens: int) -> list[list[int]]:

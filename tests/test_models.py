@@ -9,6 +9,7 @@ import warnings
 
 import pytest
 import torch
+from tokenizers import Tokenizer, models
 
 from core.base import base_key, load_or_train_base
 from core.config import ModelConfig
@@ -70,6 +71,27 @@ def test_a_path_that_is_not_a_model_is_one_clear_line(tmp_path):
     assert out.returncode == 2 and out.stderr.count("\n") == 1
     assert "not a model directory" in out.stderr and "Traceback" not in out.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_a_tokenizer_saved_by_another_transformers_version_still_loads(tmp_path, monkeypatch):
+    """transformers 5 saves our tokenizer with tokenizer_class TokenizersBackend, which 4.x cannot import; the
+    cached base model and a run's kept model must still load (from tokenizer.json) and encode as before."""
+    tok = train_tokenizer(["hello there how are you today my friend"] * 50 + ["a public sentence of words"] * 50, 300)
+    tok.save_pretrained(tmp_path / "ours")
+
+    def as_4x_does(path, **kwargs):
+        raise ValueError("Tokenizer class TokenizersBackend does not exist or is not currently imported.")
+
+    monkeypatch.setattr("core.tokenizer.AutoTokenizer.from_pretrained", as_4x_does)
+    loaded = load_tokenizer(tmp_path / "ours")
+    text = "hello my friend, a sentence"
+    assert loaded(text)["input_ids"] == tok(text)["input_ids"]
+    assert (loaded.bos_token_id, loaded.eos_token_id, loaded.pad_token_id) == (0, 0, 0)
+    # a tokenizer without GPT-2's special token is not ours: the one clear line, as before
+    (tmp_path / "foreign").mkdir()
+    Tokenizer(models.WordLevel({"hello": 0, "[UNK]": 1}, unk_token="[UNK]")).save(str(tmp_path / "foreign" / "tokenizer.json"))
+    with pytest.raises(ModelLoadError, match="no usable tokenizer .*TokenizersBackend does not exist"):
+        load_tokenizer(tmp_path / "foreign")
 
 
 def _trained_base(cache, monkeypatch, seed: int) -> tuple[dict, str]:
