@@ -5,6 +5,7 @@ Privacy rule: the vocabulary is public information, so only public sentences may
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -58,16 +59,16 @@ def load_tokenizer(path: str | Path) -> PreTrainedTokenizerFast:
 
 
 def load_own_tokenizer_file(path: Path) -> PreTrainedTokenizerFast | None:
-    """A tokenizer of ours (the cached base model's, a run's kept model) saved by another transformers version.
+    """A tokenizer of ours (the cached base model's, a run's kept model) saved under transformers 5, read by 4.x.
 
-    transformers 5 records its class as TokenizersBackend, which 4.x cannot import, but tokenizer.json holds the
-    whole tokenizer either way. None unless that file has GPT-2's special token (which `wrap` makes BOS/EOS/pad)."""
-    file = path / "tokenizer.json"
-    if not file.is_file():
-        return None
+    transformers 5 records our tokenizer's class as TokenizersBackend, which 4.x cannot import, but tokenizer.json
+    holds the whole tokenizer. None for anything else (a user's checkout that fails to load keeps its error)."""
     try:
-        tok = Tokenizer.from_file(str(file))
-    except Exception:
+        config = json.loads((path / "tokenizer_config.json").read_text())
+        if config.get("tokenizer_class") != "TokenizersBackend" or config.get("bos_token") != SPECIAL:
+            return None
+        tok = Tokenizer.from_file(str(path / "tokenizer.json"))
+    except Exception:  # missing or unreadable files: not a tokenizer of ours
         return None
     return wrap(tok) if tok.token_to_id(SPECIAL) is not None else None
 

@@ -15,6 +15,7 @@ from core.base import base_key, load_or_train_base
 from core.config import ModelConfig
 from core.data import load_prepared
 from core.models import (
+    CACHE_NAME,
     build_tiny_gpt2,
     cache_tensors,
     load_local_model,
@@ -87,10 +88,17 @@ def test_a_tokenizer_saved_by_another_transformers_version_still_loads(tmp_path,
     text = "hello my friend, a sentence"
     assert loaded(text)["input_ids"] == tok(text)["input_ids"]
     assert (loaded.bos_token_id, loaded.eos_token_id, loaded.pad_token_id) == (0, 0, 0)
-    # a tokenizer without GPT-2's special token is not ours: the one clear line, as before
+    # a user's checkout that fails to load keeps its error, though its tokenizer.json has <|endoftext|>
+    config = tmp_path / "ours" / "tokenizer_config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "tokenizer_class": "GPT2Tokenizer"}))
+    with pytest.raises(ModelLoadError, match="no usable tokenizer .*TokenizersBackend does not exist"):
+        load_tokenizer(tmp_path / "ours")
+    # as does one that names our class but lacks GPT-2's special token
     (tmp_path / "foreign").mkdir()
     Tokenizer(models.WordLevel({"hello": 0, "[UNK]": 1}, unk_token="[UNK]")).save(str(tmp_path / "foreign" / "tokenizer.json"))
-    with pytest.raises(ModelLoadError, match="no usable tokenizer .*TokenizersBackend does not exist"):
+    (tmp_path / "foreign" / "tokenizer_config.json").write_text(
+        json.dumps({"tokenizer_class": "TokenizersBackend", "bos_token": "<|endoftext|>"}))
+    with pytest.raises(ModelLoadError, match="no usable tokenizer"):
         load_tokenizer(tmp_path / "foreign")
 
 
@@ -158,4 +166,6 @@ def test_a_cached_forward_pass_matches_the_full_one_without_deprecation_warnings
         prefix = cache_tensors(output_cache(model(input_ids=ids[:, :-1], use_cache=True)))
         step = model(input_ids=ids[:, -1:], **with_cache(make_cache(prefix)), use_cache=True).logits[:, -1]
     assert [k.shape for k, _ in prefix] == [(2, 2, 6, 16)] * 2
+    # the output field has the argument's name (reading 5.24's old field name logs, it does not warn)
+    assert CACHE_NAME in model(input_ids=ids, use_cache=True).keys()
     torch.testing.assert_close(step, full, atol=1e-5, rtol=1e-5)

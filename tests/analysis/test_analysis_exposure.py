@@ -104,3 +104,27 @@ def test_canary_exposures_per_insertion_count(tiny_lm):
     assert set(out["exposure"]) == {"1", "10"}
     assert all(0 <= v <= math.log2(100) for v in out["exposure"].values())
     assert [d["method"] for d in out["exposure_detail"]] == ["exact", "exact"]
+
+
+def test_the_cached_prefix_path_itself_matches_the_full_pass(tiny_lm):
+    """The scorer falls back to full sequences when the cache API does not fit, with the same numbers, so the test
+    above cannot tell whether the cached path works; here it is called directly, with no fallback."""
+    import torch
+
+    from core.analysis.exposure import _cached_suffix_nll, _prefix_state
+    from core.tokenizer import encode_sentences
+
+    model, tokenizer = tiny_lm
+    seqs = encode_sentences(tokenizer, [candidate_text(CANARY_TEMPLATE, i, 3) for i in range(0, 1000, 37)], 40)
+    length = max({len(s) for s in seqs}, key=[len(s) for s in seqs].count)
+    seqs = [s for s in seqs if len(s) == length][:4]  # the scorer batches rows of one length
+    assert len(seqs) >= 3
+    first = next(k for k in range(len(seqs[0])) if len({s[k] for s in seqs}) > 1)  # the first differing token
+    state = _prefix_state(model, seqs[0][:first], torch.device("cpu"))
+    assert state is not None
+    ids = torch.tensor(seqs)
+    with torch.inference_mode():
+        cached = _cached_suffix_nll(model, ids, first, state)
+        logp = torch.log_softmax(model(input_ids=ids).logits.float(), dim=-1)[:, first - 1 : -1]
+        full = -logp.gather(-1, ids[:, first:].unsqueeze(-1)).squeeze(-1).sum(dim=1)
+    torch.testing.assert_close(cached, full, atol=1e-4, rtol=1e-5)
