@@ -7,6 +7,7 @@ nothing a private user wrote can reach the public model, the tokenizer or the ps
 
 from __future__ import annotations
 
+import functools
 import random
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -174,9 +175,9 @@ def prepare(records: Sequence[Record], cfg: DataConfig, seed: int) -> PreparedDa
     )
 
 
-# In-process caches: loading chitchat takes ~1-2 s, preparing it well under a second more.
-_RECORDS: dict[tuple, list[Record]] = {}
-_PREPARED: dict[tuple, PreparedData] = {}
+# In-process caches: loading chitchat takes ~1-2 s, preparing it well under a second more. Bounded, since the dashboard
+# is a long-lived process that prepares data for every (sizes, seed) a user previews; a few entries cover one run.
+_CACHE_ENTRIES = 8
 
 
 def _source_key(cfg: DataConfig) -> tuple:
@@ -190,33 +191,38 @@ def _source_key(cfg: DataConfig) -> tuple:
     return (cfg.corpus, fmt, stat.st_mtime_ns, stat.st_size)
 
 
+@functools.lru_cache(maxsize=_CACHE_ENTRIES)
+def _cached_records(corpus: str, corpus_format: str, source_key: tuple) -> list[Record]:
+    return load_corpus(DataConfig(corpus=corpus, corpus_format=corpus_format))  # reads only these two fields
+
+
 def load_records(cfg: DataConfig) -> list[Record]:
-    """load_corpus with an in-process cache; do not mutate the returned list."""
-    key = _source_key(cfg)
-    if key not in _RECORDS:
-        _RECORDS[key] = load_corpus(cfg)
-    return _RECORDS[key]
+    """load_corpus with an in-process cache shared by every size and seed; do not mutate the returned list."""
+    return _cached_records(cfg.corpus, cfg.corpus_format, _source_key(cfg))
+
+
+@functools.lru_cache(maxsize=_CACHE_ENTRIES)
+def _cached_prepared(cfg: DataConfig, seed: int, source_key: tuple) -> PreparedData:
+    from core.data.secrets import insert_canaries  # secrets imports prepare lazily, so import it here
+
+    records = load_records(cfg)
+    try:
+        prepared = prepare(records, cfg, seed)
+    except ValueError as exc:  # a file too small for the sizes asked: name the file, as load_corpus's errors do
+        if cfg.corpus == CHITCHAT:
+            raise
+        raise ValueError(f"{cfg.corpus}: {exc}") from None
+    return insert_canaries(prepared, cfg.canaries, cfg.canary_seed, cfg.canary_digits)
 
 
 def load_prepared(cfg: DataConfig, seed: int) -> PreparedData:
-    key = (cfg, seed, _source_key(cfg))
-    if key not in _PREPARED:
-        from core.data.secrets import insert_canaries  # secrets imports prepare lazily, so import it here
-
-        records = load_records(cfg)
-        try:
-            prepared = prepare(records, cfg, seed)
-        except ValueError as exc:  # a file too small for the sizes asked: name the file, as load_corpus's errors do
-            if cfg.corpus == CHITCHAT:
-                raise
-            raise ValueError(f"{cfg.corpus}: {exc}") from None
-        _PREPARED[key] = insert_canaries(prepared, cfg.canaries, cfg.canary_seed, cfg.canary_digits)
-    return _PREPARED[key]
+    """prepare(load_records(cfg), cfg, seed) with the configured canaries, cached in this process."""
+    return _cached_prepared(cfg, seed, _source_key(cfg))
 
 
 def clear_cache() -> None:
-    _RECORDS.clear()
-    _PREPARED.clear()
+    _cached_records.cache_clear()
+    _cached_prepared.cache_clear()
 
 
 # ----------------------------------------------------------------------------------------------------------------

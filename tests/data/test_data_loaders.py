@@ -176,3 +176,32 @@ def test_unknown_extension(tmp_path):
     path.write_text("<x/>")
     with pytest.raises(CorpusError, match="cannot tell the format"):
         load_corpus(DataConfig(corpus=str(path)))
+
+
+# --- In-process cache --------------------------------------------------------------------------------------------
+
+
+def test_cache_shares_records_reloads_an_edited_file_and_stays_bounded(tmp_path):
+    from core.data import clear_cache, load_prepared, load_records
+
+    path = tmp_path / "t.jsonl"
+    rows = [{"text": f"sentence number {i} has quite a few words here", "user_id": i % 20} for i in range(200)]
+    write_lines(path, rows)
+    sizes = {"private_train": 10, "private_valid": 2, "private_test": 2, "public_train": 5, "public_valid": 2}
+    cfg = DataConfig(corpus=str(path), **sizes)
+    clear_cache()
+    records = load_records(cfg)
+    assert load_records(DataConfig(corpus=str(path), min_words=3)) is records  # one load for every size
+    assert load_prepared(cfg, 0) is load_prepared(cfg, 0)
+
+    write_lines(path, rows[:100])  # edited on disk: a new size, so loaded again rather than served stale
+    assert len(load_records(cfg)) == 100
+    assert len(load_prepared(cfg, 0).private_train) == 10
+
+    # A long-lived process (the dashboard) previews many seeds; the oldest fall out instead of piling up.
+    first = load_prepared(cfg, 0)
+    for seed in range(1, 20):
+        load_prepared(cfg, seed)
+    assert load_prepared(cfg, 0) is not first
+    assert load_prepared(cfg, 0).private_train == first.private_train  # same data, prepared again
+    clear_cache()
