@@ -17,7 +17,10 @@ if str(_ROOT) not in sys.path:  # `streamlit run dashboard/app.py` puts dashboar
 
 _VIEWS = Path(__file__).resolve().parent / "views"
 
-st.set_page_config(page_title="SeqPATE bench", page_icon=":material/shield_lock:", layout="wide")
+# A local SVG (sent inline as a data URI): a material-icon page_icon makes every browser fetch it from
+# fonts.gstatic.com, and this dashboard should contact nothing beyond its own server.
+st.set_page_config(page_title="SeqPATE bench", page_icon=Path(__file__).resolve().parent / "favicon.svg",
+                   layout="wide")
 
 PAGES = {
     "Results": [

@@ -42,6 +42,29 @@ def test_every_page_renders_without_exceptions(server, browser_page):
         shoot(page, name)
 
 
+def test_pages_request_nothing_beyond_the_server(server, browser_page):
+    """A privacy officer's browser talks only to this dashboard: no fonts, icons or scripts from a CDN (Streamlit
+    fetches a material-icon favicon from fonts.gstatic.com, so the app ships its own)."""
+    from urllib.parse import urlsplit
+
+    outside: list[str] = []
+    page = browser_page.context.new_page()  # a fresh page, so that nothing is served from this session's cache
+
+    def record(request) -> None:
+        parts = urlsplit(request.url)
+        if parts.scheme in ("http", "https", "ws", "wss") and parts.hostname not in ("127.0.0.1", "localhost"):
+            outside.append(request.url)
+
+    page.on("request", record)
+    try:
+        for path, _ in PAGES.values():
+            visit(page, server, path)
+        page.wait_for_timeout(500)
+    finally:
+        page.close()
+    assert outside == []
+
+
 LAZY_TABS = {  # page -> (tab key, a tab other than the first, what that tab draws)
     "/privacy-utility": ("pu_tab", "Points", "[data-testid=stDataFrame]"),
     "/phrases": ("phrases_tab", "ε histogram", ".js-plotly-plot"),
