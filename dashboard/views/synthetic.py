@@ -148,20 +148,23 @@ def show_memorisation() -> None:
                              key="synth_gram_gen", persist_state="page",
                              format_func=lambda g: f"{g}: {GENERATORS[g]}")
     fig = go.Figure()
+    grams = [f"{n}-grams" for n in range(3, 8)]  # categories, so that the unified hover's title reads "5-grams"
     reference = None
     lines = table[table["generator"] == generator].sort_values(["ε target", "seed"], ascending=[False, True])
     several_seeds = lines["seed"].nunique() > 1
     for row in lines.to_dict("records"):
         name = f"ε = {eps_label(row['ε target'])}" + (f", seed {row['seed']}" if several_seeds else "")
-        fig.add_trace(go.Scatter(x=list(range(3, 8)), y=[row[f"{n}-gram"] for n in range(3, 8)], mode="lines+markers",
+        fig.add_trace(go.Scatter(x=grams, y=[row[f"{n}-gram"] for n in range(3, 8)], mode="lines+markers",
                                  name=name, customdata=[[row["run"]]] * 5,
-                                 hovertemplate="n=%{x}<br>ratio=%{y:.4f}<br>run %{customdata[0]}<extra></extra>"))
+                                 hovertemplate="%{y:.4f} (run %{customdata[0]})"))
         reference = reference or (c.read_run(c.get_run(row["run"]), "metrics") or {}).get("ngram_ratios_real_test")
     if reference:
-        fig.add_trace(go.Scatter(x=list(range(3, 8)), y=[reference.get(str(n)) for n in range(3, 8)], mode="lines",
-                                 line=dict(dash="dash", color="#4a5568"), name="real test texts"))
-    fig.update_layout(title="Synthetic n-grams found in the train set", xaxis_title="n", yaxis_title="ratio", **LAYOUT)
-    fig.update_xaxes(dtick=1)
+        fig.add_trace(go.Scatter(x=grams, y=[reference.get(str(n)) for n in range(3, 8)], mode="lines",
+                                 line=dict(dash="dash", color="#4a5568"), name="real test texts",
+                                 hovertemplate="%{y:.4f}"))
+    # The lines meet near 0 from n = 5 on: one hover lists every line's value at that n.
+    fig.update_layout(title="Synthetic n-grams found in the train set", yaxis_title="ratio", hovermode="x unified",
+                      **LAYOUT)
     st.plotly_chart(fig, width="stretch", key="synth_ngrams")
 
 

@@ -40,6 +40,9 @@ def test_page_shows_table_ngrams_umap_and_samples(roots):
     grams = plotly_specs(open_tab(at, "synth_tab", "Memorisation (n-grams)"))
     assert len(grams) == 1 and not at.dataframe
     assert [t["name"] for t in grams[0]["data"]][-1] == "real test texts"
+    # lines that meet near 0 are read from one hover per n, titled by the n-gram length
+    assert grams[0]["layout"]["hovermode"] == "x unified"
+    assert grams[0]["data"][0]["x"] == ["3-grams", "4-grams", "5-grams", "6-grams", "7-grams"]
     scatter = plotly_specs(open_tab(at, "synth_tab", "One run: embeddings and samples"))
     assert len(scatter) == 1 and not at.exception
     assert sorted(t["name"] for t in scatter[0]["data"]) == list(LABELS)
