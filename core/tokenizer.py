@@ -49,7 +49,7 @@ def load_tokenizer(path: str | Path) -> PreTrainedTokenizerFast:
     try:
         tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
     except Exception as exc:  # transformers raises many types; the user needs one line
-        tok = load_own_tokenizer_file(path)
+        tok = _load_own_tokenizer_file(path)
         if tok is None:
             raise ModelLoadError(f"no usable tokenizer in {path}: {type(exc).__name__}: {str(exc).splitlines()[0]}") from None
     if tok.pad_token is None:
@@ -58,7 +58,7 @@ def load_tokenizer(path: str | Path) -> PreTrainedTokenizerFast:
     return tok
 
 
-def load_own_tokenizer_file(path: Path) -> PreTrainedTokenizerFast | None:
+def _load_own_tokenizer_file(path: Path) -> PreTrainedTokenizerFast | None:
     """A tokenizer of ours (the cached base model's, a run's kept model) saved under transformers 5, read by 4.x.
 
     transformers 5 records our tokenizer's class as TokenizersBackend, which 4.x cannot import, but tokenizer.json
