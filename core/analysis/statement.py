@@ -20,6 +20,33 @@ from core.analysis.phrases import (
 
 PUBLIC_METHODS = ("pub-gpt", "pub-gpt+pseudo")
 
+# Which change to one sentence the epsilon covers, per mechanism: (the change, what stays public). SeqPATE's teacher
+# partition and the fixed user batches are computed from the data's shape, so their sensitivity holds for neighbours
+# that keep that shape: the sentence's content is removed but its place stays (the "zero-out" relation of Kairouz et
+# al. 2021), or, for SeqPATE, replaced by any other sentence (one teacher's distribution moves by at most sqrt(2)
+# either way). Poisson-sampled DP-SGD is accounted for adding or removing a sentence (dp_accounting's default).
+NEIGHBOURS = {
+    KIND_SEQPATE: (
+        "removing its content or replacing it by any other sentence",
+        "the data with that sentence's content removed, or replaced by any other sentence, while every other "
+        "sentence keeps its teacher (one teacher's data changes, so its next-token distribution moves by at most "
+        "sqrt(2) in L2). The partition is computed from the data's shape (how many sentences, and with the by-user "
+        "partition how many each user wrote): that shape is treated as public, not protected.",
+    ),
+    KIND_USER_BATCHES: (
+        "removing its content",
+        "the data with that sentence's content removed while it keeps its place in the fixed batches (zero-out "
+        "neighbours, Kairouz et al. 2021): one batch's clipped gradient sum moves by at most C. Replacing it by "
+        "another sentence is two such changes (sensitivity 2C). The batches are computed from how many sentences "
+        "each user wrote: that shape is treated as public, not protected.",
+    ),
+    KIND_DPSGD: (
+        "adding or removing it",
+        "the data with that sentence added or removed (Poisson sampling: each sentence joins each step's batch "
+        "independently, so nothing else about the batches depends on it).",
+    ),
+}
+
 
 def _num(x: Any, digits: int = 3) -> str:
     if x is None:
@@ -84,14 +111,16 @@ def privacy_statement(
         ]
     else:
         unit = privacy.get("unit", "sample")
+        change, neighbours = NEIGHBOURS.get(kind, NEIGHBOURS[KIND_DPSGD])
         lines += [
             f"**Protected unit: one {unit if unit != 'sample' else 'sentence (sample)'}.** "
             f"(epsilon, delta) = ({_num(eps, 4)}, {_num(delta)}): for any one private training sentence, "
-            "adding or removing it changes the probability of anything this run released by at most a factor "
+            f"{change} changes the probability of anything this run released by at most a factor "
             f"e^epsilon = {_num(math.exp(eps) if isinstance(eps, (int, float)) and eps < 700 else math.inf)}, "
             "except with probability delta.",
             f"- Accountant: {accountant}. The epsilon is recomputed from the recorded mechanism events "
             "(privacy.json), not typed in.",
+            f"- Neighbouring data sets: {neighbours}",
         ]
         if kind == KIND_SEQPATE:
             lines += [

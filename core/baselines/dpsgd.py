@@ -178,7 +178,9 @@ class Plan:
         if self.sampling_rate is not None:
             return [SubsampledGaussianEvent(self.noise_multiplier, self.sampling_rate, steps_taken)]
         # each sentence is in exactly one batch per epoch: one Gaussian release per epoch with sensitivity C and
-        # std z*C (units of C), composed exactly; an epoch cut short still counts in full
+        # std z*C (units of C), composed exactly; an epoch cut short still counts in full. C holds for zero-out
+        # neighbours (the sentence's content removed, its place in the batches kept): the packing depends on
+        # each user's sentence count, so adding or removing a sentence could move others (the statement says so)
         epochs = math.ceil(steps_taken / self.steps_per_epoch)
         return [GaussianEvent(self.noise_multiplier, 1.0, epochs)]
 

@@ -106,8 +106,9 @@ def user_batched_phrase_epsilon(
     """Epsilon of a phrase under "batching users" (App. M): fixed batches, no sampling amplification.
 
     Each epoch, a batch holding k occurrences is a Gaussian release whose clipped sum moves by at most k*C
-    with noise std z*C: GaussianEvent(z, k, epochs) per batch, all composed exactly. The phrase pays for
-    every epoch, which is why this scales with the number of epochs.
+    with noise std z*C when the phrase's sentences lose their content but keep their places in the fixed batches
+    (zero-out neighbours, as for the sample-level epsilon of these runs): GaussianEvent(z, k, epochs) per batch,
+    all composed exactly. The phrase pays for every epoch, which is why this scales with the number of epochs.
     """
     check_nonneg_finite("noise_multiplier", noise_multiplier)
     check_int("epochs", epochs, 1)

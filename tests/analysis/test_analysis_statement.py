@@ -23,6 +23,9 @@ def test_seqpate_by_user_states_the_sample_unit_and_phrase_protection():
     assert "Protected unit: one sentence" in text and "(epsilon, delta) = (3, 1e-06)" in text
     assert "analytic-gaussian" in text and "by-user partition" in text and "50/2/0/0" in text
     assert "R_name" in text and "1.0%" in text and "Canary inserted 10x: exposure 1.5" in text
+    # sqrt(2) holds with the partition of the others fixed: content removed or replaced, not the data's shape
+    assert "removing its content or replacing it by any other sentence changes the probability" in text
+    assert "every other sentence keeps its teacher" in text and "treated as public" in text
 
 
 def test_non_private_public_and_blacklist_runs():
@@ -42,6 +45,18 @@ def test_dpsgd_and_adp_runs():
                            "steps": 100}], "noise_multiplier": 0.8, "sampling_rate": 0.02, "steps": 100}
     text = privacy_statement(micro_config(method="noisysgd"), privacy, {"phrase_summary": SUMMARY})
     assert "DP-SGD with Poisson sampling" in text and "group privacy" in text
+    assert "adding or removing it changes the probability" in text
+
+
+def test_user_batches_state_zero_out_neighbours():
+    """Fixed batches are packed from each user's sentence count: sensitivity C holds when a sentence's content is
+    removed but its place kept (zero-out); replacing it by another would move the batch's sum by up to 2C."""
+    privacy = {"epsilon": 3.0, "delta": 1e-6, "accountant": "analytic-gaussian (exact composition)", "unit": "sample",
+               "batching": "users", "events": [{"mechanism": "gaussian", "noise_std": 2.0, "sensitivity": 1.0,
+                                                "count": 3}]}
+    text = privacy_statement(micro_config(method="noisysgd", dpsgd__batching="users"), privacy, {})
+    assert "removing its content changes the probability" in text and "adding or removing" not in text
+    assert "zero-out" in text and "sensitivity 2C" in text and "treated as public" in text
     adp = privacy_statement(micro_config(method="adp"), {**privacy, "statement": "Treat the ADP run as a heuristic.",
                                                           "epsilon_claimed": 1.2}, {})
     assert "ADP caveat" in adp and "heuristic" in adp and "not a guarantee" in adp
