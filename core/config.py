@@ -469,6 +469,11 @@ def validate(cfg: RunConfig) -> RunConfig:
         raise ConfigError(f"partition must be random or by-user, got {s.partition!r}")
     if s.ablation not in ABLATIONS:
         raise ConfigError(f"unknown ablation {s.ablation!r}; choose one of {', '.join(ABLATIONS)}")
+    if (p.target == "phrase-avg" and cfg.method == "seqpate" and s.ablation in ("-gaussian", "-all")
+            and math.isfinite(eps)):
+        # the average-phrase calibration is for Gaussian releases; the run would silently calibrate per sentence
+        raise ConfigError(f"privacy target phrase-avg calibrates Gaussian noise, but ablation {s.ablation} releases "
+                          "Laplace noise; use --privacy-target sample")
     if s.query_budget < 1:
         raise ConfigError(f"query budget must be at least 1, got {s.query_budget}")
     if s.executor not in ("local", "process", "ray"):

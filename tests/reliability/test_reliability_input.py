@@ -45,6 +45,9 @@ SETTINGS = [  # epsilon and delta of a method that takes them (Pub-GPT, the defa
     (["--method", "seqpate", "--filter", "top-p:-0.5"], "top-p must be in (0, 1], got -0.5"),
     (["--method", "seqpate", "--filter", "nucleus"], "candidate filter 'nucleus' must look like"),
     (["--teachers", "ten"], "argument --teachers: invalid int value: 'ten'"),
+    # the average-phrase calibration is Gaussian; a Laplace ablation would silently fall back to per-sentence noise
+    (["--method", "seqpate", "--ablation=-gaussian", "--privacy-target", "phrase-avg"],
+     "privacy target phrase-avg calibrates Gaussian noise, but ablation -gaussian releases Laplace noise"),
 ]
 
 CORPORA = [
