@@ -24,8 +24,12 @@ import numpy as np
 
 from core.data.secrets import SecretPhrase
 from core.privacy import (
+    ACCOUNTANT_EXACT_GAUSSIAN,
+    ACCOUNTANT_NONE,
+    ACCOUNTANT_PLD,
     GaussianEvent,
     LaplaceEvent,
+    PrivacyReport,
     SubsampledGaussianEvent,
     calibrate_for_average,
     dpsgd_noise_multiplier,
@@ -123,20 +127,21 @@ def teachers_holding(phrases: Sequence[SecretPhrase], teacher_of: np.ndarray) ->
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def seqpate_phrase_eps(privacy: dict[str, Any], n_s: int, delta: float) -> float:
-    """A phrase in n_s teachers: the run's releases with n_s times the per-teacher sensitivity (App. D)."""
+def seqpate_phrase_report(privacy: dict[str, Any], n_s: int, delta: float) -> PrivacyReport:
+    """A phrase in n_s teachers: the run's releases with n_s times the per-teacher sensitivity (App. D), with the
+    accountant that produced the epsilon (Laplace releases may fall back to basic composition)."""
     mech = privacy.get("mechanism", "gaussian")
     scale = float(privacy.get("noise_scale", 0.0))
     queries = int(privacy.get("queries_spent", 0))
     if n_s == 0 or queries == 0:
-        return 0.0
+        return PrivacyReport(0.0, delta, ACCOUNTANT_NONE)
     default = SEQPATE_L1 if mech == "laplace" else SEQPATE_L2
     sens = float(privacy.get("sensitivity") or default)
     if mech == "laplace":
-        return epsilon_from_events([LaplaceEvent(scale, sens * n_s, queries)], delta).epsilon
+        return epsilon_from_events([LaplaceEvent(scale, sens * n_s, queries)], delta)
     if math.isclose(sens, SEQPATE_L2, rel_tol=1e-12):
-        return seqpate_phrase_epsilon(scale, queries, n_s, delta)
-    return epsilon_from_events([GaussianEvent(scale, sens * n_s, queries)], delta).epsilon
+        return PrivacyReport(seqpate_phrase_epsilon(scale, queries, n_s, delta), delta, ACCOUNTANT_EXACT_GAUSSIAN)
+    return epsilon_from_events([GaussianEvent(scale, sens * n_s, queries)], delta)
 
 
 def dpsgd_phrase_eps(events: Sequence[SubsampledGaussianEvent], occurrences: int, delta: float) -> float:
@@ -212,15 +217,13 @@ def phrase_table(
         elif kind == KIND_SEQPATE:
             key = ("seqpate", n_s)
             if key not in cache:
-                cache[key] = seqpate_phrase_eps(privacy, n_s, delta)
-            eps, basis = cache[key], f"n_s={n_s} teachers"
-            accountant = ("pld (dp_accounting)" if privacy.get("mechanism") == "laplace"
-                          else "analytic-gaussian (exact composition)")
+                cache[key] = seqpate_phrase_report(privacy, n_s, delta)
+            eps, basis, accountant = cache[key].epsilon, f"n_s={n_s} teachers", cache[key].accountant
         elif kind == KIND_DPSGD:
             key = ("dpsgd", n)
             if key not in cache:
                 cache[key] = dpsgd_phrase_eps(events, n, delta)
-            eps, basis, accountant = cache[key], f"n={n} sentences (group privacy)", "pld (dp_accounting)"
+            eps, basis, accountant = cache[key], f"n={n} sentences (group privacy)", ACCOUNTANT_PLD
         elif kind == KIND_USER_BATCHES and batch_of_sentence is not None:
             per_batch = Counter(int(batch_of_sentence[i]) for i in p.train_indices)
             counts = tuple(sorted(per_batch.values(), reverse=True))
@@ -229,7 +232,7 @@ def phrase_table(
                 cache[key] = user_batches_phrase_eps(events, counts, delta)
             eps = cache[key]
             basis = f"{len(counts)} batch(es) holding {list(counts)}"
-            accountant = "analytic-gaussian (exact composition)"
+            accountant = ACCOUNTANT_EXACT_GAUSSIAN
         else:
             eps, basis, accountant = math.nan, info.get("error", f"no phrase accounting for {kind}"), ""
         rows.append({

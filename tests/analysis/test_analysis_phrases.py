@@ -25,12 +25,15 @@ from core.analysis.phrases import (
     phrase_summary,
     phrase_table,
     seqpate_phrase_avg_std,
-    seqpate_phrase_eps,
+    seqpate_phrase_report,
     user_batched_phrase_avg_multiplier,
 )
 from core.data.prepare import Sentence
 from core.data.secrets import SecretPhrase
 from core.privacy import (
+    ACCOUNTANT_BASIC_LAPLACE,
+    ACCOUNTANT_EXACT_GAUSSIAN,
+    ACCOUNTANT_PLD,
     SubsampledGaussianEvent,
     dpsgd_phrase_epsilon,
     gaussian_epsilon,
@@ -56,8 +59,20 @@ def closed_form_epsilon(mu: float, delta: float) -> float:
 def test_seqpate_phrase_epsilon_is_the_gaussian_closed_form(n_s):
     privacy = {"mechanism": "gaussian", "noise_scale": STD, "queries_spent": QUERIES}
     mu = math.sqrt(QUERIES) * math.sqrt(2) * n_s / STD  # sensitivity sqrt(2) * n_s, Q releases composed
-    assert seqpate_phrase_eps(privacy, n_s, DELTA) == pytest.approx(closed_form_epsilon(mu, DELTA), rel=1e-6)
-    assert seqpate_phrase_eps(privacy, 0, DELTA) == 0.0
+    report = seqpate_phrase_report(privacy, n_s, DELTA)
+    assert report.epsilon == pytest.approx(closed_form_epsilon(mu, DELTA), rel=1e-6)
+    assert report.accountant == ACCOUNTANT_EXACT_GAUSSIAN
+    assert seqpate_phrase_report(privacy, 0, DELTA).epsilon == 0.0
+
+
+def test_seqpate_laplace_phrase_names_the_accountant_that_gave_its_epsilon():
+    """Laplace releases (ablation -gaussian) go to the PLD accountant, but where basic composition of pure DP is
+    smaller it is the bound reported, and the phrase row must name it rather than 'pld'."""
+    privacy = {"mechanism": "laplace", "noise_scale": 0.5, "queries_spent": 3, "sensitivity": 2.0}
+    basic = seqpate_phrase_report(privacy, 1, DELTA)
+    assert basic.epsilon == pytest.approx(3 * 2.0 / 0.5) and basic.accountant == ACCOUNTANT_BASIC_LAPLACE
+    pld = seqpate_phrase_report({**privacy, "noise_scale": 1.0, "queries_spent": 1}, 1, DELTA)
+    assert pld.epsilon == pytest.approx(2.0, abs=1e-4) and pld.accountant == ACCOUNTANT_PLD
 
 
 def _phrase(name, indices, users, kind="name", inserted=0):
