@@ -63,8 +63,21 @@ def batch_assignment(metrics: dict[str, Any] | None, run=None) -> list[int] | No
 
 
 def _sample_epsilon(privacy: dict[str, Any]) -> float | None:
+    """The run's sample-level epsilon, recomputed from its events by today's accountant when it has events: the
+    phrase epsilons are computed now, and a one-sentence phrase must compare equal to it (a run recorded under an
+    older dp_accounting grid can differ in the 8th digit, which flipped 'at or below the sample epsilon')."""
     eps = privacy.get("epsilon")
-    return float(eps) if isinstance(eps, (int, float)) else None
+    if not isinstance(eps, (int, float)):
+        return None
+    events, delta = privacy.get("events"), privacy.get("delta")
+    if events and isinstance(delta, (int, float)) and 0 < delta < 1:
+        from core.privacy import epsilon_from_events, events_from_dicts
+
+        try:
+            return epsilon_from_events(events_from_dicts(events), float(delta)).epsilon
+        except (TypeError, ValueError):
+            pass  # an unreadable event list: the phrase table reports it; keep the recorded number here
+    return float(eps)
 
 
 def _phrase_part(cfg, privacy, phrases, private_train, batches) -> tuple[PhraseTable, dict[str, Any]]:

@@ -92,3 +92,22 @@ def test_audit_command_recomputes_the_same_files(audited, capsys):
     assert out["exposure"] == metrics["exposure"] and "computed at run time" in out["exposure_note"]
     assert out["r_name"] == metrics["r_name"] and out["phrases"] == len(run.phrases())
     assert run.metrics()["exposure"] == metrics["exposure"]  # kept, not recomputed
+
+
+def test_one_sentence_phrases_compare_with_the_sample_epsilon_recomputed_today():
+    """A run recorded under an older accountant grid can hold an epsilon a hair (8th digit) below today's
+    recomputation; the phrase epsilons are computed today, so the audit compares them with today's number, and a
+    one-sentence phrase counts as at or below the sample epsilon (shipped quick-noisysgd-eps3: 31% read as 0%)."""
+    from core.analysis.audit import _sample_epsilon
+    from core.analysis.phrases import phrase_summary
+    from core.privacy import dpsgd_phrase_epsilon, epsilon_from_events, events_from_dicts
+
+    event = {"mechanism": "subsampled_gaussian", "noise_multiplier": 0.591, "sampling_rate": 0.0016, "steps": 1250}
+    today = epsilon_from_events(events_from_dicts([event]), 1e-6).epsilon
+    recorded = {"epsilon": today * (1 - 1e-8), "delta": 1e-6, "events": [event]}
+    assert _sample_epsilon(recorded) == today
+    one_sentence = dpsgd_phrase_epsilon(0.591, 0.0016, 1250, 1, 1e-6)
+    rows = [{"epsilon": one_sentence, "kind": "name"}, {"epsilon": 2 * today, "kind": "name"}]
+    assert phrase_summary(rows, _sample_epsilon(recorded))["share_at_or_below_sample"] == 0.5
+    assert phrase_summary(rows, recorded["epsilon"])["share_at_or_below_sample"] == 0.0  # what the audit did
+    assert _sample_epsilon({"epsilon": 3.0, "delta": 1e-6, "events": []}) == 3.0  # no events: the recorded number
