@@ -107,7 +107,9 @@ def show_accuracy() -> None:
     st.caption("Classifier: TF-IDF + logistic regression trained on each synthetic set, tested on the real test set; "
                "the last row trains it on the real train set. Cells average the runs of one setting"
                + (f" ({'; '.join(averaged)})" if averaged else "") + ". "
-               + (f"δ = 1/|train| as in the paper: {', '.join(deltas)}." if deltas else ""))
+               + (f"δ = 1/|train| as in the paper: {', '.join(deltas)}; a weak δ (publishing one random "
+                  "training text outright meets it), where the usual advice is δ well below 1/|train|."
+                  if deltas else ""))
     accuracy = pivot("accuracy (synthetic)")
     original = table["accuracy (real)"].dropna()
     if not original.empty:

@@ -35,7 +35,7 @@ def test_page_shows_table_ngrams_umap_and_samples(roots):
     assert table.loc["∞ (not private)", "multitask"] == pytest.approx(0.58)
     assert table.loc["real train data"].dropna().iloc[0] == pytest.approx(0.6)
     captions = " ".join(caption.value for caption in at.caption)
-    assert "δ = 1/|train| as in the paper: 0.00167" in captions
+    assert "δ = 1/|train| as in the paper: 0.00167; a weak δ" in captions
     assert not plotly_specs(at)  # lazy tabs: the charts of the other tabs are not built
     grams = plotly_specs(open_tab(at, "synth_tab", "Memorisation (n-grams)"))
     assert len(grams) == 1 and not at.dataframe
@@ -126,7 +126,7 @@ def test_every_run_table_shows_delta_and_epsilon_as_the_rest_of_the_page(roots):
     assert not at.exception, at.exception
     every = at.dataframe[2].value.set_index("run")
     assert every.loc["s-pplm-inf", "δ"] == "–" and every.loc["s-pplm-3", "δ"] == "0.000651"
-    assert "δ = 1/|train| as in the paper: 0.000651." in texts(at)
+    assert "δ = 1/|train| as in the paper: 0.000651; a weak δ" in texts(at)
     assert every.loc["s-pplm-inf", "ε target"] == "∞ (not private)"
     assert every.loc["s-pplm-inf", "ε"] == "∞ (not private)"
     assert every.loc["s-pplm-3", "ε target"] == "3"
