@@ -318,6 +318,7 @@ def effective_hash(config: dict[str, Any]) -> str:
 
 
 ABLATIONS = ("none", "-merge_p", "-kl", "-pseudo", "-effi_kd", "-gaussian", "-all")
+LAPLACE_ABLATIONS = ("-gaussian", "-all")  # release Laplace noise (L1 sensitivity 2) instead of Gaussian
 
 
 def preset_value(preset: str, section: str, name: str) -> Any:
@@ -469,8 +470,7 @@ def validate(cfg: RunConfig) -> RunConfig:
         raise ConfigError(f"partition must be random or by-user, got {s.partition!r}")
     if s.ablation not in ABLATIONS:
         raise ConfigError(f"unknown ablation {s.ablation!r}; choose one of {', '.join(ABLATIONS)}")
-    if (p.target == "phrase-avg" and cfg.method == "seqpate" and s.ablation in ("-gaussian", "-all")
-            and math.isfinite(eps)):
+    if p.target == "phrase-avg" and cfg.method == "seqpate" and s.ablation in LAPLACE_ABLATIONS and math.isfinite(eps):
         # the average-phrase calibration is for Gaussian releases; the run would silently calibrate per sentence
         raise ConfigError(f"privacy target phrase-avg calibrates Gaussian noise, but ablation {s.ablation} releases "
                           "Laplace noise; use --privacy-target sample")

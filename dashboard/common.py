@@ -1124,6 +1124,12 @@ def seqpate_noise(epsilon: float, delta: float, queries: int) -> dict[str, float
     return {"z": z, "std": z * math.sqrt(2.0)}
 
 
+@st.cache_data(show_spinner=False, max_entries=500)
+def seqpate_laplace_scale(epsilon: float, delta: float, queries: int) -> float:
+    """Laplace scale b for Q releases with L1 sensitivity 2 (SeqPATE's -gaussian and -all ablations; PLD)."""
+    return _privacy().laplace_scale(float(epsilon), float(delta), int(queries), 2.0)
+
+
 @st.cache_data(show_spinner=False, max_entries=2000)
 def seqpate_epsilon(noise_std: float, queries: int, delta: float) -> float:
     return _privacy().epsilon_for_gaussian(float(noise_std), int(queries), float(delta), math.sqrt(2.0))

@@ -5,7 +5,15 @@ import math
 
 import streamlit as st
 
-from core.config import ABLATIONS, METHODS, PRESETS, ConfigError, fixed_epsilon, preset_value
+from core.config import (
+    ABLATIONS,
+    LAPLACE_ABLATIONS,
+    METHODS,
+    PRESETS,
+    ConfigError,
+    fixed_epsilon,
+    preset_value,
+)
 from core.runs import jobs
 from dashboard import common as c
 
@@ -92,13 +100,23 @@ with right:
             st.markdown("**SeqPATE noise** (calibrated before the first query)")
             if math.isinf(eps):
                 st.warning("ε = ∞: no noise at all; the run is labelled non-private.")
-            noise = c.seqpate_noise(eps, delta, sp.query_budget)
+            laplace = sp.ablation in LAPLACE_ABLATIONS
             m1, m2 = st.columns(2)
             m3, m4 = st.columns(2)
-            m1.metric("noise multiplier z", f"{noise['z']:.4g}", help="std / L2 sensitivity")
-            m2.metric("noise std σ", f"{noise['std']:.4g}", help="σ = z·√2: one teacher changes the sum by √2")
-            m3.metric("σ / M", f"{noise['std'] / sp.teachers:.4g}",
-                      help=f"noise relative to the average of the M = {sp.teachers} teacher distributions")
+            if laplace:
+                with st.spinner("PLD accountant…"):
+                    scale = c.seqpate_laplace_scale(eps, delta, sp.query_budget)
+                m1.metric("Laplace scale b", f"{scale:.4g}",
+                          help="the -gaussian and -all ablations release Laplace noise: b·e^(-|x|/b)/2 per entry")
+                m2.metric("b / L1 sensitivity", f"{scale / 2:.4g}", help="one teacher changes the sum by 2 in L1")
+                m3.metric("b / M", f"{scale / sp.teachers:.4g}",
+                          help=f"noise relative to the average of the M = {sp.teachers} teacher distributions")
+            else:
+                noise = c.seqpate_noise(eps, delta, sp.query_budget)
+                m1.metric("noise multiplier z", f"{noise['z']:.4g}", help="std / L2 sensitivity")
+                m2.metric("noise std σ", f"{noise['std']:.4g}", help="σ = z·√2: one teacher changes the sum by √2")
+                m3.metric("σ / M", f"{noise['std'] / sp.teachers:.4g}",
+                          help=f"noise relative to the average of the M = {sp.teachers} teacher distributions")
             m4.metric("query budget Q", f"{sp.query_budget:,}", help=f"from preset {configs['seqpate'].preset}")
             if sp.partition == "by-user":
                 cfg = configs["seqpate"]
@@ -115,8 +133,8 @@ with right:
                         st.warning(split["note"], icon=":material/warning:")
             st.caption(f"{sp.teachers} teachers, filter {sp.filter}, partition {sp.partition}, "
                        f"ablation {sp.ablation}; student λ {sp.kd_lambda:g}, lr {sp.student_lr:g} (preset "
-                       f"{configs['seqpate'].preset}). Querying stops after Q releases; accountant: exact Gaussian "
-                       "composition.")
+                       f"{configs['seqpate'].preset}). Querying stops after Q releases; accountant: "
+                       + ("PLD (Laplace releases)." if laplace else "exact Gaussian composition."))
     dpsgd = [m for m in configs if m in c.DPSGD_METHODS]
     if dpsgd and valid_privacy and not math.isinf(eps):
         cfg = configs[dpsgd[0]]

@@ -39,6 +39,27 @@ def test_sigma_shown_equals_calibration(roots, app_page):
     assert "e^ε ≈ 7.39×" in texts(at)  # the plain-language reading of epsilon 2
 
 
+@pytest.mark.parametrize("ablation", ["-gaussian", "-all"])
+def test_laplace_ablations_show_the_laplace_scale_the_run_will_use(roots, app_page, ablation):
+    """Those ablations release Laplace noise: the preview is the engine's own calibration, not the Gaussian's."""
+    from core.config import LAPLACE_ABLATIONS
+    from core.privacy import laplace_scale
+    from core.seqpate.run import ABLATION_SWITCHES, calibrate_noise
+
+    assert {a for a, switches in ABLATION_SWITCHES.items() if switches.get("noise") == "laplace"} == set(
+        LAPLACE_ABLATIONS)  # the page's list is the engine's
+
+    at = app_page("launch", {"preset": "tiny", "eps": "3", "delta": "1e-6", "methods": "seqpate",
+                             "ablation": ablation})
+    assert not at.exception
+    mechanism, scale = calibrate_noise("laplace", 3.0, 1e-6, 1000)  # what run_seqpate calibrates for Q = 1000
+    assert mechanism == "laplace" and scale == pytest.approx(laplace_scale(3.0, 1e-6, 1000, 2.0))
+    shown = metrics(at)
+    assert shown["Laplace scale b"] == f"{scale:.4g}" and shown["b / M"] == f"{scale / 10:.4g}"
+    assert "noise multiplier z" not in shown
+    assert "accountant: PLD (Laplace releases)" in texts(at)
+
+
 def test_invalid_epsilon_shows_config_error_and_launches_nothing(roots, app_page, fake_job):
     at = app_page("launch")
     at.text_input(key="launch_eps").set_value("-1").run()
