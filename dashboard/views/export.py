@@ -25,7 +25,10 @@ name = which.replace(" ", "_")
 if which == "all runs":
     table = df.drop(columns=["teachers_per_user"], errors="ignore")
 elif which == "headline comparison":
-    table = c.headline_table(finished, include_variants=True)
+    # one seed by default, as the Overview and REPORT.md: another seed is another user split and base model
+    table = c.headline_table(c.seed_picker(finished, key="export_seed"), include_variants=True)
+    if seed_note := c.seed_mix_note(table):
+        st.warning(seed_note, icon=":material/warning:")
 else:
     run_id = st.selectbox("Run", list(records), key="export_table_run",
                           format_func=lambda i: c.run_option_label(records[i]))

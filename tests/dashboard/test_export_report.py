@@ -92,3 +92,20 @@ def test_synthetic_run_report_shows_its_own_metrics(roots):
     assert metrics["ngram_ratios.3"] == "0.0333"
     assert "A synthetic-data run" in document
     assert "<th>epsilon</th><td>15.984</td>" in document  # accounted 16 x 0.999, not rounded to 16
+
+
+def test_headline_csv_keeps_to_one_seed_like_the_overview(roots, app_page):
+    """Seed 0 by default (the Overview's and REPORT.md's numbers); every seed on request, with the warning when rows
+    average different seeds (a single-seed variant beside three-seed means)."""
+    for seed, ppl in ((0, 218.9), (1, 194.7), (2, 199.3)):
+        write_run(roots["cached"], f"seq-{seed}", "seqpate", seed=seed, ppl=ppl)
+    write_run(roots["cached"], "seq-m5", "seqpate", seed=0, teachers=5, ppl=230.0)
+    at = app_page("export")
+    at.selectbox(key="export_table").set_value("headline comparison").run()
+    assert at.selectbox(key="export_seed").value == 0 and not at.warning
+    shown = at.dataframe[0].value.set_index("setting")
+    assert shown.loc["", "PPL"] == 218.9 and "seeds" not in shown
+    at.selectbox(key="export_seed").set_value("every seed (mean)").run()
+    shown = at.dataframe[0].value.set_index("setting")
+    assert abs(shown.loc["", "PPL"] - 204.3) < 1e-9 and shown.loc["", "seeds"] == "0, 1, 2"
+    assert "These rows average different seeds" in at.warning[0].value
