@@ -11,6 +11,7 @@ from dashboard import common as c
 # SeqPATE defaults: the quick preset's, the dashboard's default preset
 QUICK_TEACHERS = preset_value("quick", "seqpate", "teachers")
 QUICK_QUERIES = preset_value("quick", "seqpate", "query_budget")
+DELTA_STEP = 1e-6  # the steppers move δ by 1e-6 (Streamlit's float default, 0.01, jumped from 1e-6 to 1e-2)
 
 st.title("Privacy calculator")
 st.caption("Instant what-if numbers from core.privacy: the same code that accounts the runs. No training.")
@@ -20,7 +21,7 @@ def seqpate_calculator() -> None:
     mode = st.radio("Solve for", ["noise from ε", "ε from noise", "queries from ε and noise"], horizontal=True,
                     key="calc_sp_mode", persist_state="page")
     a, b, d, e = st.columns(4)
-    delta = d.number_input("δ", min_value=1e-12, max_value=0.5, value=1e-6, format="%.1e",
+    delta = d.number_input("δ", min_value=1e-12, max_value=0.5, value=1e-6, step=DELTA_STEP, format="%.1e",
                            key="calc_sp_delta", persist_state="page")
     teachers = e.number_input("teachers M", min_value=1, value=QUICK_TEACHERS, step=1,
                               key="calc_sp_teachers", persist_state="page")
@@ -82,7 +83,7 @@ def dpsgd_calculator() -> None:
     q = batch / n
     steps = max(1, int(math.ceil(epochs * n / batch)))
     a, b = st.columns(2)
-    delta = b.number_input("δ", min_value=1e-12, max_value=0.5, value=1e-6, format="%.1e",
+    delta = b.number_input("δ", min_value=1e-12, max_value=0.5, value=1e-6, step=DELTA_STEP, format="%.1e",
                            key="calc_dp_delta", persist_state="page")
     if mode == "noise multiplier from ε":
         eps = a.number_input("ε", min_value=0.01, value=3.0, step=0.5, key="calc_dp_eps", persist_state="page")

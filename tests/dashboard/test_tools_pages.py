@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 from apptest_helpers import ROOT, metrics, plotly_specs
 from fake_runs import phrase_rows, write_run
 
@@ -34,6 +35,11 @@ def test_calculator_seqpate_matches_core_privacy(roots, app_page):
     eps_line = next(trace for trace in noise["data"] if trace["name"] == "ε")
     at_q = dict(zip(eps_line["x"], eps_line["y"], strict=True))[2000]  # the right panel: ε at the chosen Q
     assert eps_line["xaxis"] == "x2" and abs(at_q - 3.0) < 1e-6
+    at.number_input(key="calc_sp_delta").increment().run()  # the stepper moves δ by 1e-6, not Streamlit's 0.01
+    assert at.number_input(key="calc_sp_delta").value == pytest.approx(2e-6)
+    assert shown["noise multiplier z"] != metrics(at)["noise multiplier z"]
+    at.number_input(key="calc_sp_delta").decrement().run()
+    assert at.number_input(key="calc_sp_delta").value == pytest.approx(1e-6)
     at.radio(key="calc_sp_mode").set_value("ε from noise").run()
     at.number_input(key="calc_sp_std").set_value(69.04).run()
     at.number_input(key="calc_sp_queries2").set_value(1000).run()
