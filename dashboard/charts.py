@@ -237,7 +237,9 @@ def seqpate_noise_figure(noise_std: float, teachers: int, points: Sequence[tuple
 
 
 def run_progress_figure(progress: Sequence[Mapping[str, Any]]) -> go.Figure | None:
-    """Loss (and epsilon spent, where logged) over minutes since the run started; None if nothing to plot."""
+    """Loss (and epsilon spent, where logged) over minutes since the run started, on shaded bands naming each stage
+    and across the whole run, so a run that logs loss only at its end (SeqPATE after its teachers) still shows when
+    that was; None if nothing to plot."""
     from datetime import datetime
 
     rows = [p for p in progress if isinstance(p, Mapping)]
@@ -255,18 +257,45 @@ def run_progress_figure(progress: Sequence[Mapping[str, Any]]) -> go.Figure | No
     losses = [(minutes(p, i), p["loss"], p.get("stage")) for i, p in enumerate(rows)
               if isinstance(p.get("loss"), (int, float))]
     spent = [(minutes(p, i), p["epsilon_spent"]) for i, p in enumerate(rows)
-             if isinstance(p.get("epsilon_spent"), (int, float))]
+             if isinstance(p.get("epsilon_spent"), (int, float)) and math.isfinite(p["epsilon_spent"])]
     if not losses and not spent:
         return None
     fig = go.Figure()
+    last = max(minutes(p, i) for i, p in enumerate(rows))
+    for k, (stage, begin, end) in enumerate(_stage_spans([(minutes(p, i), p.get("stage")) for i, p in enumerate(rows)])):
+        wide = end - begin >= 0.08 * last  # a name for the stages wide enough to hold one (hover shows every stage)
+        fig.add_vrect(x0=begin, x1=end, fillcolor="#718096" if k % 2 else "#a0aec0", opacity=0.12, line_width=0,
+                      layer="below", **(dict(annotation_text=stage, annotation_position="top left",
+                                             annotation_font=dict(size=10, color="#4a5568")) if wide else {}))
     if losses:
         fig.add_trace(go.Scatter(x=[x for x, _, _ in losses], y=[v for _, v, _ in losses], mode="lines+markers",
                                  name="loss", text=[s for _, _, s in losses],
                                  hovertemplate="%{x:.1f} min<br>loss=%{y:.4f}<br>%{text}<extra></extra>"))
     if spent:
+        top = max(v for _, v in spent)
         fig.add_trace(go.Scatter(x=[x for x, _ in spent], y=[v for _, v in spent], mode="lines+markers",
-                                 name="ε spent", yaxis="y2"))
-        fig.update_layout(yaxis2=dict(title="ε spent", overlaying="y", side="right", rangemode="tozero"))
+                                 name="ε spent", yaxis="y2", hovertemplate="%{x:.1f} min<br>ε spent=%{y:.4g}"
+                                 "<extra></extra>"))
+        # its own ticks from 0 (not synced to the loss axis's grid, which gave ticks such as 0.405 and 2.804)
+        fig.update_layout(yaxis2=dict(title="ε spent", overlaying="y", side="right", tickmode="auto",
+                                      showgrid=False, range=[0, 1.12 * top if top > 0 else 1]))
     x_title = "minutes since start" if start is not None else "progress line"
     fig.update_layout(title="Training progress", xaxis_title=x_title, yaxis_title="loss", **LAYOUT)
+    fig.update_xaxes(range=[0, last * 1.01 if last > 0 else 1])
     return fig
+
+
+def _stage_spans(points: Sequence[tuple[float, Any]]) -> list[tuple[str, float, float]]:
+    """(stage, first minute, minute the next stage began) for each run of equal stages, in order; 'done' is left
+    out (it ends the run)."""
+    spans: list[tuple[str, float, float]] = []
+    for (x, stage), following in zip(points, [*points[1:], (None, None)], strict=True):
+        if not isinstance(stage, str) or stage == "done":
+            continue
+        if spans and spans[-1][0] == stage:
+            spans[-1] = (stage, spans[-1][1], x)
+        else:
+            spans.append((stage, x, x))
+        if following[0] is not None:
+            spans[-1] = (stage, spans[-1][1], following[0])
+    return spans

@@ -193,3 +193,21 @@ def test_progress_chart_on_request(some_runs, app_page):
     (some_runs["live"] / "live-seq" / "progress.jsonl").write_text("")  # a finished run that logged none
     at.run()
     assert "This run logged no loss or ε lines in progress.jsonl." in texts(at)
+
+
+def test_progress_chart_spans_the_run_and_names_its_long_stages():
+    """SeqPATE logs loss and ε only after its teachers: the chart covers the whole run, on bands per stage, so those
+    points read as 'at the end, after 11 minutes of teachers' rather than filling the plot alone."""
+    from dashboard import charts
+
+    def at(minute: float) -> str:
+        return f"2026-01-01T00:{int(minute):02d}:{round(minute % 1 * 60):02d}+00:00"
+
+    rows = [{"time": at(0), "stage": "data"}, {"time": at(0.5), "stage": "teachers", "teacher": 1},
+            {"time": at(11), "stage": "teachers", "teacher": 100}, {"time": at(12), "stage": "warm-up", "loss": 4.7},
+            {"time": at(12.1), "stage": "student", "epsilon_spent": 3.0}, {"time": at(12.5), "stage": "done"}]
+    fig = charts.run_progress_figure(rows)
+    assert fig.layout.xaxis.range == pytest.approx((0, 12.5 * 1.01))
+    assert [(s.x0, s.x1) for s in fig.layout.shapes] == pytest.approx([(0, 0.5), (0.5, 12), (12, 12.1), (12.1, 12.5)])
+    assert [a.text for a in fig.layout.annotations] == ["teachers"]  # the only stage wide enough for its name
+    assert fig.layout.yaxis2.tickmode == "auto" and fig.layout.yaxis2.range == pytest.approx((0, 3.36))
