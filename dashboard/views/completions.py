@@ -53,8 +53,10 @@ find = st.text_input("Find test prefixes", key="comp_find",
 matches = [i for i in range(n) if find.strip().lower() in prefixes[i].lower()] if find.strip() else list(range(n))
 if find.strip() and not matches:
     st.warning(f"No test prefix contains {find.strip()!r}.")
+# one selection per search (its options differ), each kept while on the page: clearing a search brings back the
+# prefixes chosen before it
 chosen = st.multiselect("Test prefixes", matches, default=matches[:5], key=f"comp_prefixes_{find.strip().lower()}",
-                        format_func=lambda i: f"{i}: {prefixes[i]}")
+                        format_func=lambda i: f"{i}: {prefixes[i]}", persist_state="page")
 if all_phrases:
     st.caption(f"Highlighted: {len(all_phrases):,} secret phrase(s) from the runs' phrases.csv.")
 
@@ -78,14 +80,18 @@ grid = f"display:grid;grid-template-columns:repeat({len(run_ids)},minmax(0,1fr))
 STYLE = ("<style>.cmp{border:1px solid #e2e8f0;border-radius:.5rem;padding:.75rem 1rem;margin:.5rem 0}"
          ".cmp .ref{color:#4a5568;margin:.25rem 0 .5rem} .cmp .who{color:#2d3748;font-size:.9rem}"
          ".cmp .text{background:#f7fafc;border-radius:.35rem;padding:.4rem .6rem;margin-top:.25rem}"
-         ".cmp mark{background:#fefcbf;padding:0 .1rem}</style>")
+         ".cmp mark{background:#fefcbf;padding:0 .1rem} .cmp .text,.cmp .who{overflow-wrap:anywhere}</style>")
+# at least 11rem a column: with many runs the comparison scrolls sideways as one piece rather than squeezing columns
+# until words spill into their neighbours
+WIDE = f"<div style='overflow-x:auto'><div style='min-width:{11 * len(run_ids)}rem'>"
 blocks = []
 for i in chosen:
     cells = []
     for rid, label in zip(run_ids, labels, strict=True):
         row = completions[rid][i]
         note = ("" if row.get("prefix") == prefixes[i] else
-                "<br><small>(another prefix at this index: another seed or data config)</small>")
+                f"<br><small>(this run's prefix at #{i} is another: “{html.escape(row.get('prefix', ''))}”; "
+                "another seed or data config)</small>")
         cells.append(f"<div>{label}<div class='text'>{c.highlight(row.get('completion', ''), phrases[rid])}"
                      f"{note}</div></div>")
     blocks.append(
@@ -94,7 +100,7 @@ for i in chosen:
         f"<div style='{grid}'>{''.join(cells)}</div></div>"
     )
 header = f"<div class='cmp'><div style='{grid}'>{''.join(headers)}</div></div>"
-st.html(STYLE + header + ("".join(blocks) if blocks else "<p>Choose test prefixes above.</p>"))
+st.html(STYLE + WIDE + header + ("".join(blocks) if blocks else "<p>Choose test prefixes above.</p>") + "</div></div>")
 
 st.subheader("Your own prefix")
 with_model = [rid for rid in run_ids if c.has_model(c.get_run(rid))]

@@ -6,6 +6,8 @@ import pytest
 from apptest_helpers import metrics, open_tab, plotly_specs, texts
 from fake_runs import PHRASES, phrase_rows, write_run
 
+from core.runs.store import RunDir
+
 
 @pytest.fixture
 def results(roots):
@@ -246,6 +248,7 @@ def test_completions_side_by_side_with_highlights_and_leak_rate(results, app_pag
     at.text_input(key="comp_find").set_value("zebra").run()
     assert "No test prefix contains 'zebra'" in at.warning[0].value
     at.text_input(key="comp_find").set_value("").run()
+    assert at.multiselect(key="comp_prefixes_").value == [0]  # the choice made before searching is back
     at.multiselect(key="comp_runs_tiny").set_value(["seq-eps3", "seq-topk"]).run()  # same method and ε
     html = texts(at)
     assert "SeqPATE · ε 3 · seq-eps3" in html and "SeqPATE · ε 3 · seq-topk" in html
@@ -263,7 +266,11 @@ def test_completions_default_to_runs_of_one_seed(results, app_page):
     at.multiselect(key="comp_prefixes_").set_value([0]).run()
     html = texts(at)
     assert "SeqPATE · ε 3 · seed 1" in html  # the header and the cell name the seed
-    assert "(another prefix at this index: another seed or data config)" not in html  # fake runs share prefixes
+    assert "this run's prefix at #0 is another" not in html  # fake runs share prefixes ...
+    run = RunDir(results / "a-seq-seed1")  # ... unless another split gave this run other test sentences
+    run.write_completions([{**row, "prefix": f"seed one's prefix {row['index']}"} for row in run.completions()])
+    at.multiselect(key="comp_runs_tiny").set_value(["seq-eps3", "a-seq-seed1"]).run()
+    assert "(this run's prefix at #0 is another: “seed one&#x27;s prefix 0”; another seed or data config)" in texts(at)
 
 
 def test_completions_default_to_the_overviews_runs(results, app_page):
