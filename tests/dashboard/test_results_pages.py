@@ -130,6 +130,29 @@ def test_phrase_histogram_defaults_to_runs_of_the_chosen_runs_seed(roots, app_pa
     assert at.multiselect(key="phrases_hist_runs_seq").value == ["seq", "sgd"]
 
 
+def test_phrase_histogram_compares_runs_of_the_same_privacy_target_and_epsilon(roots, app_page):
+    """A phrase-avg run at 3 is compared with the other methods' phrase-avg runs at 3, not with whatever ran last
+    (NoisySGD at ε 8, a teacher-count variant); a sample-level run with runs at the preset's defaults."""
+    phrases = [{"phrase": "Name0", "occurrences": 2, "users": 1, "teachers": 1, "epsilon": 2.0, "kind": "name"}]
+    avg = {"privacy__target": "phrase-avg"}
+    cached = roots["cached"]  # each run below is newer than the one before
+    write_run(cached, "seq-avg3", "seqpate", phrases=phrases, partition="by-user", config=avg)
+    write_run(cached, "seq-eps3", "seqpate", phrases=phrases)
+    write_run(cached, "gc-avg3", "noisysgd-gc+pseudo", phrases=phrases, config=avg)
+    write_run(cached, "gc-eps3", "noisysgd-gc+pseudo", phrases=phrases)
+    write_run(cached, "sgd-eps3", "noisysgd", phrases=phrases)
+    write_run(cached, "sgd-eps8", "noisysgd", epsilon=8.0, phrases=phrases)
+    write_run(cached, "seq-m5", "seqpate", teachers=5, phrases=phrases)
+    write_run(cached, "gc-avg3-users", "noisysgd-gc+pseudo", phrases=phrases, config={**avg, "dpsgd__batching": "users"})
+    at = app_page("phrases")
+    at.selectbox(key="phrases_run").set_value("gc-avg3-users").run()
+    open_tab(at, "phrases_tab", "ε histogram")
+    assert at.multiselect(key="phrases_hist_runs_gc-avg3-users").value == ["gc-avg3-users", "seq-avg3", "sgd-eps3"]
+    at.selectbox(key="phrases_run").set_value("sgd-eps3").run()
+    open_tab(at, "phrases_tab", "ε histogram")
+    assert at.multiselect(key="phrases_hist_runs_sgd-eps3").value == ["sgd-eps3", "gc-eps3", "seq-eps3"]  # newest first
+
+
 def test_phrases_at_one_epsilon_are_all_at_or_below_their_average(roots, app_page):
     # three canaries of a by-user run share one epsilon whose float mean rounds a hair below it
     eps = 2.9999999966684703
