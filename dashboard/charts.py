@@ -171,9 +171,11 @@ def phrase_epsilon_histogram(per_run: Mapping[str, tuple[str, Sequence[float]]],
     ranges = [f"ε {10 ** a:.3g}–{10 ** b:.3g}" for a, b in zip(edges[:-1], edges[1:], strict=True)]
     methods = [per_run[run_id][0] for run_id in logs]
     fig = go.Figure()
+    tallest = 0
     for run_id, xs in logs.items():
         method = per_run[run_id][0]
         counts, _ = np.histogram(xs, bins=edges)
+        tallest = max(tallest, int(counts.max()))
         # method colours only while they tell the runs apart
         color = METHOD_COLORS.get(method) if methods.count(method) == 1 else None
         fig.add_trace(go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=counts, name=f"{method_label(method)}: {run_id}",
@@ -189,6 +191,8 @@ def phrase_epsilon_histogram(per_run: Mapping[str, tuple[str, Sequence[float]]],
                       showlegend=True, **LAYOUT)
     fig.update_xaxes(title="ε of the phrase (log scale)", range=x_range, tickvals=[math.log10(t) for t in ticks],
                      ticktext=[f"{t:g}" for t in ticks])
+    # counts: whole ticks (plotly's automatic ones put 0.5 between 0 and 1 phrase)
+    fig.update_yaxes(tickformat="d", rangemode="tozero", **({"dtick": 1} if tallest <= 10 else {}))
     return fig
 
 

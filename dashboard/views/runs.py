@@ -174,12 +174,18 @@ if len(all_ids) < 2:
     st.caption("Needs at least two runs.")
 else:
     a, b = st.columns(2)
-    id_a = a.selectbox("Run A", all_ids, index=0, key="runs_cmp_a")
-    id_b = b.selectbox("Run B", all_ids, index=c.compare_partner(c.run_records(infos), all_ids.index(id_a)),
-                       key="runs_cmp_b", help="Opens on the newest run of run A's preset and seed (its test "
-                                               "sentences are A's) and kind (text or synthetic data), preferring a "
-                                               "finished one, then one of A's method; choosing another run A later "
-                                               "leaves B as it is.")
+
+    def partner_of(run_a: str) -> str:
+        return all_ids[c.compare_partner(c.run_records(infos), all_ids.index(run_a))]
+
+    def follow_a() -> None:  # a new run A brings its partner as B (a B chosen by hand stays until A changes)
+        st.session_state["runs_cmp_b"] = partner_of(st.session_state["runs_cmp_a"])
+
+    id_a = a.selectbox("Run A", all_ids, index=0, key="runs_cmp_a", on_change=follow_a)
+    id_b = b.selectbox("Run B", all_ids, index=all_ids.index(partner_of(id_a)), key="runs_cmp_b",
+                       help="Follows run A: the newest run of A's preset and seed (its test sentences are A's) and "
+                            "kind (text or synthetic data), preferring a finished one, then one of A's method. "
+                            "Choose any other run here.")
     if id_a == id_b:  # e.g. after a delete moved both boxes to the same run
         st.info("Run A and run B are the same run: choose two different runs.")
         st.stop()

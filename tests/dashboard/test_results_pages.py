@@ -233,6 +233,7 @@ def test_phrases_summary_is_per_kind_and_histogram_per_run(roots, app_page):
     assert (sum(a["y"]), sum(b["y"])) == (4, 3) and a["x"] == b["x"]  # the same bins for every run
     assert a["y"][0] == 1 and a["customdata"][0] == "ε 2–2.3"  # ε = 2 in the first of 40 log bins from 2 to 500
     assert a["y"][-1] == 1 and a["customdata"][-1].endswith("–500")
+    assert hist["layout"]["yaxis"]["dtick"] == 1 and hist["layout"]["yaxis"]["tickformat"] == "d"  # whole counts
     open_tab(at, "phrases_tab", "Table")
     assert len(at.dataframe[0].value) == 4
 

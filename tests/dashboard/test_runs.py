@@ -69,7 +69,7 @@ def test_a_finished_run_states_its_privacy_and_utility(some_runs, app_page):
 
 def test_config_compare_shows_only_differing_fields(some_runs, app_page):
     at = app_page("runs")
-    at.selectbox(key="runs_cmp_a").set_value("cached-seq")
+    at.selectbox(key="runs_cmp_a").set_value("cached-seq").run()  # one widget at a time, as in a browser
     at.selectbox(key="runs_cmp_b").set_value("live-seq").run()
     assert not at.exception
     diff = at.dataframe[-1].value
@@ -79,6 +79,13 @@ def test_config_compare_shows_only_differing_fields(some_runs, app_page):
     at.selectbox(key="runs_cmp_b").set_value("cached-seq").run()  # the same run twice is not "Same config."
     assert not at.exception and not at.success
     assert any("the same run" in info.value for info in at.info)
+
+
+def all_ids_partner(at, run_a: str) -> str:
+    """The run the page's compare_partner gives for run A, from the page's own list (newest first)."""
+    ids = at.selectbox(key="runs_cmp_a").options
+    records = c.run_records(c.list_infos())
+    return ids[c.compare_partner(records, ids.index(run_a))]
 
 
 def test_compare_opens_on_a_partner_of_the_same_preset_and_seed(roots, app_page):
@@ -91,6 +98,10 @@ def test_compare_opens_on_a_partner_of_the_same_preset_and_seed(roots, app_page)
     assert not at.exception
     assert at.selectbox(key="runs_cmp_a").value == "d-first"
     assert at.selectbox(key="runs_cmp_b").value == "a-partner"
+    at.selectbox(key="runs_cmp_b").set_value("d-first").run()  # a B chosen by hand ...
+    at.selectbox(key="runs_cmp_a").set_value("b-other-seed").run()  # ... gives way to the new A's partner
+    assert at.selectbox(key="runs_cmp_b").value == all_ids_partner(at, "b-other-seed")
+    assert at.selectbox(key="runs_cmp_b").value != "d-first"
     records = [{"preset": "quick", "seed": 1, "state": "done"}, {"preset": "tiny", "seed": 1, "state": "done"},
                {"preset": "tiny", "seed": 1, "state": "failed"}, {"preset": "tiny", "seed": 1, "state": "done"}]
     assert c.compare_partner(records) == 1  # none shares quick: the next run
@@ -109,7 +120,7 @@ def test_compare_says_when_two_configs_differ_only_in_fields_the_method_never_re
     write_run(roots["live"], "pub-gpt-today", "pub-gpt")
     write_run(roots["live"], "seq-today", "seqpate", config={"seqpate__kd_lambda": 20.0})
     at = app_page("runs")
-    at.selectbox(key="runs_cmp_a").set_value("pub-gpt-today")
+    at.selectbox(key="runs_cmp_a").set_value("pub-gpt-today").run()
     at.selectbox(key="runs_cmp_b").set_value("tiny-pub-gpt").run()
     assert list(at.dataframe[-1].value["field"]) == ["seqpate.kd_lambda"]
     assert [s.value for s in at.success] == [
@@ -128,7 +139,7 @@ def test_compare_shows_the_paired_perplexity_interval_when_both_runs_kept_test_n
     write_run(some_runs["live"], "live-a", "seqpate", seed=1).write_test_nll(base)
     write_run(some_runs["live"], "live-b", "pub-gpt", seed=1).write_test_nll([(n + 0.03 * t, t) for n, t in base])
     at = app_page("runs")
-    at.selectbox(key="runs_cmp_a").set_value("live-a")
+    at.selectbox(key="runs_cmp_a").set_value("live-a").run()
     at.selectbox(key="runs_cmp_b").set_value("live-b").run()
     assert not at.exception
     shown = [i.value for i in at.info if "Test perplexity" in i.value]
