@@ -30,7 +30,11 @@ elif which == "headline comparison":
     if seed_note := c.seed_mix_note(table):
         st.warning(seed_note, icon=":material/warning:")
 else:
-    run_id = st.selectbox("Run", list(records), key="export_table_run",
+    # open on the newest run that has this table (a synthetic-data run has no phrases or completions)
+    has = {"phrases of a run": "has_phrases", "completions of a run": "has_completions",
+           "privacy events of a run": "has_privacy"}.get(which)
+    first = next((i for i, r in records.items() if not has or r.get(has)), next(iter(records)))
+    run_id = st.selectbox("Run", list(records), index=list(records).index(first), key="export_table_run",
                           format_func=lambda i: c.run_option_label(records[i]))
     run = c.get_run(run_id)
     name = f"{run_id}_{which.split(' ')[0]}"

@@ -109,3 +109,12 @@ def test_headline_csv_keeps_to_one_seed_like_the_overview(roots, app_page):
     shown = at.dataframe[0].value.set_index("setting")
     assert abs(shown.loc["", "PPL"] - 204.3) < 1e-9 and shown.loc["", "seeds"] == "0, 1, 2"
     assert "These rows average different seeds" in at.warning[0].value
+
+
+def test_a_run_table_opens_on_a_run_that_has_it(roots, app_page):
+    write_run(roots["cached"], "seq", "seqpate", phrases=phrase_rows())
+    write_synth_run(roots["cached"], "synth", "filter", 3.0, accuracy=0.3)  # the newest: no phrases.csv
+    at = app_page("export")
+    at.selectbox(key="export_table").set_value("phrases of a run").run()
+    assert at.selectbox(key="export_table_run").value == "seq" and not at.info  # not "This table is empty."
+    assert len(at.dataframe[0].value) == len(phrase_rows())
