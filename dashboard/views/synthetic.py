@@ -6,6 +6,7 @@ import json
 import math
 
 import pandas as pd
+import plotly.colors
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -194,10 +195,12 @@ def show_run() -> None:
         st.info("This run has no embeddings.csv.")
     else:
         scatter = go.Figure()
-        for label in sorted(points["label"].unique()):
+        # a qualitative palette of clearly different hues (Streamlit's theme gave two labels near-identical purples)
+        palette = plotly.colors.qualitative.Set1
+        for k, label in enumerate(sorted(points["label"].unique())):
             part = points[points["label"] == label]
             scatter.add_trace(go.Scatter(x=part["x"], y=part["y"], mode="markers", name=label,
-                                         marker=dict(size=6, opacity=0.75)))
+                                         marker=dict(size=6, opacity=0.75, color=palette[k % len(palette)])))
         metrics = c.read_run(c.get_run(run_id), "metrics") or {}
         scatter.update_layout(title=f"{str(metrics.get('projection', 'umap')).upper()} of the real test embeddings, "
                               "coloured by label", xaxis_title="", yaxis_title="", **LAYOUT)

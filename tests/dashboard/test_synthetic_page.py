@@ -46,6 +46,7 @@ def test_page_shows_table_ngrams_umap_and_samples(roots):
     scatter = plotly_specs(open_tab(at, "synth_tab", "One run: embeddings and samples"))
     assert len(scatter) == 1 and not at.exception
     assert sorted(t["name"] for t in scatter[0]["data"]) == list(LABELS)
+    assert len({t["marker"]["color"] for t in scatter[0]["data"]}) == len(LABELS)  # a hue of its own per label
     # samples of the first label of the chosen run
     samples = at.dataframe[-1].value
     assert list(samples["text"]) == ["a film sample 0", "a film sample 1"]
