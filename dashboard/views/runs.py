@@ -69,8 +69,9 @@ def live_view() -> None:
         "remaining": st.column_config.NumberColumn(format="%.1f min", help="estimated from the progress so far"),
         "progress": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="percent"),
     })
-    counts = df["state"].value_counts().to_dict()
-    st.caption(" · ".join(f"{state}: {n}" for state, n in counts.items()) +
+    counts = view["state"].value_counts().to_dict()  # of the rows shown, as the table
+    shown = f"{len(view):,} of {len(df):,} runs shown · " if len(view) < len(df) else ""
+    st.caption(shown + " · ".join(f"{state}: {n}" for state, n in counts.items()) +
                ("  —  refreshing every 2 s while jobs run" if still_active else ""))
 
     st.subheader("Run details")

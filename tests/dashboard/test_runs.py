@@ -39,6 +39,9 @@ def test_lists_every_run_with_state_and_progress(some_runs, app_page):
     for run, root in (("cached-seq", "cached"), ("live-seq", "live")):  # numbers, so the column sorts as numbers
         accounted = json.loads((some_runs[root] / run / "privacy.json").read_text())["epsilon"]
         assert rows[run]["ε"] == accounted and isinstance(rows[run]["ε"], float)
+    captions = " ".join(caption.value for caption in at.caption)
+    assert {"done: 2", "failed: 1", "running: 1"} <= set(captions.split("  —")[0].split(" · "))
+    assert "runs shown" not in captions
     # the running run is selected first; its cancel button is enabled, delete is not
     assert at.selectbox(key="runs_selected").value == "live-running"
     assert not at.button(key="runs_cancel").disabled
@@ -65,6 +68,14 @@ def test_a_finished_run_states_its_privacy_and_utility(some_runs, app_page):
     assert not at.exception
     # a synthetic-data run has no PPL or BLEU: its utility is the classifier trained on its synthetic set
     assert "accuracy on real test text 0.412 (real train data: 0.600)" in texts(at) and "PPL" not in texts(at)
+
+
+def test_the_state_counts_are_of_the_rows_shown(some_runs, app_page):
+    at = app_page("runs")
+    at.text_input(key="runs_search").set_value("live-").run()
+    captions = " ".join(caption.value for caption in at.caption)
+    assert captions.startswith("3 of 4 runs shown · ")
+    assert set(captions.split("  —")[0].split(" · ")[1:]) == {"done: 1", "failed: 1", "running: 1"}  # no cached-seq
 
 
 def test_config_compare_shows_only_differing_fields(some_runs, app_page):
