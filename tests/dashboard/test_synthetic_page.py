@@ -157,7 +157,11 @@ def test_runs_of_several_seeds_are_told_apart_and_the_lowest_seed_opens(roots):
     # the separability table says which seeds its cells average, as the accuracy table does
     assert "Cells average the same runs as the accuracy table (filter at ε = 3 averages seeds 0, 1, 2)." in texts(at)
     (ngrams,) = plotly_specs(open_tab(at, "synth_tab", "Memorisation (n-grams)"))
-    assert [t["name"] for t in ngrams["data"]][:3] == ["ε = 3, seed 0", "ε = 3, seed 1", "ε = 3, seed 2"]
+    names = [t["name"] for t in ngrams["data"]]
+    assert names[:3] == ["ε = 3, seed 0", "ε = 3, seed 1", "ε = 3, seed 2"]
+    assert len({t["line"]["dash"] for t in ngrams["data"][:3]}) == 3  # none hides under another
+    # each seed's split has its own real test texts
+    assert names[3:] == ["real test texts, seed 0", "real test texts, seed 1", "real test texts, seed 2"]
     open_tab(at, "synth_tab", "One run: embeddings and samples")
     run = at.selectbox(key="synth_run")
     assert run.value == "s-filter-3-seed0"
