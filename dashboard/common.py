@@ -801,6 +801,28 @@ def replaced_copies_note(pool: pd.DataFrame, table: pd.DataFrame) -> str:
             "count trains to other last bits).")
 
 
+def shipped_copies_note(pool: pd.DataFrame, table: pd.DataFrame) -> str:
+    """Which rows of a headline table (built from pool) stand for shipped runs of the same settings under other
+    names (one per sweep plan that needed them; distinct_configs counts them once), or "": a reader looking for a
+    run id by its plan's name finds where it went."""
+    if pool.empty or "effective_hash" not in pool or "source" not in pool:
+        return ""
+    shown = sorted({i.strip() for ids in table.get("run ids", []) for i in str(ids).split(",") if i.strip()})
+    pairs = []
+    for run_id in shown:
+        row = pool[pool["run_id"] == run_id]
+        if row.empty or row.iloc[0]["source"] != "cached" or not present(row.iloc[0]["effective_hash"]):
+            continue  # a run made here: replaced_copies_note names the shipped runs it stands in for
+        same = pool[(pool["effective_hash"] == row.iloc[0]["effective_hash"]) & (pool["run_id"] != run_id)
+                    & (pool["source"] == "cached")]
+        if not same.empty:
+            pairs.append(f"{run_id} also as {', '.join(sorted(same['run_id']))}")
+    if not pairs:
+        return ""
+    return ("Some settings ship under several names, one per sweep plan that needed them, and count once: "
+            + "; ".join(pairs) + ".")
+
+
 def seed_mix_note(table: pd.DataFrame) -> str:
     """A warning when the rows of a headline table average different seeds, or "" when they do not."""
     if "seeds" not in table or table["seeds"].nunique() < 2:

@@ -69,8 +69,9 @@ if table.empty:
             "teacher count, ...). Its runs are on the Privacy-utility page with experiment variants on.")
 if seed_note:
     st.warning(seed_note, icon=":material/warning:")
-if copies_note:
-    st.info(copies_note, icon=":material/content_copy:")
+for note in (copies_note, c.shipped_copies_note(pool, table)):
+    if note:
+        st.info(note, icon=":material/content_copy:")
 runs_shown = ("the run of the chosen seed, or with every seed the mean over the seeds in the row's seeds column"
               if several_seeds else "one run each (this preset's runs share one seed)")
 st.caption(f"One row per method and ε at this preset's defaults: {runs_shown}; runs with other settings (teacher "

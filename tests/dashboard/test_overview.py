@@ -82,6 +82,20 @@ def test_a_run_made_here_in_place_of_a_shipped_copy_is_named(roots, app_page):
         "trains to other last bits)."]
 
 
+def test_shipped_copies_of_a_row_are_named(roots, app_page):
+    """tiny-seqpate-eps3, -ablationnone and -filter-top-p0.95 are one config run for three sweep plans: the row
+    keeps the first id, and the note says where the other two went."""
+    for run_id in ("tiny-seqpate-eps3", "tiny-seqpate-ablationnone", "tiny-seqpate-filter-top-p0.95"):
+        write_run(roots["cached"], run_id, "seqpate")
+    write_run(roots["cached"], "tiny-pub-gpt", "pub-gpt")
+    at = app_page()
+    assert not at.exception
+    assert sorted(at.dataframe[0].value["run ids"]) == ["tiny-pub-gpt", "tiny-seqpate-ablationnone"]
+    assert [i.value for i in at.info if "ship under several names" in i.value] == [
+        "Some settings ship under several names, one per sweep plan that needed them, and count once: "
+        "tiny-seqpate-ablationnone also as tiny-seqpate-eps3, tiny-seqpate-filter-top-p0.95."]
+
+
 def test_a_preset_with_no_run_at_its_defaults_says_where_its_runs_are(roots, app_page):
     write_run(roots["live"], "sgd-lr", "noisysgd", config={"dpsgd__lr": 1e-4})
     write_run(roots["live"], "pub-lda", "pub-gpt", config={"privacy__target": "phrase-avg"})  # ignored by Pub-GPT
