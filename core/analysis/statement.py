@@ -20,32 +20,32 @@ from core.analysis.phrases import (
 
 PUBLIC_METHODS = ("pub-gpt", "pub-gpt+pseudo")
 
-# Which change to one sentence the epsilon covers, per mechanism: (the change, what stays public). SeqPATE's teacher
-# partition and the fixed user batches are computed from the data's shape, so their sensitivity holds for neighbours
-# that keep that shape: the sentence's content is removed but its place stays (the "zero-out" relation of Kairouz et
-# al. 2021), or, for SeqPATE, replaced by any other sentence (one teacher's distribution moves by at most sqrt(2)
-# either way). Poisson-sampled DP-SGD is accounted for adding or removing a sentence (dp_accounting's default).
-NEIGHBOURS = {
-    KIND_SEQPATE: (
-        "removing its content or replacing it by any other sentence",
-        "the data with that sentence's content removed, or replaced by any other sentence, while every other "
-        "sentence keeps its teacher (one teacher's data changes, so its next-token distribution moves by at most "
-        "sqrt(2) in L2). The partition is computed from the data's shape (how many sentences, and with the by-user "
-        "partition how many each user wrote): that shape is treated as public, not protected.",
-    ),
-    KIND_USER_BATCHES: (
-        "removing its content",
-        "the data with that sentence's content removed while it keeps its place in the fixed batches (zero-out "
-        "neighbours, Kairouz et al. 2021): one batch's clipped gradient sum moves by at most C. Replacing it by "
-        "another sentence is two such changes (sensitivity 2C). The batches are computed from how many sentences "
-        "each user wrote: that shape is treated as public, not protected.",
-    ),
-    KIND_DPSGD: (
-        "adding or removing it",
-        "the data with that sentence added or removed (Poisson sampling: each sentence joins each step's batch "
-        "independently, so nothing else about the batches depends on it).",
-    ),
-}
+# Which change to one sentence the epsilon covers, per mechanism. SeqPATE's teacher partition and the fixed user
+# batches are computed from the data's shape, so their sensitivity holds for neighbours that keep that shape: the
+# sentence's content is removed but its place stays (the "zero-out" relation of Kairouz et al. 2021), or, for SeqPATE,
+# replaced by any other sentence (one teacher's distribution moves the same bounded amount either way). Poisson-sampled
+# DP-SGD is accounted for adding or removing a sentence (dp_accounting's default).
+def neighbours(kind: str, mechanism: str = "gaussian") -> tuple[str, str]:
+    """(the change the epsilon covers, what neighbouring data sets are and what stays public)."""
+    if kind == KIND_SEQPATE:
+        moves = "2 in L1 (Laplace noise)" if mechanism == "laplace" else "sqrt(2) in L2"
+        return ("removing its content or replacing it by any other sentence",
+                "the data with that sentence's content removed, or replaced by any other sentence, while every "
+                f"other sentence keeps its teacher (one teacher's data changes, so its next-token distribution moves "
+                f"by at most {moves}). The partition is computed from the data's shape (how many sentences and, with "
+                "the by-user partition, which user wrote each): that shape is treated as public, not protected.")
+    if kind == KIND_USER_BATCHES:
+        return ("removing its content",
+                "the data with that sentence's content removed while it keeps its place in the fixed batches "
+                "(zero-out neighbours, Kairouz et al. 2021): one batch's clipped gradient sum moves by at most C. "
+                "Replacing it by another sentence is two such changes (sensitivity 2C). The batches are computed "
+                "from which user wrote each sentence: that mapping is treated as public, not protected.")
+    if kind == KIND_DPSGD:
+        return ("adding or removing it",
+                "the data with that sentence added or removed (Poisson sampling: each sentence joins each step's "
+                "batch independently). The number of sentences, which sets the sampling rate and the step count, "
+                "is treated as public, as usual for DP-SGD.")
+    return ("changing it", "not determined for this run's mechanism; privacy.json lists its events.")
 
 
 def _num(x: Any, digits: int = 3) -> str:
@@ -111,7 +111,7 @@ def privacy_statement(
         ]
     else:
         unit = privacy.get("unit", "sample")
-        change, neighbours = NEIGHBOURS.get(kind, NEIGHBOURS[KIND_DPSGD])
+        change, relation = neighbours(kind, str(privacy.get("mechanism", "gaussian")))
         lines += [
             f"**Protected unit: one {unit if unit != 'sample' else 'sentence (sample)'}.** "
             f"(epsilon, delta) = ({_num(eps, 4)}, {_num(delta)}): for any one private training sentence, "
@@ -120,7 +120,7 @@ def privacy_statement(
             "except with probability delta.",
             f"- Accountant: {accountant}. The epsilon is recomputed from the recorded mechanism events "
             "(privacy.json), not typed in.",
-            f"- Neighbouring data sets: {neighbours}",
+            f"- Neighbouring data sets: {relation}",
         ]
         if kind == KIND_SEQPATE:
             lines += [
@@ -128,7 +128,8 @@ def privacy_statement(
                 f"{_num(privacy.get('noise_scale'), 5)} on the averaged teacher distributions, fixed before the "
                 f"first query for a budget of {privacy.get('query_budget')} queries; "
                 f"{privacy.get('queries_spent')} answers were released. One sentence sits in one teacher's data, "
-                "so it moves one teacher's distribution: sensitivity sqrt(2) per answer.",
+                "so it moves one teacher's distribution: sensitivity "
+                + ("2 in L1" if privacy.get("mechanism") == "laplace" else "sqrt(2)") + " per answer.",
             ]
         elif kind == KIND_DPSGD:
             lines += [
@@ -186,13 +187,14 @@ def privacy_statement(
     if kind == KIND_SEQPATE or (method == "seqpate" and kind == KIND_NOT_PRIVATE):
         part = cfg.seqpate.partition
         hist = privacy.get("teachers_per_user") or {}
+        per_teacher = "2" if privacy.get("mechanism") == "laplace" else "sqrt(2)"  # L1 for Laplace noise
         if part == "by-user":
             lines += [
                 "",
                 "SeqPATE with the by-user partition puts each user's data into as few teachers as possible "
                 f"(users in 1/2/3/>3 teachers: {hist.get('1')}/{hist.get('2')}/{hist.get('3')}/{hist.get('>3')}). "
                 "A phrase only one user writes is then held by one or two teachers, and a phrase held by n_s "
-                "teachers has sensitivity sqrt(2) * n_s: with n_s = 1 it gets exactly the sample-level epsilon, "
+                f"teachers has sensitivity {per_teacher} * n_s: with n_s = 1 it gets exactly the sample-level epsilon, "
                 "however often the user repeats it (Sec. 5.3, App. D, F).",
             ]
         else:
@@ -200,7 +202,7 @@ def privacy_statement(
                 "",
                 "SeqPATE with the random partition spreads a phrase's sentences over teachers at random: a phrase "
                 "in n sentences is usually held by about min(n, teachers) teachers, each of which multiplies its "
-                "sensitivity (sqrt(2) * n_s). Partition by user to protect users' phrases at the sample level.",
+                f"sensitivity ({per_teacher} * n_s). Partition by user to protect users' phrases at the sample level.",
             ]
         if info.get("partition_check") not in (None, "ok"):
             lines.append(f"- Partition check: {info['partition_check']}")

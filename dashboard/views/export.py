@@ -25,8 +25,12 @@ name = which.replace(" ", "_")
 if which == "all runs":
     table = df.drop(columns=["teachers_per_user"], errors="ignore")
 elif which == "headline comparison":
-    # one seed by default, as the Overview and REPORT.md: another seed is another user split and base model
-    table = c.headline_table(c.seed_picker(finished, key="export_seed"), include_variants=True)
+    # one preset and, by default, its lowest seed, as the Overview and REPORT.md: runs compare only within a
+    # preset, and another seed is another user split and base model
+    preset = c.preset_picker(finished, key="export_preset") if not finished.empty else None
+    pool = c.seed_picker(finished[finished["preset"] == preset], key="export_seed") if preset else finished
+    table = c.headline_table(pool, include_variants=True)
+    name = f"headline_{preset}" if preset else name
     if seed_note := c.seed_mix_note(table):
         st.warning(seed_note, icon=":material/warning:")
 else:
@@ -34,7 +38,8 @@ else:
     has = {"phrases of a run": "has_phrases", "completions of a run": "has_completions",
            "privacy events of a run": "has_privacy"}.get(which)
     first = next((i for i, r in records.items() if not has or r.get(has)), next(iter(records)))
-    run_id = st.selectbox("Run", list(records), index=list(records).index(first), key="export_table_run",
+    run_id = st.selectbox("Run", list(records), index=list(records).index(first),
+                          key=f"export_table_run_{which.split(' ')[0]}",  # a choice per table, each opening as above
                           format_func=lambda i: c.run_option_label(records[i]))
     run = c.get_run(run_id)
     name = f"{run_id}_{which.split(' ')[0]}"

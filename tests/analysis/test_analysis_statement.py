@@ -60,3 +60,20 @@ def test_user_batches_state_zero_out_neighbours():
     adp = privacy_statement(micro_config(method="adp"), {**privacy, "statement": "Treat the ADP run as a heuristic.",
                                                           "epsilon_claimed": 1.2}, {})
     assert "ADP caveat" in adp and "heuristic" in adp and "not a guarantee" in adp
+
+
+def test_seqpate_laplace_ablation_states_its_l1_sensitivity():
+    privacy = {"epsilon": 3.0, "delta": 1e-6, "accountant": "pld (dp_accounting)", "unit": "sample",
+               "mechanism": "laplace", "noise_scale": 97.14, "sensitivity_l1": 2.0, "query_budget": 1000,
+               "queries_spent": 1000}
+    text = privacy_statement(micro_config(method="seqpate", seqpate__ablation="-gaussian"), privacy, {})
+    assert "moves by at most 2 in L1 (Laplace noise)" in text and "sensitivity 2 in L1 per answer" in text
+    assert "sqrt(2)" not in text
+
+
+def test_a_run_of_no_known_mechanism_claims_no_neighbouring_relation():
+    privacy = {"epsilon": 3.0, "delta": 1e-6, "accountant": "pld (dp_accounting)", "unit": "sample",
+               "events": [{"mechanism": "laplace", "scale": 1.0, "sensitivity_l1": 1.0, "count": 3}]}
+    text = privacy_statement(micro_config(method="noisysgd"), privacy, {})
+    assert "Neighbouring data sets: not determined for this run's mechanism" in text
+    assert "Poisson" not in text and "adding or removing" not in text

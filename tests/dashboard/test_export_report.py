@@ -101,7 +101,9 @@ def test_headline_csv_keeps_to_one_seed_like_the_overview(roots, app_page):
         write_run(roots["cached"], f"seq-{seed}", "seqpate", seed=seed, ppl=ppl)
     write_run(roots["cached"], "seq-m5", "seqpate", seed=0, teachers=5, ppl=230.0)
     at = app_page("export")
+    write_run(roots["cached"], "quick-pub-seed1", "pub-gpt", preset="quick", seed=1)  # another preset's seeds
     at.selectbox(key="export_table").set_value("headline comparison").run()
+    assert at.selectbox(key="export_preset").value == "tiny"  # one preset, as the Overview: it has the most runs
     assert at.selectbox(key="export_seed").value == 0 and not at.warning
     shown = at.dataframe[0].value.set_index("setting")
     assert shown.loc["", "PPL"] == 218.9 and "seeds" not in shown
@@ -109,12 +111,16 @@ def test_headline_csv_keeps_to_one_seed_like_the_overview(roots, app_page):
     shown = at.dataframe[0].value.set_index("setting")
     assert abs(shown.loc["", "PPL"] - 204.3) < 1e-9 and shown.loc["", "seeds"] == "0, 1, 2"
     assert "These rows average different seeds" in at.warning[0].value
+    at.selectbox(key="export_preset").set_value("quick").run()  # its only seed is 1: not hidden by tiny's seed 0
+    assert at.dataframe[0].value["run ids"].tolist() == ["quick-pub-seed1"]
 
 
 def test_a_run_table_opens_on_a_run_that_has_it(roots, app_page):
     write_run(roots["cached"], "seq", "seqpate", phrases=phrase_rows())
     write_synth_run(roots["cached"], "synth", "filter", 3.0, accuracy=0.3)  # the newest: no phrases.csv
     at = app_page("export")
-    at.selectbox(key="export_table").set_value("phrases of a run").run()
-    assert at.selectbox(key="export_table_run").value == "seq" and not at.info  # not "This table is empty."
+    at.selectbox(key="export_table").set_value("progress of a run").run()
+    assert at.selectbox(key="export_table_run_progress").value == "synth"  # every run has a progress file
+    at.selectbox(key="export_table").set_value("phrases of a run").run()  # from another table, too
+    assert at.selectbox(key="export_table_run_phrases").value == "seq" and not at.info  # not "This table is empty."
     assert len(at.dataframe[0].value) == len(phrase_rows())

@@ -75,7 +75,7 @@ def test_export_page_and_self_contained_report(roots, app_page):
     assert not at.exception
     assert at.get("download_button"), "CSV and report download buttons"
     at.selectbox(key="export_table").set_value("phrases of a run").run()
-    at.selectbox(key="export_table_run").set_value("seq").run()
+    at.selectbox(key="export_table_run_phrases").set_value("seq").run()
     assert not at.exception
     assert list(at.dataframe[0].value["phrase"])[:1] == ["Alice Smith"]
 
