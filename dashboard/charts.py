@@ -248,26 +248,30 @@ def run_progress_figure(progress: Sequence[Mapping[str, Any]]) -> go.Figure | No
 
     rows = [p for p in progress if isinstance(p, Mapping)]
 
-    def minutes(row: Mapping[str, Any], i: int) -> float:
+    def minutes(row: Mapping[str, Any], i: int) -> float | None:
+        """Minutes since the first line; the line's index in a file without times; None for an untimed line in a
+        timed file (placed by its index it would stretch the axis to the line count)."""
+        if start is None:
+            return float(i)
         try:
             return (datetime.fromisoformat(row["time"]) - start).total_seconds() / 60
         except (KeyError, TypeError, ValueError):
-            return float(i)
+            return None
 
     try:
         start = datetime.fromisoformat(rows[0]["time"]) if rows else None
     except (KeyError, TypeError, ValueError):
         start = None
-    losses = [(minutes(p, i), p["loss"], p.get("stage")) for i, p in enumerate(rows)
-              if isinstance(p.get("loss"), (int, float))]
-    spent = [(minutes(p, i), p["epsilon_spent"]) for i, p in enumerate(rows)
+    timed = [(x, p) for i, p in enumerate(rows) if (x := minutes(p, i)) is not None]
+    losses = [(x, p["loss"], p.get("stage")) for x, p in timed if isinstance(p.get("loss"), (int, float))]
+    spent = [(x, p["epsilon_spent"]) for x, p in timed
              if isinstance(p.get("epsilon_spent"), (int, float)) and math.isfinite(p["epsilon_spent"])]
     if not losses and not spent:
         return None
     fig = go.Figure()
-    last = max(minutes(p, i) for i, p in enumerate(rows))
-    for k, (stage, begin, end) in enumerate(_stage_spans([(minutes(p, i), p.get("stage")) for i, p in enumerate(rows)])):
-        wide = end - begin >= 0.08 * last  # a name for the stages wide enough to hold one (hover shows every stage)
+    first, last = min(x for x, _ in timed), max(x for x, _ in timed)
+    for k, (stage, begin, end) in enumerate(_stage_spans([(x, p.get("stage")) for x, p in timed])):
+        wide = end - begin >= 0.08 * (last - min(first, 0.0))  # a name for the stages wide enough to hold one (hover shows every stage)
         fig.add_vrect(x0=begin, x1=end, fillcolor="#718096" if k % 2 else "#a0aec0", opacity=0.12, line_width=0,
                       layer="below", **(dict(annotation_text=stage, annotation_position="top left",
                                              annotation_font=dict(size=10, color="#4a5568")) if wide else {}))
@@ -285,7 +289,7 @@ def run_progress_figure(progress: Sequence[Mapping[str, Any]]) -> go.Figure | No
                                       showgrid=False, range=[0, 1.12 * top if top > 0 else 1]))
     x_title = "minutes since start" if start is not None else "progress line"
     fig.update_layout(title="Training progress", xaxis_title=x_title, yaxis_title="loss", **LAYOUT)
-    fig.update_xaxes(range=[0, last * 1.01 if last > 0 else 1])
+    fig.update_xaxes(range=[min(first, 0.0), last * 1.01 if last > 0 else 1])
     return fig
 
 

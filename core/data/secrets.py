@@ -11,8 +11,8 @@ A phrase occurs in a sentence when its words appear there contiguously, case-ins
 (words = runs of letters/digits/underscore, so "Mireya's" contains "Mireya"). Everything here quotes private
 text: phrase tables built from it are marked as such.
 
-Wiring canaries into the data (one line in core.data.prepare.load_prepared, see insert_canaries):
-    _PREPARED[key] = insert_canaries(prepare(...), cfg.canaries, cfg.canary_seed, cfg.canary_digits)
+Wiring canaries into the data (one line in core.data.prepare's cached load_prepared, see insert_canaries):
+    return insert_canaries(prepare(...), cfg.canaries, cfg.canary_seed, cfg.canary_digits)
 Until DataConfig has those fields, canary_spec_from_config reads them with getattr and defaults to "no canaries".
 """
 

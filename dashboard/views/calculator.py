@@ -11,7 +11,8 @@ from dashboard import common as c
 # SeqPATE defaults: the quick preset's, the dashboard's default preset
 QUICK_TEACHERS = preset_value("quick", "seqpate", "teachers")
 QUICK_QUERIES = preset_value("quick", "seqpate", "query_budget")
-DELTA_STEP = 1e-6  # the steppers move δ by 1e-6 (Streamlit's float default, 0.01, jumped from 1e-6 to 1e-2)
+DELTA_STEP = 1e-7  # the steppers move δ by 1e-7 (Streamlit's float default, 0.01, jumped from 1e-6 to 1e-2; a step of
+# 1e-6 could not go below the default 1e-6, since Streamlit disables minus where value - step < min_value)
 
 st.title("Privacy calculator")
 st.caption("Instant what-if numbers from core.privacy: the same code that accounts the runs. No training.")

@@ -70,8 +70,8 @@ def live_view() -> None:
         "progress": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="percent"),
     })
     counts = view["state"].value_counts().to_dict()  # of the rows shown, as the table
-    shown = f"{len(view):,} of {len(df):,} runs shown · " if len(view) < len(df) else ""
-    st.caption(shown + " · ".join(f"{state}: {n}" for state, n in counts.items()) +
+    shown = [f"{len(view):,} of {len(df):,} runs shown"] if len(view) < len(df) else []
+    st.caption(" · ".join(shown + [f"{state}: {n}" for state, n in counts.items()]) +
                ("  —  refreshing every 2 s while jobs run" if still_active else ""))
 
     st.subheader("Run details")

@@ -143,10 +143,6 @@ def show_accuracy() -> None:
                                     **{name: st.column_config.NumberColumn(format="%.3f") for name in numbers}})
 
 
-def _seed_index(seed) -> int:
-    return int(seed) if c.present(seed) else 0
-
-
 def show_memorisation() -> None:
     """Share of synthetic n-grams found in the train set, per ε, for one generator."""
     st.caption("Share of distinct synthetic word n-grams that also occur in the private train set (paper Fig. 3). "
@@ -159,20 +155,22 @@ def show_memorisation() -> None:
     references: dict[int, dict] = {}  # seed -> the real test texts' ratios (each seed has its own split)
     lines = table[table["generator"] == generator].sort_values(["ε target", "seed"], ascending=[False, True])
     several_seeds = lines["seed"].nunique() > 1
+    seed_rank = {seed: k for k, seed in enumerate(sorted(lines["seed"].dropna().unique()))}  # dashes by rank
     for row in lines.to_dict("records"):
         name = f"ε = {eps_label(row['ε target'])}" + (f", seed {row['seed']}" if several_seeds else "")
         # each seed its own dash, so that a seed's line running under another's stays visible
-        dash = ("solid", "dot", "dash", "dashdot")[_seed_index(row["seed"]) % 4] if several_seeds else "solid"
+        dash = ("solid", "dot", "dash", "dashdot", "longdash")[seed_rank.get(row["seed"], 0) % 5] if several_seeds \
+            else "solid"
         fig.add_trace(go.Scatter(x=grams, y=[row[f"{n}-gram"] for n in range(3, 8)], mode="lines+markers",
                                  name=name, customdata=[[row["run"]]] * 5, line=dict(dash=dash),
                                  hovertemplate="%{y:.4f} (run %{customdata[0]})"))
-        if row["seed"] not in references:
+        if c.present(row["seed"]) and row["seed"] not in references:
             metrics = c.read_run(c.get_run(row["run"]), "metrics") or {}
             if metrics.get("ngram_ratios_real_test"):
                 references[row["seed"]] = metrics["ngram_ratios_real_test"]
     for seed, reference in sorted(references.items()):
         fig.add_trace(go.Scatter(x=grams, y=[reference.get(str(n)) for n in range(3, 8)], mode="lines",
-                                 line=dict(dash=("dash", "longdash", "longdashdot", "dashdot")[_seed_index(seed) % 4],
+                                 line=dict(dash=("dash", "longdash", "longdashdot", "dashdot")[seed_rank.get(seed, 0) % 4],
                                            color="#4a5568"),
                                  name="real test texts" + (f", seed {seed}" if len(references) > 1 else ""),
                                  hovertemplate="%{y:.4f}"))

@@ -35,11 +35,13 @@ def test_calculator_seqpate_matches_core_privacy(roots, app_page):
     eps_line = next(trace for trace in noise["data"] if trace["name"] == "ε")
     at_q = dict(zip(eps_line["x"], eps_line["y"], strict=True))[2000]  # the right panel: ε at the chosen Q
     assert eps_line["xaxis"] == "x2" and abs(at_q - 3.0) < 1e-6
-    at.number_input(key="calc_sp_delta").increment().run()  # the stepper moves δ by 1e-6, not Streamlit's 0.01
-    assert at.number_input(key="calc_sp_delta").value == pytest.approx(2e-6)
+    at.number_input(key="calc_sp_delta").increment().run()  # the stepper moves δ by 1e-7, not Streamlit's 0.01
+    assert at.number_input(key="calc_sp_delta").value == pytest.approx(1.1e-6)
     assert shown["noise multiplier z"] != metrics(at)["noise multiplier z"]
     at.number_input(key="calc_sp_delta").decrement().run()
-    assert at.number_input(key="calc_sp_delta").value == pytest.approx(1e-6)
+    at.number_input(key="calc_sp_delta").decrement().run()  # below the default too (min 1e-12)
+    assert at.number_input(key="calc_sp_delta").value == pytest.approx(9e-7)
+    at.number_input(key="calc_sp_delta").set_value(1e-6).run()
     at.radio(key="calc_sp_mode").set_value("ε from noise").run()
     at.number_input(key="calc_sp_std").set_value(69.04).run()
     at.number_input(key="calc_sp_queries2").set_value(1000).run()

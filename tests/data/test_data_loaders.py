@@ -192,11 +192,13 @@ def test_cache_shares_records_reloads_an_edited_file_and_stays_bounded(tmp_path)
     clear_cache()
     records = load_records(cfg)
     assert load_records(DataConfig(corpus=str(path), min_words=3)) is records  # one load for every size
-    assert load_prepared(cfg, 0) is load_prepared(cfg, 0)
+    before = load_prepared(cfg, 0)
+    assert load_prepared(cfg, 0) is before
 
     write_lines(path, rows[:100])  # edited on disk: a new size, so loaded again rather than served stale
     assert len(load_records(cfg)) == 100
-    assert len(load_prepared(cfg, 0).private_train) == 10
+    assert load_prepared(cfg, 0) is not before and load_prepared(cfg, 0).public_pool + \
+        load_prepared(cfg, 0).private_pool < before.public_pool + before.private_pool
 
     # A long-lived process (the dashboard) previews many seeds; the oldest fall out instead of piling up.
     first = load_prepared(cfg, 0)
