@@ -180,7 +180,7 @@ class Plan:
         # each sentence is in exactly one batch per epoch: one Gaussian release per epoch with sensitivity C and
         # std z*C (units of C), composed exactly; an epoch cut short still counts in full. C holds for zero-out
         # neighbours (the sentence's content removed, its place in the batches kept): the packing depends on
-        # each user's sentence count, so adding or removing a sentence could move others (the statement says so)
+        # which user wrote each sentence, so adding or removing one could move others (the statement says so)
         epochs = math.ceil(steps_taken / self.steps_per_epoch)
         return [GaussianEvent(self.noise_multiplier, 1.0, epochs)]
 
