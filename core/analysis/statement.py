@@ -145,7 +145,10 @@ def privacy_statement(
         if method == "adp":
             lines += ["", "**ADP caveat.** " + str(privacy.get("statement", "")).strip(),
                       f"- The ADP paper's own accounting would claim epsilon "
-                      f"{_num(privacy.get('epsilon_claimed'), 4)}; that number is not a guarantee."]
+                      f"{_num(privacy.get('epsilon_claimed'), 4)}; that number is not a guarantee.",
+                      "- metrics.json (the rho and gamma summaries) and the run's log (the range of per-step noise "
+                      "multipliers) are statistics of the private sentences' perplexities, released outside any "
+                      "epsilon."]
         if privacy.get("target_epsilon") is not None and getattr(cfg.privacy, "target", "sample") == "phrase-avg":
             lines += [
                 "",

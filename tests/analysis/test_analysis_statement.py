@@ -60,6 +60,7 @@ def test_user_batches_state_zero_out_neighbours():
     adp = privacy_statement(micro_config(method="adp"), {**privacy, "statement": "Treat the ADP run as a heuristic.",
                                                           "epsilon_claimed": 1.2}, {})
     assert "ADP caveat" in adp and "heuristic" in adp and "not a guarantee" in adp
+    assert "statistics of the private sentences' perplexities, released outside any epsilon" in adp
 
 
 def test_seqpate_laplace_ablation_states_its_l1_sensitivity():
