@@ -484,11 +484,22 @@ def preset_picker(df: pd.DataFrame, key: str, label: str = "Preset", include_all
     if not presets:
         return None
     options = (["all"] if include_all else []) + list(presets)
-    default = main_preset(df)
+    # the preset last chosen on any page, where this page has it: switching pages keeps what the reader looks at
+    default = st.session_state.get(_LAST_PRESET)
+    default = default if default in options else main_preset(df)
     index = options.index(default) if default in options else 0
     # in the URL, so that a shared link (which also names the open tab) shows the same runs
-    return st.selectbox(label, options, index=index, key=key, bind="query-params",
+    return st.selectbox(label, options, index=index, key=key, bind="query-params", on_change=_remember,
+                        args=(key, _LAST_PRESET),
                         help="Runs are only comparable within one preset (same data sizes and model).")
+
+
+# The last preset and seed chosen on any page (session-wide), which the other pages' pickers open on.
+_LAST_PRESET, _LAST_SEED = "_last_preset", "_last_seed"
+
+
+def _remember(key: str, shared: str) -> None:
+    st.session_state[shared] = st.session_state[key]
 
 
 EVERY_SEED = "every seed (mean)"
@@ -534,7 +545,10 @@ def seed_picker(df: pd.DataFrame, key: str) -> pd.DataFrame:
     seeds = seeds_of(df)
     if len(seeds) < 2:
         return df
-    choice = st.selectbox("Seed", [*seeds, EVERY_SEED], key=key,
+    options = [*seeds, EVERY_SEED]
+    last = st.session_state.get(_LAST_SEED)  # the seed last chosen on any page, where these runs have it
+    choice = st.selectbox("Seed", options, index=options.index(last) if last in options else 0, key=key,
+                          on_change=_remember, args=(key, _LAST_SEED),
                           help="Another seed splits the users anew and trains another base model: compare methods "
                                "within one seed. 'Every seed' averages the seeds each row has (see its seeds).")
     return df if choice == EVERY_SEED else df[df["seed"] == choice]

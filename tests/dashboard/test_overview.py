@@ -108,3 +108,19 @@ def test_a_preset_with_no_run_at_its_defaults_says_where_its_runs_are(roots, app
     roots["live"].joinpath("pub-lda", "status.json").unlink()  # no longer finished
     at = app_page()
     assert any("No finished run at this preset's defaults" in i.value for i in at.info)
+
+
+def test_the_preset_and_seed_chosen_on_one_page_carry_to_the_others(roots, app_page):
+    for preset in ("tiny", "quick"):
+        for seed in (0, 1):
+            write_run(roots["cached"], f"{preset}-seq-{seed}", "seqpate", preset=preset, seed=seed)
+            write_run(roots["cached"], f"{preset}-pub-{seed}", "pub-gpt", preset=preset, seed=seed)
+    at = app_page()
+    assert at.selectbox(key="overview_preset").value == "tiny" and at.selectbox(key="overview_seed").value == 0
+    at.selectbox(key="overview_preset").set_value("quick").run()
+    at.selectbox(key="overview_seed").set_value(1).run()
+    at.switch_page("views/privacy_utility.py").run()
+    assert at.selectbox(key="pu_preset").value == "quick" and at.selectbox(key="pu_seed").value == 1
+    at.switch_page("views/overview.py").run()  # and back: the Overview's choice was kept too
+    assert at.selectbox(key="overview_preset").value == "quick" and at.selectbox(key="overview_seed").value == 1
+    assert sorted(at.dataframe[0].value["run ids"]) == ["quick-pub-1", "quick-seq-1"]
