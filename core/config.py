@@ -317,8 +317,19 @@ def effective_hash(config: dict[str, Any]) -> str:
     return stable_hash(effective_config(config))
 
 
-ABLATIONS = ("none", "-merge_p", "-kl", "-pseudo", "-effi_kd", "-gaussian", "-all")
-LAPLACE_ABLATIONS = ("-gaussian", "-all")  # release Laplace noise (L1 sensitivity 2) instead of Gaussian
+# SeqPATE's Table 3 ablations: which of the paper's strategies each one turns off (core.seqpate.run reads them).
+ABLATION_SWITCHES: dict[str, dict[str, Any]] = {
+    "none": {},
+    "-merge_p": {"use_votes": True},
+    "-kl": {"teacher_loss": "ce"},
+    "-pseudo": {"pseudo_loss": False},
+    "-effi_kd": {"efficient_kd": False},
+    "-gaussian": {"noise": "laplace"},
+    "-all": {"use_votes": True, "teacher_loss": "ce", "pseudo_loss": False, "efficient_kd": False, "noise": "laplace"},
+}
+ABLATIONS = tuple(ABLATION_SWITCHES)
+# those releasing Laplace noise (L1 sensitivity 2) instead of Gaussian
+LAPLACE_ABLATIONS = tuple(a for a, switches in ABLATION_SWITCHES.items() if switches.get("noise") == "laplace")
 
 
 def preset_value(preset: str, section: str, name: str) -> Any:

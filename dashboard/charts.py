@@ -294,16 +294,15 @@ def run_progress_figure(progress: Sequence[Mapping[str, Any]]) -> go.Figure | No
 
 
 def _stage_spans(points: Sequence[tuple[float, Any]]) -> list[tuple[str, float, float]]:
-    """(stage, first minute, minute the next stage began) for each run of equal stages, in order; 'done' is left
+    """(stage, first minute, minute the next line came) for each run of equal stages, in order; 'done' is left
     out (it ends the run)."""
     spans: list[tuple[str, float, float]] = []
-    for (x, stage), following in zip(points, [*points[1:], (None, None)], strict=True):
+    for k, (x, stage) in enumerate(points):
         if not isinstance(stage, str) or stage == "done":
             continue
+        end = points[k + 1][0] if k + 1 < len(points) else x
         if spans and spans[-1][0] == stage:
-            spans[-1] = (stage, spans[-1][1], x)
+            spans[-1] = (stage, spans[-1][1], end)
         else:
-            spans.append((stage, x, x))
-        if following[0] is not None:
-            spans[-1] = (stage, spans[-1][1], following[0])
+            spans.append((stage, x, end))
     return spans

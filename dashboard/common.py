@@ -478,6 +478,14 @@ def main_preset(df: pd.DataFrame) -> str | None:
     return sorted(counts.index, key=lambda p: (-counts[p], order.get(p, 99)))[0]
 
 
+# The last preset and seed chosen on any page (session-wide), which the other pages' pickers open on.
+_LAST_PRESET, _LAST_SEED = "_last_preset", "_last_seed"
+
+
+def _remember(key: str, shared: str) -> None:
+    st.session_state[shared] = st.session_state[key]
+
+
 def preset_picker(df: pd.DataFrame, key: str, label: str = "Preset", include_all: bool = False) -> str | None:
     """A selectbox of the presets present in df, defaulting to the one with the most runs."""
     presets = sorted(df["preset"].dropna().unique(), key=lambda p: list(PRESETS).index(p) if p in PRESETS else 99)
@@ -492,14 +500,6 @@ def preset_picker(df: pd.DataFrame, key: str, label: str = "Preset", include_all
     return st.selectbox(label, options, index=index, key=key, bind="query-params", on_change=_remember,
                         args=(key, _LAST_PRESET),
                         help="Runs are only comparable within one preset (same data sizes and model).")
-
-
-# The last preset and seed chosen on any page (session-wide), which the other pages' pickers open on.
-_LAST_PRESET, _LAST_SEED = "_last_preset", "_last_seed"
-
-
-def _remember(key: str, shared: str) -> None:
-    st.session_state[shared] = st.session_state[key]
 
 
 EVERY_SEED = "every seed (mean)"
@@ -804,9 +804,14 @@ def headline_table(df: pd.DataFrame, include_variants: bool = False) -> pd.DataF
     return table
 
 
+def shown_run_ids(table: pd.DataFrame) -> set[str]:
+    """The run ids a headline table's rows stand for (its comma-separated "run ids" column)."""
+    return {i.strip() for ids in table.get("run ids", []) for i in str(ids).split(",") if i.strip()}
+
+
 def replaced_copies_note(pool: pd.DataFrame, table: pd.DataFrame) -> str:
     """Which rows of a headline table (built from pool) show a run made here in place of a shipped copy, or ""."""
-    shown = {i.strip() for ids in table.get("run ids", []) for i in str(ids).split(",")}
+    shown = shown_run_ids(table)
     pairs = [f"{run} for {', '.join(shipped)}" for run, shipped in replaced_shipped_copies(pool).items() if run in shown]
     if not pairs:
         return ""
@@ -821,9 +826,8 @@ def shipped_copies_note(pool: pd.DataFrame, table: pd.DataFrame) -> str:
     run id by its plan's name finds where it went."""
     if pool.empty or "effective_hash" not in pool or "source" not in pool:
         return ""
-    shown = sorted({i.strip() for ids in table.get("run ids", []) for i in str(ids).split(",") if i.strip()})
     pairs = []
-    for run_id in shown:
+    for run_id in sorted(shown_run_ids(table)):
         row = pool[pool["run_id"] == run_id]
         if row.empty or row.iloc[0]["source"] != "cached" or not present(row.iloc[0]["effective_hash"]):
             continue  # a run made here: replaced_copies_note names the shipped runs it stands in for

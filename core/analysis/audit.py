@@ -27,6 +27,7 @@ from core.data.secrets import (
     insert_canary_list,
     secret_phrases,
 )
+from core.privacy import epsilon_from_events, events_from_dicts
 
 STATEMENT = "statement.md"
 CANARIES = "canaries.json"
@@ -71,8 +72,6 @@ def _sample_epsilon(privacy: dict[str, Any]) -> float | None:
         return None
     events, delta = privacy.get("events"), privacy.get("delta")
     if events and isinstance(delta, (int, float)) and 0 < delta < 1:
-        from core.privacy import epsilon_from_events, events_from_dicts
-
         try:
             return epsilon_from_events(events_from_dicts(events), float(delta)).epsilon
         except (TypeError, ValueError):

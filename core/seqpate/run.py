@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from core.config import parse_filter
+from core.config import ABLATION_SWITCHES, parse_filter
 from core.privacy import epsilon_from_events, events_to_dicts, gaussian_std, laplace_scale
 from core.runs.pipeline import MethodResult, Workspace
 from core.seqpate.aggregate import L1_SENSITIVITY, L2_SENSITIVITY, TeacherOracle
@@ -15,17 +15,6 @@ from core.seqpate.partition import crowding_note, partition_by_user, partition_r
 from core.seqpate.student import DistillSettings, distill
 from core.seqpate.teachers import TeacherJob, count_rows, get_executor
 from core.train import train_lm
-
-# Table 3 ablations: which of the paper's strategies each one turns off.
-ABLATION_SWITCHES = {
-    "none": {},
-    "-merge_p": {"use_votes": True},
-    "-kl": {"teacher_loss": "ce"},
-    "-pseudo": {"pseudo_loss": False},
-    "-effi_kd": {"efficient_kd": False},
-    "-gaussian": {"noise": "laplace"},
-    "-all": {"use_votes": True, "teacher_loss": "ce", "pseudo_loss": False, "efficient_kd": False, "noise": "laplace"},
-}
 
 
 def calibrate_noise(noise: str, epsilon: float, delta: float, budget: int) -> tuple[str, float]:

@@ -49,7 +49,7 @@ def test_dpsgd_and_adp_runs():
 
 
 def test_user_batches_state_zero_out_neighbours():
-    """Fixed batches are packed from each user's sentence count: sensitivity C holds when a sentence's content is
+    """Fixed batches are packed by which user wrote each sentence: sensitivity C holds when a sentence's content is
     removed but its place kept (zero-out); replacing it by another would move the batch's sum by up to 2C."""
     privacy = {"epsilon": 3.0, "delta": 1e-6, "accountant": "analytic-gaussian (exact composition)", "unit": "sample",
                "batching": "users", "events": [{"mechanism": "gaussian", "noise_std": 2.0, "sensitivity": 1.0,
