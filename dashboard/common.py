@@ -1160,26 +1160,29 @@ def by_user_partition(data_json: str, seed: int, teachers: int) -> dict[str, Any
 @st.cache_data(show_spinner=False, max_entries=2000)
 def seqpate_noise(epsilon: float, delta: float, queries: int) -> dict[str, float]:
     """Noise multiplier z (std / L2 sensitivity) and std = z * sqrt(2) for Q Gaussian releases (SeqPATE)."""
-    z = _privacy().gaussian_noise_multiplier(float(epsilon), float(delta), int(queries))
-    return {"z": z, "std": z * math.sqrt(2.0)}
+    privacy = _privacy()
+    z = privacy.gaussian_noise_multiplier(float(epsilon), float(delta), int(queries))
+    return {"z": z, "std": z * privacy.SEQPATE_L2_SENSITIVITY}
 
 
 @st.cache_data(show_spinner=False, max_entries=500)
 def seqpate_laplace_scale(epsilon: float, delta: float, queries: int) -> float:
     """Laplace scale b for Q releases with L1 sensitivity 2 (SeqPATE's -gaussian and -all ablations; PLD)."""
-    return _privacy().laplace_scale(float(epsilon), float(delta), int(queries), 2.0)
+    privacy = _privacy()
+    return privacy.laplace_scale(float(epsilon), float(delta), int(queries), privacy.SEQPATE_L1_SENSITIVITY)
 
 
 @st.cache_data(show_spinner=False, max_entries=2000)
 def seqpate_epsilon(noise_std: float, queries: int, delta: float) -> float:
-    return _privacy().epsilon_for_gaussian(float(noise_std), int(queries), float(delta), math.sqrt(2.0))
+    privacy = _privacy()
+    return privacy.epsilon_for_gaussian(float(noise_std), int(queries), float(delta), privacy.SEQPATE_L2_SENSITIVITY)
 
 
 @st.cache_data(show_spinner=False, max_entries=2000)
 def seqpate_max_queries(epsilon: float, delta: float, noise_std: float) -> int:
     """Most Gaussian releases with this std that stay within (epsilon, delta): Q = floor((z / z_1)^2)."""
     z1 = _privacy().gaussian_noise_multiplier(float(epsilon), float(delta), 1)
-    z = float(noise_std) / math.sqrt(2.0)
+    z = float(noise_std) / _privacy().SEQPATE_L2_SENSITIVITY
     if z1 <= 0:
         return 0
     q = int(math.floor((z / z1) ** 2 * (1 + 1e-12)))

@@ -44,11 +44,8 @@ from core.privacy import (
     summarize_phrase_epsilons,
     user_batched_phrase_epsilon,
 )
-from core.privacy.calibrate import SQRT2
-
-# SeqPATE's per-teacher sensitivities (core.seqpate.aggregate; repeated here to keep torch out of this module)
-SEQPATE_L2 = SQRT2
-SEQPATE_L1 = 2.0
+from core.privacy.calibrate import SEQPATE_L1_SENSITIVITY as SEQPATE_L1
+from core.privacy.calibrate import SEQPATE_L2_SENSITIVITY as SEQPATE_L2
 
 # dpsgd_phrase_epsilon's coarse pre-pass (fixed 1e-2 grid) costs minutes when a phrase's epsilon is in the
 # thousands (n = 100: 76 s of 83 s); above this many occurrences both dominating events are computed directly on

@@ -19,6 +19,8 @@ from core.privacy.accountant import (
     gaussian_epsilon,
 )
 from core.privacy.calibrate import (
+    SEQPATE_L1_SENSITIVITY,
+    SEQPATE_L2_SENSITIVITY,
     dpsgd_epsilon,
     dpsgd_noise_multiplier,
     epsilon_for_gaussian,
@@ -55,6 +57,8 @@ __all__ = [
     "LaplaceEvent",
     "PrivacyEvent",
     "PrivacyReport",
+    "SEQPATE_L1_SENSITIVITY",
+    "SEQPATE_L2_SENSITIVITY",
     "SubsampledGaussianEvent",
     "calibrate_for_average",
     "delta_for_epsilon",

@@ -24,7 +24,11 @@ from core.privacy._validate import (
 from core.privacy.accountant import _epsilon, _plan, epsilon_from_events
 from core.privacy.events import GaussianEvent, LaplaceEvent, SubsampledGaussianEvent
 
-SQRT2 = math.sqrt(2.0)
+# SeqPATE's per-query sensitivities: a changed sentence changes one teacher's next-token distribution, so the
+# teachers' summed distributions move by at most sqrt(2) in L2 and 2 in L1 (paper App. D). The engine, the
+# phrase analysis and the dashboard's previews all read these two.
+SEQPATE_L2_SENSITIVITY = math.sqrt(2.0)
+SEQPATE_L1_SENSITIVITY = 2.0
 
 # ---------------------------------------------------------------------------------------------------------
 # generic search: smallest noise whose epsilon is <= target
@@ -139,13 +143,13 @@ def gaussian_noise_multiplier(epsilon: float, delta: float, count: int) -> float
     return z
 
 
-def gaussian_std(epsilon: float, delta: float, count: int, sensitivity: float = SQRT2) -> float:
+def gaussian_std(epsilon: float, delta: float, count: int, sensitivity: float = SEQPATE_L2_SENSITIVITY) -> float:
     """Noise std for `count` releases of a query with this L2 sensitivity (sqrt(2): one teacher changes)."""
     check_positive_finite("sensitivity", sensitivity)
     return gaussian_noise_multiplier(epsilon, delta, count) * sensitivity
 
 
-def epsilon_for_gaussian(noise_std: float, count: int, delta: float, sensitivity: float = SQRT2) -> float:
+def epsilon_for_gaussian(noise_std: float, count: int, delta: float, sensitivity: float = SEQPATE_L2_SENSITIVITY) -> float:
     """Epsilon spent by `count` Gaussian releases with this std (what-if panel; closed form, instant)."""
     check_nonneg_finite("noise_std", noise_std)
     check_int("count", count, 1)
@@ -158,7 +162,7 @@ def epsilon_for_gaussian(noise_std: float, count: int, delta: float, sensitivity
 # ---------------------------------------------------------------------------------------------------------
 
 
-def laplace_scale(epsilon: float, delta: float, count: int, sensitivity_l1: float = 2.0) -> float:
+def laplace_scale(epsilon: float, delta: float, count: int, sensitivity_l1: float = SEQPATE_L1_SENSITIVITY) -> float:
     """Laplace scale so that `count` releases are (epsilon, delta)-DP under PLD; never above the target."""
     check_epsilon(epsilon)
     check_delta(delta)

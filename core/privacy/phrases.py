@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 from core.privacy._validate import check_delta, check_int, check_nonneg_finite, check_rate
 from core.privacy.accountant import _epsilon, _plan, epsilon_from_events
-from core.privacy.calibrate import SQRT2
+from core.privacy.calibrate import SEQPATE_L2_SENSITIVITY
 from core.privacy.events import GaussianEvent, SubsampledGaussianEvent
 
 
@@ -28,7 +28,7 @@ def seqpate_phrase_epsilon(noise_std: float, queries: int, teachers_holding: int
     check_delta(delta)
     if teachers_holding == 0 or queries == 0:
         return 0.0
-    return epsilon_from_events([GaussianEvent(noise_std, SQRT2 * teachers_holding, queries)], delta).epsilon
+    return epsilon_from_events([GaussianEvent(noise_std, SEQPATE_L2_SENSITIVITY * teachers_holding, queries)], delta).epsilon
 
 
 _ROUGH_INTERVAL = 1e-2

@@ -9,16 +9,12 @@ answer is reused for free (post-processing). Every release is recorded for the a
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from core.privacy import GaussianEvent, LaplaceEvent
-
-L2_SENSITIVITY = math.sqrt(2.0)  # one changed sample changes one teacher's distribution: ||x - x'||_2 <= sqrt 2
-L1_SENSITIVITY = 2.0  # ... and ||x - x'||_1 <= 2 (Laplace ablation)
+from core.privacy import SEQPATE_L1_SENSITIVITY, SEQPATE_L2_SENSITIVITY, GaussianEvent, LaplaceEvent
 
 
 def candidate_set(probs: torch.Tensor, kind: str, value: float) -> torch.Tensor:
@@ -96,5 +92,5 @@ class TeacherOracle:
         if self.spent == 0:
             return []
         if self.noise == "laplace":
-            return [LaplaceEvent(scale=self.noise_scale, sensitivity_l1=L1_SENSITIVITY, count=self.spent)]
-        return [GaussianEvent(noise_std=self.noise_scale, sensitivity=L2_SENSITIVITY, count=self.spent)]
+            return [LaplaceEvent(scale=self.noise_scale, sensitivity_l1=SEQPATE_L1_SENSITIVITY, count=self.spent)]
+        return [GaussianEvent(noise_std=self.noise_scale, sensitivity=SEQPATE_L2_SENSITIVITY, count=self.spent)]

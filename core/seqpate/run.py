@@ -8,9 +8,16 @@ import time
 import numpy as np
 
 from core.config import ABLATION_SWITCHES, parse_filter
-from core.privacy import epsilon_from_events, events_to_dicts, gaussian_std, laplace_scale
+from core.privacy import (
+    SEQPATE_L1_SENSITIVITY,
+    SEQPATE_L2_SENSITIVITY,
+    epsilon_from_events,
+    events_to_dicts,
+    gaussian_std,
+    laplace_scale,
+)
 from core.runs.pipeline import MethodResult, Workspace
-from core.seqpate.aggregate import L1_SENSITIVITY, L2_SENSITIVITY, TeacherOracle
+from core.seqpate.aggregate import TeacherOracle
 from core.seqpate.partition import crowding_note, partition_by_user, partition_random, teachers_per_user
 from core.seqpate.student import DistillSettings, distill
 from core.seqpate.teachers import TeacherJob, count_rows, get_executor
@@ -22,8 +29,8 @@ def calibrate_noise(noise: str, epsilon: float, delta: float, budget: int) -> tu
     if math.isinf(epsilon):
         return "none", 0.0
     if noise == "laplace":
-        return "laplace", laplace_scale(epsilon, delta, budget, L1_SENSITIVITY)
-    return "gaussian", gaussian_std(epsilon, delta, budget, L2_SENSITIVITY)
+        return "laplace", laplace_scale(epsilon, delta, budget, SEQPATE_L1_SENSITIVITY)
+    return "gaussian", gaussian_std(epsilon, delta, budget, SEQPATE_L2_SENSITIVITY)
 
 
 def run_seqpate(ws: Workspace) -> MethodResult:
@@ -112,7 +119,7 @@ def run_seqpate(ws: Workspace) -> MethodResult:
         "epsilon": report.epsilon, "delta": report.delta, "accountant": report.accountant,
         "unit": "sample" if noise != "none" else "none", "events": events_to_dicts(events),
         "target_epsilon": cfg.privacy.epsilon, "mechanism": noise, "noise_scale": scale,
-        "sensitivity": L1_SENSITIVITY if noise == "laplace" else L2_SENSITIVITY,
+        "sensitivity": SEQPATE_L1_SENSITIVITY if noise == "laplace" else SEQPATE_L2_SENSITIVITY,
         "query_budget": sp.query_budget, "queries_spent": oracle.spent, "vanished_answers": oracle.vanished,
         "teachers": sp.teachers, "partition": sp.partition, "teachers_per_user": histogram,
         "non_private": noise == "none",
