@@ -5,7 +5,8 @@ Two entry points:
   evaluation and before the run's files are written; returns the metrics with the audit's numbers added.
 - audit_run_dir(path): `python -m core audit --run-dir DIR`, for a finished run. It rebuilds the data from the
   run's config and recomputes everything that does not need the model. Canary exposure does (shipped runs keep
-  no weights), so it is reported as computed at run time (metrics.json), never recomputed here.
+  no weights), so it is reported as computed at run time (metrics.json), never recomputed here. A synthetic-data
+  run (core.synth) has no phrases or completions of private prefixes: only its statement.md is rebuilt.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 from core.analysis.leak import name_leak_rate
 from core.analysis.phrases import PhraseTable, phrase_summary, phrase_table
-from core.analysis.statement import privacy_statement
+from core.analysis.statement import privacy_statement, synth_statement
 from core.data.secrets import (
     SecretPhrase,
     canaries_in,
@@ -186,6 +187,9 @@ def audit_run_dir(path: str | Path) -> dict[str, Any]:
     run = RunDir(Path(path))
     if not run.exists():
         raise FileNotFoundError(f"not a run directory: {path}")
+    stored = (run.config() or {}).get("config") or {}
+    if str(stored.get("method", "")).startswith("synth-"):
+        return _audit_synth_dir(run, stored)
     cfg = run.run_config()
     privacy, metrics = run.privacy(), run.metrics()
     if privacy is None or metrics is None:
@@ -216,3 +220,13 @@ def audit_run_dir(path: str | Path) -> dict[str, Any]:
         "partition_check": table.info.get("partition_check"),
         "written": ["phrases.csv", "metrics.json", STATEMENT] + ([CANARIES] if canaries else []),
     }
+
+
+def _audit_synth_dir(run, stored: dict[str, Any]) -> dict[str, Any]:
+    """A synthetic-data run: rebuild statement.md from its privacy.json and metrics.json."""
+    privacy, metrics = run.privacy(), run.metrics()
+    if privacy is None or metrics is None:
+        raise ValueError(f"{run.path}: the run has no privacy.json/metrics.json yet (state {run.state()})")
+    run.write_text(STATEMENT, synth_statement(stored.get("synth") or {}, privacy, metrics, run.run_id))
+    return {"run_dir": str(run.path), "method": stored.get("method"), "epsilon": privacy.get("epsilon"),
+            "written": [STATEMENT]}

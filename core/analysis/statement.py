@@ -48,6 +48,13 @@ def neighbours(kind: str, mechanism: str = "gaussian") -> tuple[str, str]:
     return ("changing it", "not determined for this run's mechanism; privacy.json lists its events.")
 
 
+# Every mechanism here draws its noise and sampling from generators seeded with the run's seed, for reproducibility.
+SEEDED_NOISE = ("- Randomness: the noise and the sampling were drawn from pseudo-random generators seeded with the "
+                "run's seed (config.json), so the run can be reproduced; whoever holds that seed, the code and the "
+                "data could re-derive the noise. Before a model trained here leaves the lab, train it with a secret "
+                "seed and keep its config.json private.")
+
+
 def _num(x: Any, digits: int = 3) -> str:
     if x is None:
         return "n/a"
@@ -121,6 +128,11 @@ def privacy_statement(
             f"- Accountant: {accountant}. The epsilon is recomputed from the recorded mechanism events "
             "(privacy.json), not typed in.",
             f"- Neighbouring data sets: {relation}",
+            "- Which data set: the private training set as prepared (core.data.prepare: the private users' "
+            "sentences shuffled with the run's seed and cut to size). That selection is made without privacy, so "
+            "the guarantee is about the prepared set: a sentence put into or taken out of the raw corpus can "
+            "change which other sentences were selected.",
+            SEEDED_NOISE,
         ]
         if kind == KIND_SEQPATE:
             lines += [
@@ -249,4 +261,83 @@ def privacy_statement(
     if r is None and not exposure:
         lines.append("- none computed for this run.")
     lines += ["", "Completions and phrases.csv quote private text; share them as you would the private data.", ""]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Synthetic-data runs (core.synth)
+# ------------------------------------------------------------------------------------------------------------
+
+
+def synth_statement(synth: dict[str, Any], privacy: dict[str, Any], metrics: dict[str, Any], run_id: str = "") -> str:
+    """statement.md of a synthetic-data run: what its epsilon covers, and what the run releases outside it.
+
+    synth: the run's resolved SynthConfig as a dict (config.json's "synth")."""
+    eps, delta = privacy.get("epsilon"), privacy.get("delta")
+    data = metrics.get("data") or {}
+    generator = synth.get("generator", "?")
+    lines = [f"# Privacy statement: {run_id or 'run'} (synth-{generator})", "", "## What is protected, and how strongly", ""]
+    if not (isinstance(eps, (int, float)) and math.isfinite(eps)):
+        lines += [
+            "**Not private.** The conditional model was fine-tuned on the private labelled training set without "
+            "noise (epsilon infinite): nothing bounds what it, or the synthetic text sampled from it, reveals "
+            "about any training sentence. The n-gram ratios in metrics.json show how much of the training text "
+            "the samples repeat.",
+        ]
+    else:
+        stages = privacy.get("steps_by_stage") or {}
+        head_steps = stages.get("discriminator_head", 0)
+        lines += [
+            f"**Protected unit: one labelled training sentence (its text and label).** (epsilon, delta) = "
+            f"({_num(eps, 4)}, {_num(delta)}): adding or removing any one sentence of the training set changes the "
+            "probability of the fine-tuned model, and so of every sample generated from it (samples.jsonl, "
+            f"completions.jsonl), by at most a factor e^epsilon = {_num(math.exp(eps) if eps < 700 else math.inf)}, "
+            "except with probability delta.",
+            f"- Accountant: {privacy.get('accountant', 'n/a')}. The epsilon is recomputed from the recorded "
+            "mechanism events (privacy.json), not typed in.",
+            f"- delta = 1/|train| = 1/{data.get('train', '?')}, the paper's setting, is a weak delta: a mechanism "
+            "that publishes one random training sentence outright meets it. The usual advice is well below 1/n.",
+            f"- Mechanism: DP-Adam with Poisson sampling (rate {_num(privacy.get('sampling_rate'), 4)}), each "
+            f"sentence's gradient clipped to {_num(privacy.get('max_grad_norm'))}, Gaussian noise with multiplier "
+            f"{_num(privacy.get('noise_multiplier'), 4)}, over {stages.get('lm', privacy.get('steps'))} fine-tuning "
+            "steps"
+            + (f" and {head_steps} steps training the discriminator head on the fine-tuned model's features"
+               if head_steps else "")
+            + "."
+            + (f" Each fine-tuning step releases {privacy.get('releases_per_step')} gradients of its batch (language "
+               "model and discriminator, each clipped on its own, the paper's Algorithm 1), each with noise of "
+               f"standard deviation {_num(privacy.get('release_noise_multiplier'), 4)} times the clipping norm, "
+               "accounted together as one release." if (privacy.get("releases_per_step") or 1) > 1 else ""),
+            "- Neighbouring data sets: the training set with one sentence added or removed (Poisson sampling: each "
+            "sentence joins each step's batch independently). The number of training sentences, which sets the "
+            "sampling rate, the step count and delta, is treated as public.",
+            "- Which data set: the training set is drawn from the labelled corpus without privacy: every label "
+            "downsampled to the same count ("
+            + (f"{synth['per_label']} per label, or fewer if a label has fewer"
+               if synth.get("per_label") else "the rarest label's count")
+            + f"), then a seeded {round(100 * (1 - float(synth.get('test_fraction', 0.2))))}/"
+            f"{round(100 * float(synth.get('test_fraction', 0.2)))} train/test split. Adding or removing one utterance "
+            "of the corpus can move other utterances in or out of the training set, so the guarantee is about the "
+            "training set as drawn, and the per-label counts are public.",
+            SEEDED_NOISE,
+        ]
+    private = isinstance(eps, (int, float)) and math.isfinite(eps)
+    lines += [
+        "",
+        "## Released outside the epsilon" if private else "## Other outputs computed from the private data",
+        "",
+        ("The epsilon covers the fine-tuned model and what is generated from it, nothing else. These outputs of "
+         "the run are computed from the private data without noise:" if private else
+         "Besides the model and its samples, these outputs of the run are computed from the private data:"),
+        "- embeddings.csv: one 2-D point and its true label for every private test sentence (test sentences never "
+        "enter training, so no epsilon covers them);",
+        "- metrics.json: the reference classifier's accuracy and its agreement with the synthetic labels (trained "
+        "without noise on the private training set), the n-gram ratios (synthetic against training n-grams, and "
+        "test against training), the separability, discriminator accuracy and language-model loss on the private "
+        "test sentences, and the label counts;",
+        "- the training loss per epoch (metrics.json, progress.jsonl), averaged over private batches.",
+        "Share these files as you would the private data"
+        + ("; share samples.jsonl and the model under the guarantee above." if private else "."),
+        "",
+    ]
     return "\n".join(lines)

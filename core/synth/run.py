@@ -1,12 +1,14 @@
 """One synthetic-data run: labelled data -> public base model -> DP fine-tuning -> generation -> evaluation.
 
 Writes a run directory in the common format (core.runs.store.RunDir) with method `synth-<generator>`, plus
-samples.jsonl (label, text) and embeddings.csv (x, y, label: 2-D projection of the real test embeddings).
+samples.jsonl (label, text), embeddings.csv (x, y, label: 2-D projection of the real test embeddings) and
+statement.md (what the epsilon covers, and what the run releases outside it).
 """
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import math
 import time
@@ -16,6 +18,8 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from core.analysis.audit import STATEMENT
+from core.analysis.statement import synth_statement
 from core.base import load_or_train_base
 from core.models import clone, set_threads
 from core.runs.store import RunDir
@@ -240,6 +244,7 @@ def execute(job: SynthJob, run: RunDir, should_stop: Callable[[], bool] = lambda
                             "label": s["label"], "synthetic": True, "contains_private_text": not private}
                            for i, s in enumerate(samples)])
     run.write_metrics(metrics)
+    run.write_text(STATEMENT, synth_statement(dataclasses.asdict(cfg), privacy, metrics, run.run_id))
     run.log_progress("done", progress=1.0, accuracy_synthetic=metrics["accuracy_synthetic"],
                      separability=metrics["separability"])
     run.set_status(state="done", stage="done", progress=1.0)

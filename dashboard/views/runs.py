@@ -111,6 +111,10 @@ def live_view() -> None:
         else:
             utility = f"  ·  PPL {c.fmt_num(record['ppl'])}  ·  BLEU-4 {c.fmt_num(record['bleu4'])}"
         st.caption(c.privacy_statement(record["epsilon"], record["delta"], record["unit"]) + utility)
+        statement = run.read_text("statement.md")
+        if statement:  # the audit's plain-language statement: relation, what stays public, what is released outside ε
+            with st.expander("Privacy statement (statement.md)"):
+                st.markdown(statement)
 
     b1, b2, b3, _ = st.columns([1, 1, 1, 3])
     is_live = record["source"] == "live"

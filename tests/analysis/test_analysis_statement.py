@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import math
+import shutil
+from pathlib import Path
 
-from core.analysis.statement import privacy_statement
+import pytest
+
+from core.analysis.audit import audit_run_dir
+from core.analysis.statement import privacy_statement, synth_statement
 from tests.conftest import micro_config
+
+SHIPPED = Path(__file__).resolve().parents[2] / "cached_runs"
 
 SUMMARY = {"avg": 3.2, "min": 3.0, "max": 4.1, "share_below_avg": 0.9, "count": 10, "share_at_or_below_sample": 0.9,
            "sample_epsilon": 3.0, "by_kind": {"name": {"count": 10, "avg": 3.2, "max": 4.1}}}
@@ -46,6 +54,9 @@ def test_dpsgd_and_adp_runs():
     text = privacy_statement(micro_config(method="noisysgd"), privacy, {"phrase_summary": SUMMARY})
     assert "DP-SGD with Poisson sampling" in text and "group privacy" in text
     assert "adding or removing it changes the probability" in text
+    # the guarantee is about the prepared set, drawn from the corpus without privacy, with seeded noise
+    assert "Which data set: the private training set as prepared" in text
+    assert "seeded with the run's seed" in text and "secret seed" in text
 
 
 def test_user_batches_state_zero_out_neighbours():
@@ -78,3 +89,56 @@ def test_a_run_of_no_known_mechanism_claims_no_neighbouring_relation():
     text = privacy_statement(micro_config(method="noisysgd"), privacy, {})
     assert "Neighbouring data sets: not determined for this run's mechanism" in text
     assert "Poisson" not in text and "adding or removing" not in text
+
+
+SYNTH_PRIVACY = {"epsilon": 2.9992, "delta": 1 / 1536, "accountant": "pld (dp_accounting)", "unit": "sample",
+                 "events": [{"mechanism": "subsampled_gaussian", "noise_multiplier": 1.05, "sampling_rate": 1 / 24,
+                             "steps": 288}],
+                 "steps_by_stage": {"lm": 144, "discriminator_head": 144}, "noise_multiplier": 1.05,
+                 "releases_per_step": 1, "release_noise_multiplier": 1.05, "sampling_rate": 1 / 24,
+                 "max_grad_norm": 0.1}
+SYNTH_METRICS = {"data": {"train": 1536, "test": 384}}
+
+
+def test_synth_statement_names_its_steps_weak_delta_and_what_it_releases_outside_epsilon():
+    text = synth_statement({"generator": "pplm", "per_label": None, "test_fraction": 0.2}, SYNTH_PRIVACY,
+                           SYNTH_METRICS, "s1")
+    assert "(epsilon, delta) = (2.999, 0.000651)" in text and "delta = 1/|train| = 1/1536" in text
+    assert "over 144 fine-tuning steps and 144 steps training the discriminator head" in text
+    assert "Algorithm 1" not in text  # one release per step
+    assert "(the rarest label's count), then a seeded 80/20 train/test split" in text
+    released = text.split("## Released outside the epsilon")[1]
+    assert "embeddings.csv" in released and "progress.jsonl" in released and "accuracy" in released
+    capped = synth_statement({"generator": "filter", "per_label": 200, "test_fraction": 0.25}, SYNTH_PRIVACY,
+                             SYNTH_METRICS)
+    assert "(200 per label, or fewer if a label has fewer), then a seeded 75/25" in capped
+
+
+def test_synth_statement_of_a_multitask_and_a_non_private_run():
+    multitask = {**SYNTH_PRIVACY, "steps_by_stage": {"lm": 144, "discriminator_head": 0}, "releases_per_step": 2,
+                 "release_noise_multiplier": 1.4849}
+    text = synth_statement({"generator": "multitask"}, multitask, SYNTH_METRICS)
+    assert "over 144 fine-tuning steps." in text and "releases 2 gradients" in text and "1.485 times" in text
+    inf = {"epsilon": math.inf, "delta": 0.0, "accountant": "none", "unit": "none", "events": []}
+    text = synth_statement({"generator": "filter"}, inf, SYNTH_METRICS)
+    assert "**Not private.**" in text and "Protected unit" not in text and "Released outside the epsilon" not in text
+    assert "embeddings.csv" in text
+
+
+@pytest.mark.parametrize("run_id", ["synth-quick-multitask-eps3", "synth-tiny-pplm-epsinf"])
+def test_audit_of_a_synth_run_rebuilds_only_its_statement(tmp_path, run_id):
+    """It used to read the run as a SeqPATE config: phrases.csv of another data set, "over None steps"."""
+    run_dir = tmp_path / run_id
+    shutil.copytree(SHIPPED / run_id, run_dir)
+    (run_dir / "statement.md").unlink()
+    before = {p.name: p.read_bytes() for p in run_dir.iterdir()}
+    out = audit_run_dir(run_dir)
+    assert out["written"] == ["statement.md"] and not (run_dir / "phrases.csv").exists()
+    assert {p.name: p.read_bytes() for p in run_dir.iterdir() if p.name != "statement.md"} == before
+    text = (run_dir / "statement.md").read_text()
+    privacy = json.loads((run_dir / "privacy.json").read_text())
+    if math.isfinite(privacy["epsilon"]):
+        assert f"over {privacy['steps_by_stage']['lm']} fine-tuning steps" in text and "None" not in text
+    else:
+        assert "**Not private.**" in text
+    assert text == (SHIPPED / run_id / "statement.md").read_text()  # what ships is what the audit writes

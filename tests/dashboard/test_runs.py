@@ -68,6 +68,16 @@ def test_a_finished_run_states_its_privacy_and_utility(some_runs, app_page):
     assert not at.exception
     # a synthetic-data run has no PPL or BLEU: its utility is the classifier trained on its synthetic set
     assert "accuracy on real test text 0.412 (real train data: 0.600)" in texts(at) and "PPL" not in texts(at)
+    assert not [e for e in at.expander if e.label.startswith("Privacy statement")]  # this run has none
+
+
+def test_a_finished_run_shows_its_statement(some_runs, app_page):
+    (some_runs["live"] / "live-seq" / "statement.md").write_text("# Privacy statement: live-seq\n\n**Protected "
+                                                                 "unit: one sentence.** zero-out neighbours\n")
+    at = app_page("runs")
+    at.selectbox(key="runs_selected").set_value("live-seq").run()
+    [statement] = [e for e in at.expander if e.label == "Privacy statement (statement.md)"]
+    assert "zero-out neighbours" in " ".join(m.value for m in statement.markdown)
 
 
 def test_the_state_counts_are_of_the_rows_shown(some_runs, app_page):

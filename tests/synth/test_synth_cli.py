@@ -51,7 +51,7 @@ def test_micro_run_writes_a_complete_run(micro_run):
     run = RunDir(run_dir)
     assert run.is_complete() and run.missing_files() == []
     names = {p.name for p in run_dir.iterdir()}
-    assert set(REQUIRED_FILES) | {"samples.jsonl", "embeddings.csv"} <= names
+    assert set(REQUIRED_FILES) | {"samples.jsonl", "embeddings.csv", "statement.md"} <= names
     config = run.config()["config"]
     assert config["method"] == "synth-multitask" and config["synth"]["generator"] == "multitask"
     assert [i.method for i in list_runs([run_dir.parent])] == ["synth-multitask"]
@@ -61,6 +61,8 @@ def test_micro_run_writes_a_complete_run(micro_run):
     assert privacy["delta"] == pytest.approx(1 / n_train)
     recomputed = epsilon_from_events(events_from_dicts(privacy["events"]), privacy["delta"]).epsilon
     assert recomputed == pytest.approx(privacy["epsilon"]) and privacy["epsilon"] <= 3.0
+    statement = (run_dir / "statement.md").read_text()
+    assert f"delta = 1/|train| = 1/{n_train}" in statement and "Released outside the epsilon" in statement
 
     metrics = run.metrics()
     for key in ("accuracy_synthetic", "accuracy_real", "separability"):
