@@ -129,6 +129,15 @@ def fmt_num(value: Any, digits: int = 2) -> str:
     return f"{number:,.{digits}f}"
 
 
+def statement_body(markdown: str) -> str:
+    """A run's statement.md to show inside an expander that already names it: its title dropped, and its section
+    headings made small (a page-sized "# ..." inside an expander dwarfs the page's own headings)."""
+    lines = markdown.splitlines()
+    if lines and lines[0].startswith("# "):
+        lines = lines[1:]
+    return "\n".join(re.sub(r"^#{1,3} ", "#### ", line) for line in lines).strip() + "\n"
+
+
 def fmt_duration(seconds: float | None) -> str:
     if seconds is None or (isinstance(seconds, float) and (math.isnan(seconds) or math.isinf(seconds))):
         return "–"

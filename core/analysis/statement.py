@@ -336,6 +336,7 @@ def synth_statement(synth: dict[str, Any], privacy: dict[str, Any], metrics: dic
         "test against training), the separability, discriminator accuracy and language-model loss on the private "
         "test sentences, and the label counts;",
         "- the training loss per epoch (metrics.json, progress.jsonl), averaged over private batches.",
+        "",
         "Share these files as you would the private data"
         + ("; share samples.jsonl and the model under the guarantee above." if private else "."),
         "",

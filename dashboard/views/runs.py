@@ -114,7 +114,7 @@ def live_view() -> None:
         statement = run.read_text("statement.md")
         if statement:  # the audit's plain-language statement: relation, what stays public, what is released outside ε
             with st.expander("Privacy statement (statement.md)"):
-                st.markdown(statement)
+                st.markdown(c.statement_body(statement))
 
     b1, b2, b3, _ = st.columns([1, 1, 1, 3])
     is_live = record["source"] == "live"

@@ -109,6 +109,7 @@ def test_synth_statement_names_its_steps_weak_delta_and_what_it_releases_outside
     assert "(the rarest label's count), then a seeded 80/20 train/test split" in text
     released = text.split("## Released outside the epsilon")[1]
     assert "embeddings.csv" in released and "progress.jsonl" in released and "accuracy" in released
+    assert "private batches.\n\nShare these files" in released  # its own paragraph, not part of the last item
     capped = synth_statement({"generator": "filter", "per_label": 200, "test_fraction": 0.25}, SYNTH_PRIVACY,
                              SYNTH_METRICS)
     assert "(200 per label, or fewer if a label has fewer), then a seeded 75/25" in capped

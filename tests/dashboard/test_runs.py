@@ -72,12 +72,17 @@ def test_a_finished_run_states_its_privacy_and_utility(some_runs, app_page):
 
 
 def test_a_finished_run_shows_its_statement(some_runs, app_page):
-    (some_runs["live"] / "live-seq" / "statement.md").write_text("# Privacy statement: live-seq\n\n**Protected "
-                                                                 "unit: one sentence.** zero-out neighbours\n")
+    (some_runs["live"] / "live-seq" / "statement.md").write_text(
+        "# Privacy statement: live-seq\n\n## What is protected\n\n**Protected unit: one sentence.** zero-out "
+        "neighbours\n")
     at = app_page("runs")
     at.selectbox(key="runs_selected").set_value("live-seq").run()
     [statement] = [e for e in at.expander if e.label == "Privacy statement (statement.md)"]
-    assert "zero-out neighbours" in " ".join(m.value for m in statement.markdown)
+    shown = " ".join(m.value for m in statement.markdown)
+    assert "zero-out neighbours" in shown
+    # the expander names it: no page-sized title inside, and section headings are small
+    assert "Privacy statement: live-seq" not in shown and "#### What is protected" in shown
+    assert "\n## " not in shown
 
 
 def test_the_state_counts_are_of_the_rows_shown(some_runs, app_page):
