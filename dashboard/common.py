@@ -1008,6 +1008,7 @@ LAUNCH_DEFAULTS: dict[str, Any] = {
     "seed": 0,
 }
 _SHADOW = "_launch_settings"
+COUNT_SETTINGS = ("teachers", "top_k", "seed")  # whole numbers, typed in count_input boxes
 
 
 def launch_filter_spec(settings: dict[str, Any]) -> str:
@@ -1102,6 +1103,8 @@ def init_launch_settings(prefix: str = "launch_") -> list[str]:
         st.session_state[_SHADOW] = settings
     for name, value in st.session_state[_SHADOW].items():
         if prefix + name not in st.session_state:
+            if name in COUNT_SETTINGS and value is not None:
+                value = float(value)  # their boxes are count_input's float boxes
             st.session_state[prefix + name] = list(value) if isinstance(value, list) else value
     return ignored
 
@@ -1109,6 +1112,9 @@ def init_launch_settings(prefix: str = "launch_") -> list[str]:
 def save_launch_settings(prefix: str = "launch_") -> dict[str, Any]:
     """Read the widgets' values, remember them for this session and write them to the URL."""
     settings = {name: st.session_state.get(prefix + name, default) for name, default in LAUNCH_DEFAULTS.items()}
+    for name in COUNT_SETTINGS:
+        if settings[name] is not None:
+            settings[name] = int(round(settings[name]))
     st.session_state[_SHADOW] = settings
     query = settings_to_query(settings)
     if st.query_params.to_dict() != query:
@@ -1237,6 +1243,18 @@ def highlight(text: str, phrases: Sequence[str]) -> str:
 # ----------------------------------------------------------------------------------------------------------------
 # Small UI helpers
 # ----------------------------------------------------------------------------------------------------------------
+
+
+def count_input(where: Any, label: str, *, min_value: int = 1, max_value: int | None = None, step: int = 1,
+                **kwargs: Any) -> int | None:
+    """st.number_input for a whole number that reads what was typed. Streamlit parses a whole-number box with
+    parseInt, so a typed 1e9 became 1 (the Calculator then answered for one query, and 1e3 teachers launched one);
+    a float box that shows no decimals reads 1e9 as 10^9. The value is rounded to a whole number."""
+    if kwargs.get("value") is not None:
+        kwargs["value"] = float(kwargs["value"])
+    number = where.number_input(label, min_value=float(min_value), step=float(step), format="%.0f",
+                                max_value=None if max_value is None else float(max_value), **kwargs)
+    return None if number is None else int(round(number))
 
 
 def no_runs(what: str = "finished runs") -> None:

@@ -24,19 +24,18 @@ def seqpate_calculator() -> None:
     a, b, d, e = st.columns(4)
     delta = d.number_input("δ", min_value=1e-12, max_value=0.5, value=1e-6, step=DELTA_STEP, format="%.1e",
                            key="calc_sp_delta", persist_state="page")
-    teachers = e.number_input("teachers M", min_value=1, value=QUICK_TEACHERS, step=1,
-                              key="calc_sp_teachers", persist_state="page")
+    teachers = c.count_input(e, "teachers M", value=QUICK_TEACHERS, key="calc_sp_teachers", persist_state="page")
     if mode == "noise from ε":
         eps = a.number_input("ε", min_value=0.01, value=3.0, step=0.5, key="calc_sp_eps", persist_state="page")
-        queries = b.number_input("queries Q", min_value=1, value=QUICK_QUERIES, step=100,
-                                 key="calc_sp_queries", persist_state="page")
+        queries = c.count_input(b, "queries Q", value=QUICK_QUERIES, step=100, key="calc_sp_queries",
+                                persist_state="page")
         noise = c.seqpate_noise(eps, delta, queries)
         z, std = noise["z"], noise["std"]
     elif mode == "ε from noise":
         std = a.number_input("noise std σ", min_value=0.01, value=100.0, step=10.0,
                              key="calc_sp_std", persist_state="page")
-        queries = b.number_input("queries Q", min_value=1, value=QUICK_QUERIES, step=100,
-                                 key="calc_sp_queries2", persist_state="page")
+        queries = c.count_input(b, "queries Q", value=QUICK_QUERIES, step=100, key="calc_sp_queries2",
+                                persist_state="page")
         eps = c.seqpate_epsilon(std, queries, delta)
         z = std / math.sqrt(2)
     else:
@@ -73,10 +72,9 @@ def dpsgd_calculator() -> None:
     mode = st.radio("Solve for", ["noise multiplier from ε", "ε from noise multiplier"], horizontal=True,
                     key="calc_dp_mode", persist_state="page")
     a, b, d = st.columns(3)
-    n = a.number_input("private training sentences N", min_value=1, value=20000, step=1000,
-                       key="calc_dp_n", persist_state="page")
-    batch = b.number_input("expected batch size", min_value=1, value=32, step=1,
-                           key="calc_dp_batch", persist_state="page")
+    n = c.count_input(a, "private training sentences N", value=20000, step=1000, key="calc_dp_n",
+                      persist_state="page")
+    batch = c.count_input(b, "expected batch size", value=32, key="calc_dp_batch", persist_state="page")
     epochs = d.number_input("epochs", min_value=0.01, value=2.0, step=0.5, key="calc_dp_epochs", persist_state="page")
     if batch > n:  # Poisson sampling at rate batch / N: a batch cannot expect more sentences than there are
         st.error(f"The expected batch size ({batch:,}) cannot exceed the number of training sentences ({n:,}).")

@@ -40,13 +40,13 @@ with left:
     a, b = st.columns(2)
     a.selectbox("Preset", list(PRESETS), key="launch_preset",
                 help="tiny: seconds to minutes; quick: minutes (default); paper: the whole corpus")
-    b.number_input("Seed", min_value=0, step=1, key="launch_seed")
+    c.count_input(b, "Seed", min_value=0, key="launch_seed")
     with st.container(border=True):
         st.markdown("**SeqPATE settings** (used by SeqPATE runs only)")
         preset_for_help = st.session_state.get("launch_preset", "quick")
         default_teachers = preset_value(preset_for_help, "seqpate", "teachers")
         a, b = st.columns(2)
-        a.number_input("Teachers", min_value=1, step=1, value=None, key="launch_teachers",
+        c.count_input(a, "Teachers", value=None, key="launch_teachers",
                        placeholder=f"{default_teachers} (preset)")
         b.selectbox("Partition", ["random", "by-user"], key="launch_partition",
                     help="by-user keeps each user's sentences in as few teachers as possible (App. F); it needs "
@@ -59,7 +59,7 @@ with left:
                 help="the student's own candidate set (public information) on which teachers are queried")
         kind = st.session_state.get("launch_filter_kind")
         if kind == "top-k":
-            b.number_input("k", min_value=1, step=1, key="launch_top_k")
+            c.count_input(b, "k", key="launch_top_k")
         elif kind == "top-p":
             b.number_input("p", min_value=0.01, max_value=1.0, step=0.01, format="%.2f", key="launch_top_p")
         st.selectbox("Ablation", ABLATIONS, key="launch_ablation", help="Table 3 of the paper; none = full SeqPATE")

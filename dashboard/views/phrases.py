@@ -79,13 +79,13 @@ def show_table() -> None:
     has_teachers = "teachers" in phrases and phrases["teachers"].notna().any()
     max_teachers = int(phrases["teachers"].max()) if has_teachers else 0
     if max_teachers > 0:
-        min_teachers = f2.number_input("Held by at least … teachers", min_value=0, max_value=max_teachers,
-                                       value=0, step=1, key="phrases_min_teachers", persist_state="page")
+        min_teachers = c.count_input(f2, "Held by at least … teachers", min_value=0, max_value=max_teachers,
+                                      value=0, key="phrases_min_teachers", persist_state="page")
     else:  # DP-SGD runs have no teachers: the phrase's basis column says which batches hold it
         min_teachers = 0
         f2.caption("No teacher counts in this run (not a SeqPATE run).")
-    min_occ = f3.number_input("Occurring at least … times", min_value=0, value=0, step=1,
-                              key="phrases_min_occ", persist_state="page")
+    min_occ = c.count_input(f3, "Occurring at least … times", min_value=0, value=0, key="phrases_min_occ",
+                            persist_state="page")
     view = phrases
     if search:
         view = view[view["phrase"].str.contains(search, case=False, regex=False)]
