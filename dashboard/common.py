@@ -1114,7 +1114,7 @@ def save_launch_settings(prefix: str = "launch_") -> dict[str, Any]:
     settings = {name: st.session_state.get(prefix + name, default) for name, default in LAUNCH_DEFAULTS.items()}
     for name in COUNT_SETTINGS:
         if settings[name] is not None:
-            settings[name] = int(round(settings[name]))
+            settings[name] = math.floor(settings[name] + 0.5)  # as count_input rounds
     st.session_state[_SHADOW] = settings
     query = settings_to_query(settings)
     if st.query_params.to_dict() != query:
@@ -1249,12 +1249,13 @@ def count_input(where: Any, label: str, *, min_value: int = 1, max_value: int | 
                 **kwargs: Any) -> int | None:
     """st.number_input for a whole number that reads what was typed. Streamlit parses a whole-number box with
     parseInt, so a typed 1e9 became 1 (the Calculator then answered for one query, and 1e3 teachers launched one);
-    a float box that shows no decimals reads 1e9 as 10^9. The value is rounded to a whole number."""
+    a float box that shows no decimals reads 1e9 as 10^9. The value is rounded half up, as the box shows it
+    (JavaScript's toFixed: 2.5 shows as 3, where Python's round gives 2)."""
     if kwargs.get("value") is not None:
         kwargs["value"] = float(kwargs["value"])
     number = where.number_input(label, min_value=float(min_value), step=float(step), format="%.0f",
                                 max_value=None if max_value is None else float(max_value), **kwargs)
-    return None if number is None else int(round(number))
+    return None if number is None else math.floor(number + 0.5)
 
 
 def no_runs(what: str = "finished runs") -> None:

@@ -51,6 +51,18 @@ def test_calculator_seqpate_matches_core_privacy(roots, app_page):
     assert epsilon_for_gaussian(100.0, q, 1e-6) <= 3.0 < epsilon_for_gaussian(100.0, q + 1, 1e-6)
 
 
+def test_calculator_counts_are_whole_numbers_rounded_as_shown(roots, app_page):
+    """Count boxes are float boxes that show no decimals (so that a typed 1e9 reads as 10^9, see the browser
+    test); what they pass on is the whole number the box shows: 2,000.5 shows as 2001 (half up, as JavaScript's
+    toFixed), where Python's round would give 2,000."""
+    at = app_page("calculator")
+    at.number_input(key="calc_sp_queries").set_value(2000.5).run()
+    assert metrics(at)["queries Q"] == "2,001"
+    assert metrics(at)["noise multiplier z"] == f"{gaussian_noise_multiplier(3.0, 1e-6, 2001):.4g}"
+    at.number_input(key="calc_sp_queries").set_value(1e9).run()
+    assert metrics(at)["queries Q"] == "1,000,000,000" and not at.exception
+
+
 def test_calculator_dpsgd_tab(roots, app_page):
     at = app_page("calculator")
     at.session_state["calc_tab"] = "DP-SGD"
