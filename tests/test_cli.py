@@ -155,6 +155,12 @@ def test_runs_show_prints_status_json(pub_gpt_run):
         (["--method", "seqpate", "--filter", "top-p:1.5"], "top-p must be in (0, 1]"),
         (["--method", "seqpate", "--teachers", "5000"], "5000 teachers but only 2000"),
         (["--method", "nonsense"], "unknown method"),
+        # beyond what the engine honours (core.config: MAX_EPSILON, MIN_DELTA, MAX_SEED)
+        (["--method", "noisysgd", "--epsilon", "1e5"], "epsilon must be at most 1000 (or inf for no noise)"),
+        (["--method", "seqpate", "--epsilon", "1e400"], "is too large for a number; write inf for no noise"),
+        (["--method", "seqpate", "--delta", "1e-13"], "delta must be at least 1e-12"),
+        (["--method", "pub-gpt", "--seed", "-1"], "seed must be a whole number from 0 to 4294967295"),
+        (["--method", "pub-gpt", "--seed", "4294967296"], "seed must be a whole number from 0 to 4294967295"),
     ],
 )
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, args, message):
@@ -183,6 +189,16 @@ def test_privacy_calibrate_reproduces_the_known_multiplier():
     # epsilon and sigma answer each other: both given is refused, not one of them silently dropped
     both = cli("privacy", "calibrate", "--queries", "1000", "--epsilon", "3", "--sigma", "5")
     assert both.returncode == 2 and "not allowed with" in both.stderr and not both.stdout
+
+
+def test_privacy_calibrate_refuses_what_it_cannot_compute_in_one_line():
+    """An epsilon of 10^5 made the DP-SGD calibration take minutes and gigabytes; a delta of 1e-310 made autodp
+    fail with 'Failed to find epsilon'."""
+    for args, message in [(["--epsilon", "1e5", "--delta", "1e-6"], "epsilon must be at most 1000"),
+                          (["--epsilon", "3", "--delta", "1e-310"], "delta must be at least 1e-12"),
+                          (["--sigma", "69", "--delta", "1e-310"], "delta must be at least 1e-12")]:
+        out = cli("privacy", "calibrate", "--queries", "1000", *args)
+        assert out.returncode == 2 and message in out.stderr and out.stderr.strip().count("\n") == 0, out.stderr
 
 
 def test_a_method_without_epsilon_keeps_the_presets_privacy(capsys):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from core.config import MAX_EPSILON, MIN_DELTA  # the ranges the engine honours (core.config says why)
+
 
 def is_number(x: object) -> bool:
     # bool is an int subclass; True as a noise level is a bug, not 1.0
@@ -11,13 +13,18 @@ def is_number(x: object) -> bool:
 
 
 def check_epsilon(epsilon: float) -> None:
+    """A target epsilon to calibrate for."""
     if not is_number(epsilon) or not epsilon > 0:
         raise ValueError(f"epsilon must be > 0 (inf allowed), got {epsilon!r}")
+    if math.isfinite(epsilon) and epsilon > MAX_EPSILON:
+        raise ValueError(f"epsilon must be at most {MAX_EPSILON:g} (inf allowed), got {epsilon!r}")
 
 
 def check_delta(delta: float) -> None:
     if not is_number(delta) or not 0 < delta < 1:
         raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+    if delta < MIN_DELTA:
+        raise ValueError(f"delta must be at least {MIN_DELTA:g} (the accountants' precision), got {delta!r}")
 
 
 def check_int(name: str, value: int, minimum: int) -> None:

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from core.config import ConfigError
+from core.config import ConfigError, check_epsilon_range, check_seed
 
 GENERATORS = ("filter", "pplm", "multitask")
 PAPER_EPSILONS = (math.inf, 256.0, 16.0, 8.0, 3.0)  # Table 1 of the paper
@@ -130,9 +130,8 @@ def synth_config(preset: str = "tiny", **overrides: Any) -> SynthConfig:
 
 
 def validate(cfg: SynthConfig) -> SynthConfig:
-    eps = cfg.epsilon
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or math.isnan(eps) or eps <= 0:
-        raise ConfigError(f"epsilon must be a positive number or inf, got {eps!r}")
+    check_epsilon_range(cfg.epsilon)
+    check_seed(cfg.seed)
     if cfg.generator not in GENERATORS:
         raise ConfigError(f"unknown generator {cfg.generator!r}; choose one of {', '.join(GENERATORS)}")
     if cfg.preset not in SYNTH_PRESETS:

@@ -132,3 +132,15 @@ def test_laplace_scale_never_overshoots(eps, delta, count):
         assert b == pytest.approx(2.0 / eps, rel=1e-3)
     else:
         assert b < 2.0 * count / eps  # composition through PLD beats basic composition
+
+
+@pytest.mark.parametrize("calibrate", [lambda eps, delta: dpsgd_noise_multiplier(eps, delta, 32 / 20000, 1250),
+                                       lambda eps, delta: laplace_scale(eps, delta, 2000)])
+def test_calibration_refuses_what_the_accountant_cannot_do(calibrate):
+    """epsilon 10^4 took 44 s and 2.9 GB for DP-SGD (the PLD grid grows as the noise shrinks) and 10^9 ran out of
+    memory for Laplace; below delta 1e-12 PLD's tail truncation made DP-SGD's multiplier jump (800 at 1e-15)."""
+    with pytest.raises(ValueError, match="epsilon must be at most 1000"):
+        calibrate(1e4, 1e-6)
+    with pytest.raises(ValueError, match="delta must be at least 1e-12"):
+        calibrate(3.0, 1e-15)
+    assert calibrate(1000.0, 1e-12) > 0  # the edges of the range still calibrate
