@@ -20,6 +20,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +28,13 @@ import pandas as pd
 import streamlit as st
 
 from core.config import (
+    MAX_SEED,
     METHODS,
     PRESETS,
     PUBLIC_ONLY_METHODS,
     ConfigError,
     RunConfig,
+    check_delta_range,
     effective_config,
     effective_hash,
     fixed_epsilon,
@@ -1009,6 +1012,7 @@ LAUNCH_DEFAULTS: dict[str, Any] = {
 }
 _SHADOW = "_launch_settings"
 COUNT_SETTINGS = ("teachers", "top_k", "seed")  # whole numbers, typed in count_input boxes
+TOP_P_DECIMALS = 3  # the top-p box shows (and so launches) p to 3 decimals
 
 
 def launch_filter_spec(settings: dict[str, Any]) -> str:
@@ -1017,7 +1021,7 @@ def launch_filter_spec(settings: dict[str, Any]) -> str:
         return ""
     if settings["filter_kind"] == "top-k":
         return f"top-k:{int(settings['top_k'])}"
-    return f"top-p:{float(settings['top_p']):g}"
+    return f"top-p:{float(settings['top_p'])!r}"  # repr: :g kept 6 digits (0.9999999 became 1, no filtering)
 
 
 def settings_to_query(settings: dict[str, Any]) -> dict[str, str]:
@@ -1053,11 +1057,14 @@ def settings_from_query(query: dict[str, str]) -> tuple[dict[str, Any], list[str
         chosen = [m.strip() for m in raw.split(",") if m.strip()]
         good = [m for m in chosen if m in METHODS]
         ignored += [f"methods={m}" for m in chosen if m not in METHODS]
-        if good:
+        if good or not chosen:  # an empty list is a link to the page with nothing chosen yet
             settings["methods"] = list(dict.fromkeys(good))
     for name in ("eps", "delta"):
         if (raw := get(name)) is not None and raw.strip():
-            settings[name] = raw.strip()[:40]  # validated (with a clear error) like anything typed
+            if len(raw.strip()) <= 40:
+                settings[name] = raw.strip()  # validated (with a clear error) like anything typed
+            else:  # cutting it would launch another number than the link's
+                ignored.append(f"{name}={raw.strip()[:20]}… (over 40 characters)")
     if (raw := get("teachers")) is not None and raw.strip():
         try:
             value = int(raw)
@@ -1086,7 +1093,7 @@ def settings_from_query(query: dict[str, str]) -> tuple[dict[str, Any], list[str
             seed = int(raw)
         except ValueError:
             seed = -1
-        if seed >= 0:  # the Seed box starts at 0
+        if 0 <= seed <= MAX_SEED:  # the Seed box's range
             settings["seed"] = seed
         else:
             ignored.append(f"seed={raw}")
@@ -1114,7 +1121,8 @@ def save_launch_settings(prefix: str = "launch_") -> dict[str, Any]:
     settings = {name: st.session_state.get(prefix + name, default) for name, default in LAUNCH_DEFAULTS.items()}
     for name in COUNT_SETTINGS:
         if settings[name] is not None:
-            settings[name] = math.floor(settings[name] + 0.5)  # as count_input rounds
+            settings[name] = int(as_shown(settings[name], 0))  # the whole number its count_input box shows
+    settings["top_p"] = as_shown(settings["top_p"], TOP_P_DECIMALS)  # the p its box shows
     st.session_state[_SHADOW] = settings
     query = settings_to_query(settings)
     if st.query_params.to_dict() != query:
@@ -1245,17 +1253,49 @@ def highlight(text: str, phrases: Sequence[str]) -> str:
 # ----------------------------------------------------------------------------------------------------------------
 
 
+def as_shown(value: float, decimals: int) -> float:
+    """The number a box with format %.<decimals>f shows: JavaScript's toFixed rounds the exact binary value half
+    up (2.5 -> 3, 0.125 -> 0.13), where Python's round and % round half to even."""
+    return float(Decimal(value).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP))
+
+
+def float_input(where: Any, label: str, *, decimals: int = 2, **kwargs: Any) -> float | None:
+    """st.number_input whose value is the number it shows: Streamlit shows a float box through its format but
+    returns what was typed, so a typed ε 0.015 showed 0.01 and was used as 0.015, and top-p 0.999 showed 1.00."""
+    number = where.number_input(label, format=f"%.{decimals}f", **kwargs)
+    return None if number is None else as_shown(number, decimals)
+
+
+def search_key(text: str) -> str:
+    """Text as a search compares it: lower case, typographic quotes as plain ones, runs of spaces as one (a typed
+    "i’m" found none of the prefixes that say "I'm")."""
+    text = text.translate(str.maketrans({"’": "'", "‘": "'", "“": '"', "”": '"'}))
+    return " ".join(text.lower().split())
+
+
 def count_input(where: Any, label: str, *, min_value: int = 1, max_value: int | None = None, step: int = 1,
                 **kwargs: Any) -> int | None:
     """st.number_input for a whole number that reads what was typed. Streamlit parses a whole-number box with
     parseInt, so a typed 1e9 became 1 (the Calculator then answered for one query, and 1e3 teachers launched one);
-    a float box that shows no decimals reads 1e9 as 10^9. The value is rounded half up, as the box shows it
-    (JavaScript's toFixed: 2.5 shows as 3, where Python's round gives 2)."""
+    a float box that shows no decimals reads 1e9 as 10^9. Its value is the whole number it shows."""
     if kwargs.get("value") is not None:
         kwargs["value"] = float(kwargs["value"])
-    number = where.number_input(label, min_value=float(min_value), step=float(step), format="%.0f",
-                                max_value=None if max_value is None else float(max_value), **kwargs)
-    return None if number is None else math.floor(number + 0.5)
+    number = float_input(where, label, decimals=0, min_value=float(min_value), step=float(step),
+                         max_value=None if max_value is None else float(max_value), **kwargs)
+    return None if number is None else int(number)
+
+
+def delta_input(where: Any, label: str = "δ", *, key: str, default: str = "1e-6", **kwargs: Any) -> float | None:
+    """δ typed as text, as on the Launch page ('1e-6'), checked against the range the engine honours; None (with
+    the reason shown) when it is not usable. A number box showed 1.26e-7 as 1.3e-7 and its steppers jumped."""
+    text = where.text_input(label, value=default, key=key, **kwargs)
+    try:
+        delta = parse_number(text, "δ", allow_inf=False)
+        check_delta_range(delta, "δ")
+    except ConfigError as err:
+        where.error(str(err))
+        return None
+    return delta
 
 
 def no_runs(what: str = "finished runs") -> None:

@@ -4,15 +4,18 @@ import math
 
 import streamlit as st
 
-from core.config import preset_value
+from core.config import MAX_EPSILON, preset_value
 from dashboard import charts
 from dashboard import common as c
 
 # SeqPATE defaults: the quick preset's, the dashboard's default preset
 QUICK_TEACHERS = preset_value("quick", "seqpate", "teachers")
 QUICK_QUERIES = preset_value("quick", "seqpate", "query_budget")
-DELTA_STEP = 1e-7  # the steppers move δ by 1e-7 (Streamlit's float default, 0.01, jumped from 1e-6 to 1e-2; a step of
-# 1e-6 could not go below the default 1e-6, since Streamlit disables minus where value - step < min_value)
+# Upper ends of the boxes: what the accountants compute in seconds (core.config.MAX_EPSILON says why for ε), and
+# counts a chart can still draw (plotly's integers are 64-bit: Q = 1e20 crashed it).
+MAX_STD = 1e6
+MAX_COUNT = 10**12
+MAX_STEPS = 10**6  # DP-SGD steps: 1-10 s of PLD accounting (q 1e-6 to 1e-2); 10^7 took 47 s, 10^9 did not finish
 
 st.title("Privacy calculator")
 st.caption("Instant what-if numbers from core.privacy: the same code that accounts the runs. No training.")
@@ -22,26 +25,34 @@ def seqpate_calculator() -> None:
     mode = st.radio("Solve for", ["noise from ε", "ε from noise", "queries from ε and noise"], horizontal=True,
                     key="calc_sp_mode", persist_state="page")
     a, b, d, e = st.columns(4)
-    delta = d.number_input("δ", min_value=1e-12, max_value=0.5, value=1e-6, step=DELTA_STEP, format="%.1e",
-                           key="calc_sp_delta", persist_state="page")
-    teachers = c.count_input(e, "teachers M", value=QUICK_TEACHERS, key="calc_sp_teachers", persist_state="page")
+    delta = c.delta_input(d, key="calc_sp_delta", persist_state="page")
+    teachers = c.count_input(e, "teachers M", value=QUICK_TEACHERS, max_value=MAX_COUNT, key="calc_sp_teachers",
+                             persist_state="page")
     if mode == "noise from ε":
-        eps = a.number_input("ε", min_value=0.01, value=3.0, step=0.5, key="calc_sp_eps", persist_state="page")
-        queries = c.count_input(b, "queries Q", value=QUICK_QUERIES, step=100, key="calc_sp_queries",
-                                persist_state="page")
+        eps = c.float_input(a, "ε", min_value=0.01, max_value=MAX_EPSILON, value=3.0, step=0.5, key="calc_sp_eps",
+                            persist_state="page")
+        queries = c.count_input(b, "queries Q", value=QUICK_QUERIES, max_value=MAX_COUNT, step=100,
+                                key="calc_sp_queries", persist_state="page")
+        if delta is None:
+            return
         noise = c.seqpate_noise(eps, delta, queries)
         z, std = noise["z"], noise["std"]
     elif mode == "ε from noise":
-        std = a.number_input("noise std σ", min_value=0.01, value=100.0, step=10.0,
-                             key="calc_sp_std", persist_state="page")
-        queries = c.count_input(b, "queries Q", value=QUICK_QUERIES, step=100, key="calc_sp_queries2",
-                                persist_state="page")
+        std = c.float_input(a, "noise std σ", min_value=0.01, max_value=MAX_STD, value=100.0, step=10.0,
+                            key="calc_sp_std", persist_state="page")
+        queries = c.count_input(b, "queries Q", value=QUICK_QUERIES, max_value=MAX_COUNT, step=100,
+                                key="calc_sp_queries2", persist_state="page")
+        if delta is None:
+            return
         eps = c.seqpate_epsilon(std, queries, delta)
         z = std / math.sqrt(2)
     else:
-        eps = a.number_input("ε", min_value=0.01, value=3.0, step=0.5, key="calc_sp_eps3", persist_state="page")
-        std = b.number_input("noise std σ", min_value=0.01, value=100.0, step=10.0,
-                             key="calc_sp_std3", persist_state="page")
+        eps = c.float_input(a, "ε", min_value=0.01, max_value=MAX_EPSILON, value=3.0, step=0.5,
+                            key="calc_sp_eps3", persist_state="page")
+        std = c.float_input(b, "noise std σ", min_value=0.01, max_value=MAX_STD, value=100.0, step=10.0,
+                            key="calc_sp_std3", persist_state="page")
+        if delta is None:
+            return
         queries = c.seqpate_max_queries(eps, delta, std)
         z = std / math.sqrt(2)
     r = st.columns(5)
@@ -72,25 +83,33 @@ def dpsgd_calculator() -> None:
     mode = st.radio("Solve for", ["noise multiplier from ε", "ε from noise multiplier"], horizontal=True,
                     key="calc_dp_mode", persist_state="page")
     a, b, d = st.columns(3)
-    n = c.count_input(a, "private training sentences N", value=20000, step=1000, key="calc_dp_n",
-                      persist_state="page")
-    batch = c.count_input(b, "expected batch size", value=32, key="calc_dp_batch", persist_state="page")
-    epochs = d.number_input("epochs", min_value=0.01, value=2.0, step=0.5, key="calc_dp_epochs", persist_state="page")
+    n = c.count_input(a, "private training sentences N", value=20000, max_value=MAX_COUNT, step=1000,
+                      key="calc_dp_n", persist_state="page")
+    batch = c.count_input(b, "expected batch size", value=32, max_value=MAX_COUNT, key="calc_dp_batch",
+                          persist_state="page")
+    epochs = c.float_input(d, "epochs", min_value=0.01, max_value=1000.0, value=2.0, step=0.5, key="calc_dp_epochs",
+                           persist_state="page")
     if batch > n:  # Poisson sampling at rate batch / N: a batch cannot expect more sentences than there are
         st.error(f"The expected batch size ({batch:,}) cannot exceed the number of training sentences ({n:,}).")
         return
     q = batch / n
     steps = max(1, int(math.ceil(epochs * n / batch)))
+    if steps > MAX_STEPS:
+        st.error(f"{steps:,} steps (epochs · N / batch): the calculator accounts up to {MAX_STEPS:,} steps, which "
+                 "take the PLD accountant about 10 s; 10^7 take about a minute.")
+        return
     a, b = st.columns(2)
-    delta = b.number_input("δ", min_value=1e-12, max_value=0.5, value=1e-6, step=DELTA_STEP, format="%.1e",
-                           key="calc_dp_delta", persist_state="page")
+    delta = c.delta_input(b, key="calc_dp_delta", persist_state="page")
+    if delta is None:
+        return
     if mode == "noise multiplier from ε":
-        eps = a.number_input("ε", min_value=0.01, value=3.0, step=0.5, key="calc_dp_eps", persist_state="page")
+        eps = c.float_input(a, "ε", min_value=0.01, max_value=MAX_EPSILON, value=3.0, step=0.5, key="calc_dp_eps",
+                            persist_state="page")
         with st.spinner("PLD accountant…"):
             sigma = c.dpsgd_noise(eps, delta, q, steps)
     else:
-        sigma = a.number_input("noise multiplier", min_value=0.05, value=1.0, step=0.1,
-                               key="calc_dp_sigma", persist_state="page")
+        sigma = c.float_input(a, "noise multiplier", min_value=0.05, max_value=MAX_STD, value=1.0, step=0.1,
+                              key="calc_dp_sigma", persist_state="page")
         with st.spinner("PLD accountant…"):
             eps = c.dpsgd_eps(sigma, q, steps, delta)
     r = st.columns(4)

@@ -50,12 +50,13 @@ find = st.text_input("Find test prefixes", key="comp_find",
                      placeholder="type words of a prefix" + (f", e.g. {example}" if example else ""),
                      help="Runs keep their completions, not their weights, so only the test prefixes every run "
                           "completed can be shown; this finds those containing what you type.")
-matches = [i for i in range(n) if find.strip().lower() in prefixes[i].lower()] if find.strip() else list(range(n))
+needle = c.search_key(find)
+matches = [i for i in range(n) if needle in c.search_key(prefixes[i])] if needle else list(range(n))
 if find.strip() and not matches:
     st.warning(f"No test prefix contains {find.strip()!r}.")
 # one selection per search (its options differ), each kept while on the page: clearing a search brings back the
 # prefixes chosen before it
-chosen = st.multiselect("Test prefixes", matches, default=matches[:5], key=f"comp_prefixes_{find.strip().lower()}",
+chosen = st.multiselect("Test prefixes", matches, default=matches[:5], key=f"comp_prefixes_{needle}",
                         format_func=lambda i: f"{i}: {prefixes[i]}", persist_state="page")
 if all_phrases:
     st.caption(f"Highlighted: {len(all_phrases):,} secret phrase(s) from the runs' phrases.csv.")

@@ -11,6 +11,8 @@ from core.config import (
     METHODS,
     PRESETS,
     ConfigError,
+    check_delta_range,
+    check_epsilon_range,
     fixed_epsilon,
     preset_value,
 )
@@ -40,7 +42,7 @@ with left:
     a, b = st.columns(2)
     a.selectbox("Preset", list(PRESETS), key="launch_preset",
                 help="tiny: seconds to minutes; quick: minutes (default); paper: the whole corpus")
-    c.count_input(b, "Seed", min_value=0, key="launch_seed")
+    c.count_input(b, "Seed", min_value=0, max_value=c.MAX_SEED, key="launch_seed")
     with st.container(border=True):
         st.markdown("**SeqPATE settings** (used by SeqPATE runs only)")
         preset_for_help = st.session_state.get("launch_preset", "quick")
@@ -61,7 +63,8 @@ with left:
         if kind == "top-k":
             c.count_input(b, "k", key="launch_top_k")
         elif kind == "top-p":
-            b.number_input("p", min_value=0.01, max_value=1.0, step=0.01, format="%.2f", key="launch_top_p")
+            c.float_input(b, "p", decimals=c.TOP_P_DECIMALS, min_value=0.001, max_value=1.0, step=0.01,
+                          key="launch_top_p")
         st.selectbox("Ablation", ABLATIONS, key="launch_ablation", help="Table 3 of the paper; none = full SeqPATE")
 
 settings = c.save_launch_settings()
@@ -85,7 +88,9 @@ with right:
     try:
         eps = c.parse_number(settings["eps"], "epsilon")
         delta = c.parse_number(settings["delta"], "delta", allow_inf=False)
-        valid_privacy = eps > 0 and 0 < delta < 1
+        check_epsilon_range(eps)
+        check_delta_range(delta)
+        valid_privacy = True
     except ConfigError:
         eps = delta = None
         valid_privacy = False

@@ -40,14 +40,16 @@ def live_view() -> None:
     sources = f1.multiselect("Source", ["live", "cached"], default=["live", "cached"], key="runs_sources")
     states = f2.multiselect("State", ["queued", "running", "done", "failed", "cancelled"], key="runs_states",
                             placeholder="all states")
-    search = f3.text_input("Search", key="runs_search", placeholder="run id or method")
+    search = f3.text_input("Search", key="runs_search", placeholder="run id or method").strip()
     view = df[df["source"].isin(sources)]
     if states:
         view = view[view["state"].isin(states)]
-    if search:
+    if search:  # the id, the method's name or the label the table shows ("Adaptive DP" as well as adp)
         needle = search.lower()
+        methods = view["method"].fillna("")
         view = view[view["run_id"].str.lower().str.contains(needle, regex=False)
-                    | view["method"].fillna("").str.lower().str.contains(needle, regex=False)]
+                    | methods.str.lower().str.contains(needle, regex=False)
+                    | methods.map(c.method_label).str.lower().str.contains(needle, regex=False)]
     table = pd.DataFrame({
         "run": view["run_id"],
         "source": view["source"],
@@ -76,7 +78,10 @@ def live_view() -> None:
 
     st.subheader("Run details")
     records = {r["run_id"]: r for r in df.to_dict("records")}
-    ids = list(view["run_id"]) or list(records)
+    ids = list(view["run_id"])
+    if not ids:  # details of a run the filters hide would look like a match
+        st.caption("No run matches the filters above.")
+        return
     default = next((i for i in ids if records[i]["state"] in c.ACTIVE_STATES), ids[0])
     pending = st.session_state.pop("runs_select_next", None)
     if pending in ids:

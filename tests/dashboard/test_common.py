@@ -48,6 +48,33 @@ def test_url_settings_round_trip():
     assert sorted(ignored) == ["ablation=-nope", "filter=top-z:1", "seed=x", "teachers=-3"]
 
 
+def test_url_settings_keep_what_the_link_says_or_say_why_not():
+    # a seed the engine cannot take (32-bit) is ignored with a warning, not rounded or launched to fail later
+    back, ignored = c.settings_from_query({"seed": "99999999999999999999"})
+    assert back["seed"] == 0 and ignored == ["seed=99999999999999999999"]
+    assert c.settings_from_query({"seed": str(c.MAX_SEED)})[0]["seed"] == c.MAX_SEED
+    # an over-long epsilon was cut to 40 characters (1e39 launched for 1e42): ignored and said instead
+    long_eps = "1" + "0" * 42
+    back, ignored = c.settings_from_query({"eps": long_eps})
+    assert back["eps"] == c.LAUNCH_DEFAULTS["eps"] and len(ignored) == 1 and ignored[0].startswith("eps=")
+    # a link made with every method cleared opens with none chosen (it opened with SeqPATE, silently)
+    assert c.settings_from_query({"methods": ""})[0]["methods"] == []
+    # top-p keeps its digits in the URL (:g made top-p:0.9999999 into top-p:1, no filtering)
+    assert c.launch_filter_spec(dict(c.LAUNCH_DEFAULTS, filter_kind="top-p", top_p=0.9999999)) == "top-p:0.9999999"
+
+
+def test_a_float_box_value_is_what_it_shows():
+    """JavaScript's toFixed rounds the exact binary value half up; Python's round goes to even."""
+    assert c.as_shown(2.5, 0) == 3.0 and c.as_shown(0.125, 2) == 0.13 and c.as_shown(0.015, 2) == 0.01
+    # the exact binary value decides, as in node: (1.005).toFixed(2) is "1.00", (0.9995).toFixed(3) is "1.000"
+    assert c.as_shown(1.005, 2) == 1.0 and c.as_shown(0.9995, 3) == 1.0 and c.as_shown(2.0005, 3) == 2.001
+
+
+def test_search_key_treats_typographic_quotes_and_spaces_as_typed():
+    assert c.search_key("  I’m   from ") == "i'm from" == c.search_key("i'm from")
+    assert c.search_key("“Hi”") == '"hi"'
+
+
 def test_records_follow_file_changes(roots):
     run = write_run(roots["live"], "r1", "seqpate", ppl=10.0)
     assert c.runs_frame()["ppl"].tolist() == [10.0]

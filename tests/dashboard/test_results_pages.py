@@ -269,6 +269,8 @@ def test_completions_side_by_side_with_highlights_and_leak_rate(results, app_pag
     assert at.text_input(key="comp_find").placeholder == "type words of a prefix, e.g. my name"
     at.text_input(key="comp_find").set_value("NAME IS").run()  # finds the test prefixes containing the words
     assert at.multiselect(key="comp_prefixes_name is").options == ["0: my name is really"]
+    at.text_input(key="comp_find").set_value(" name   is ").run()  # spaces as typed find the same prefixes
+    assert at.multiselect(key="comp_prefixes_name is").options == ["0: my name is really"]
     at.text_input(key="comp_find").set_value("zebra").run()
     assert "No test prefix contains 'zebra'" in at.warning[0].value
     at.text_input(key="comp_find").set_value("").run()

@@ -93,6 +93,19 @@ def test_the_state_counts_are_of_the_rows_shown(some_runs, app_page):
     assert set(captions.split("  —")[0].split(" · ")[1:]) == {"done: 1", "failed: 1", "running: 1"}  # no cached-seq
 
 
+def test_search_finds_the_method_names_the_table_shows_and_hides_details_when_nothing_matches(some_runs, app_page):
+    write_run(some_runs["live"], "live-a", "adp", epsilon=3.0)
+    at = app_page("runs")
+    # the table says "Adaptive DP", not adp: typing what it shows (with a stray space) finds the run
+    assert c.method_label("adp") == "Adaptive DP"
+    at.text_input(key="runs_search").set_value(" adaptive dp ").run()
+    assert " ".join(cap.value for cap in at.caption).startswith("1 of 5 runs shown")
+    assert at.selectbox(key="runs_selected").value == "live-a"
+    at.text_input(key="runs_search").set_value("no such run").run()
+    assert any(cap.value == "No run matches the filters above." for cap in at.caption)
+    assert not at.exception and not [s for s in at.selectbox if s.key == "runs_selected"]  # no details of a hidden run
+
+
 def test_config_compare_shows_only_differing_fields(some_runs, app_page):
     at = app_page("runs")
     at.selectbox(key="runs_cmp_a").set_value("cached-seq").run()  # one widget at a time, as in a browser

@@ -35,13 +35,17 @@ def test_calculator_seqpate_matches_core_privacy(roots, app_page):
     eps_line = next(trace for trace in noise["data"] if trace["name"] == "ε")
     at_q = dict(zip(eps_line["x"], eps_line["y"], strict=True))[2000]  # the right panel: ε at the chosen Q
     assert eps_line["xaxis"] == "x2" and abs(at_q - 3.0) < 1e-6
-    at.number_input(key="calc_sp_delta").increment().run()  # the stepper moves δ by 1e-7, not Streamlit's 0.01
-    assert at.number_input(key="calc_sp_delta").value == pytest.approx(1.1e-6)
-    assert shown["noise multiplier z"] != metrics(at)["noise multiplier z"]
-    at.number_input(key="calc_sp_delta").decrement().run()
-    at.number_input(key="calc_sp_delta").decrement().run()  # below the default too (min 1e-12)
-    assert at.number_input(key="calc_sp_delta").value == pytest.approx(9e-7)
-    at.number_input(key="calc_sp_delta").set_value(1e-6).run()
+    # δ is typed as text, as on the Launch page: what is typed is what is used (a %.1e number box showed 1.26e-7
+    # as 1.3e-7 and computed with 1.26e-7)
+    at.text_input(key="calc_sp_delta").input("1.26e-7").run()
+    assert metrics(at)["noise multiplier z"] == f"{gaussian_noise_multiplier(3.0, 1.26e-7, 2000):.4g}"
+    for typed, reason in [("1e-13", "δ must be at least 1e-12"), ("0", "δ must be in (0, 1)"),
+                          ("abc", "δ must be a number")]:
+        at.text_input(key="calc_sp_delta").input(typed).run()
+        assert not at.exception and any(reason in e.value for e in at.error), typed
+        assert "noise multiplier z" not in metrics(at)  # nothing computed from an unusable δ
+    at.text_input(key="calc_sp_delta").input("1e-6").run()
+    assert metrics(at)["noise multiplier z"] == shown["noise multiplier z"]
     at.radio(key="calc_sp_mode").set_value("ε from noise").run()
     at.number_input(key="calc_sp_std").set_value(69.04).run()
     at.number_input(key="calc_sp_queries2").set_value(1000).run()
@@ -61,6 +65,22 @@ def test_calculator_counts_are_whole_numbers_rounded_as_shown(roots, app_page):
     assert metrics(at)["noise multiplier z"] == f"{gaussian_noise_multiplier(3.0, 1e-6, 2001):.4g}"
     at.number_input(key="calc_sp_queries").set_value(1e9).run()
     assert metrics(at)["queries Q"] == "1,000,000,000" and not at.exception
+    at.number_input(key="calc_sp_eps").set_value(0.015).run()  # a float box: the ε used is the one it shows
+    assert metrics(at)["ε"] == "0.01"
+    # the boxes end where the accountants and the chart still answer (ε 10^9 ran the server out of memory)
+    assert at.number_input(key="calc_sp_eps").max == 1000.0 and at.number_input(key="calc_sp_queries").max == 1e12
+
+
+def test_calculator_dpsgd_refuses_step_counts_it_cannot_account(roots, app_page):
+    at = app_page("calculator")
+    at.session_state["calc_tab"] = "DP-SGD"
+    at.session_state["calc_dp_mode"] = "ε from noise multiplier"
+    at.run()
+    at.number_input(key="calc_dp_n").set_value(10**9).run()
+    at.number_input(key="calc_dp_batch").set_value(1).run()
+    assert not at.exception and any("2,000,000,000 steps" in e.value and "up to 1,000,000 steps" in e.value
+                                    for e in at.error)
+    assert "ε" not in metrics(at)
 
 
 def test_calculator_dpsgd_tab(roots, app_page):
@@ -151,7 +171,6 @@ def test_plain_language_reading():
 
 
 def test_no_page_accepts_a_path_as_run_id(roots):
-    import pytest
 
     from core.runs import RunNotFoundError
     from dashboard import common as c
