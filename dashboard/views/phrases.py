@@ -84,8 +84,10 @@ def show_table() -> None:
     else:  # DP-SGD runs have no teachers: the phrase's basis column says which batches hold it
         min_teachers = 0
         f2.caption("No teacher counts in this run (not a SeqPATE run).")
-    min_occ = c.count_input(f3, "Occurring at least … times", min_value=0, value=0, key="phrases_min_occ",
-                            persist_state="page")
+    # bounded like the teachers box, so that a number too large for the box (1e400) is refused, not reset to 0
+    max_occ = int(phrases["occurrences"].fillna(0).max()) if "occurrences" in phrases and len(phrases) else 0
+    min_occ = c.count_input(f3, "Occurring at least … times", min_value=0, max_value=max(max_occ, 1), value=0,
+                            key="phrases_min_occ", persist_state="page")
     view = phrases
     if search:
         view = view[view["phrase"].str.contains(search, case=False, regex=False)]
