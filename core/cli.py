@@ -14,7 +14,9 @@ from core.config import (
     ABLATIONS,
     ConfigError,
     RunConfig,
+    canonical_filter,
     check_private_size,
+    effective_config,
     fixed_epsilon,
     parse_number,
     preset_config,
@@ -40,7 +42,12 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         base = loaded.get("config", loaded) if isinstance(loaded, dict) else None
         if not isinstance(base, dict):  # accept a run's config.json or a bare RunConfig dict, nothing else
             raise ConfigError(f"config {path} must hold a JSON object of config sections")
-    preset = args.preset or base.get("preset", "tiny")
+    stored_preset = base.get("preset")
+    if args.preset and base and stored_preset and args.preset != stored_preset:
+        # a stored config spells out every size, so --preset would only have changed its label
+        raise ConfigError(f"--preset {args.preset} with a config of preset {stored_preset}: the config sets every "
+                          "size itself; drop --preset, or edit the config")
+    preset = args.preset or stored_preset or "tiny"
     overrides: dict = {}
     for section, values in base.items():
         if isinstance(values, dict):
@@ -54,10 +61,14 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         "privacy_target": "privacy__target", "batching": "dpsgd__batching", "epochs": "dpsgd__epochs",
         "canaries": "data__canaries", "ray_address": "seqpate__ray_address",
     }
+    flagged = {}
     for flag, key in flag_map.items():
         value = getattr(args, flag, None)
         if value is not None:
-            overrides[key] = value
+            flagged[flag] = key
+            overrides[key] = canonical_filter(value) if flag == "filter" else value
+    if getattr(args, "ray_address", None) and overrides.get("seqpate__executor", "local") != "ray":
+        raise ConfigError("--ray-address needs --executor ray (the teachers would run here and ignore it)")
     # parsed for every method, so that text is refused even where the value is not used
     privacy = {name: parse_number(getattr(args, name), name, allow_inf=name == "epsilon")
                for name in ("epsilon", "delta") if getattr(args, name, None) is not None}
@@ -70,7 +81,19 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         overrides.update({f"privacy__{name}": value for name, value in privacy.items()})
     if "privacy__epsilon" in overrides:
         overrides["privacy__epsilon"] = parse_number(overrides["privacy__epsilon"], "epsilon")
-    return validate(preset_config(preset, **overrides))
+    cfg = validate(preset_config(preset, **overrides))
+    read = effective_config(cfg.to_dict())
+    unread = {flag: key for flag, key in flagged.items() if "__" in key and key not in EXECUTION_KEYS
+              and key.split("__")[1] not in read.get(key.split("__")[0], {})}
+    if unread:  # as for --epsilon above: say so, and keep the preset's value rather than store an unused one
+        print(f"note: {cfg.method} does not use {', '.join('--' + f.replace('_', '-') for f in unread)}: "
+              "ignored", file=sys.stderr)
+        cfg = validate(preset_config(preset, **{k: v for k, v in overrides.items() if k not in unread.values()}))
+    return cfg
+
+
+# how teachers run, not what they compute: effective_config leaves them out for every method
+EXECUTION_KEYS = ("seqpate__executor", "seqpate__ray_address")
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -165,6 +188,8 @@ def cmd_report(args) -> int:
     from core.runs.report import write_report
 
     notes = Path(args.notes) if args.notes else None
+    if notes is not None and not notes.is_file():  # the report used to leave its Notes out without a word
+        raise ConfigError(f"--notes {notes}: no such file")
     print(write_report(Path(args.runs), notes))
     return 0
 
@@ -208,6 +233,12 @@ def cmd_compare(args) -> int:
     from core.runs.registry import resolve_run
 
     run_a, run_b = resolve_run(args.run_a), resolve_run(args.run_b)
+    if args.resamples < 1:
+        raise ConfigError(f"--resamples must be at least 1, got {args.resamples}")
+    for name, run in (("A", run_a), ("B", run_b)):
+        if not run.is_complete():  # its missing completions read as 'different test prefixes'
+            raise ConfigError(f"run {name} ({run.run_id}) is not a finished run (state {run.state()}): nothing to "
+                              "compare")
     out: dict = {"run_a": str(run_a.path), "run_b": str(run_b.path)}
     lines = []
     try:

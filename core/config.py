@@ -432,6 +432,8 @@ def parse_filter(spec: str) -> tuple[str, float]:
         number = float(value)
     except ValueError:
         raise ConfigError(f"candidate filter {spec!r} must look like top-p:0.95 or top-k:50") from None
+    if not math.isfinite(number):  # top-k:inf was an OverflowError
+        raise ConfigError(f"candidate filter {spec!r} needs a finite number, like top-p:0.95 or top-k:50")
     if kind == "top-p":
         if not (0.0 < number <= 1.0):
             raise ConfigError(f"top-p must be in (0, 1], got {value}")
@@ -441,6 +443,12 @@ def parse_filter(spec: str) -> tuple[str, float]:
             raise ConfigError(f"top-k must be a positive integer, got {value}")
         return kind, int(number)
     raise ConfigError(f"candidate filter {spec!r} must start with top-p: or top-k:")
+
+
+def canonical_filter(spec: str) -> str:
+    """The filter as the engine writes it ('top-p: 0.9' -> 'top-p:0.9'), so one setting has one spelling."""
+    kind, value = parse_filter(spec)
+    return f"{kind}:{value!r}" if kind == "top-p" else f"{kind}:{value}"
 
 
 def _has_type(value: Any, kind: Any) -> bool:
@@ -453,7 +461,7 @@ def _has_type(value: Any, kind: Any) -> bool:
     return isinstance(value, kind)
 
 
-def _check_types(obj: Any, where: str = "") -> None:
+def check_types(obj: Any, where: str = "") -> None:
     """A config.json may carry any JSON type: refuse a wrong one with one line, not a TypeError in a stage."""
     hints = typing.get_type_hints(type(obj))
     for f in fields(obj):
@@ -461,7 +469,7 @@ def _check_types(obj: Any, where: str = "") -> None:
         if dataclasses.is_dataclass(kind):
             if not isinstance(value, kind):
                 raise ConfigError(f"{where}{f.name} must be a section of settings (a JSON object), got {value!r}")
-            _check_types(value, f"{f.name}.")
+            check_types(value, f"{f.name}.")
             continue
         allowed = typing.get_args(kind) or (kind,)
         if not any(_has_type(value, k) for k in allowed):
@@ -497,7 +505,7 @@ def validate(cfg: RunConfig) -> RunConfig:
     p = cfg.privacy
     eps = p.epsilon
     check_epsilon_range(eps)
-    _check_types(cfg)
+    check_types(cfg)
     check_delta_range(p.delta)
     check_seed(cfg.seed)
     if p.target not in ("sample", "phrase-avg"):
@@ -554,4 +562,37 @@ def validate(cfg: RunConfig) -> RunConfig:
         raise ConfigError(f"canary digits must be in 1..12, got {d.canary_digits}")
     if cfg.dpsgd.batching not in ("samples", "users"):
         raise ConfigError(f"batching must be samples or users, got {cfg.dpsgd.batching!r}")
+    _check_sizes(cfg)
     return cfg
+
+
+# Counts and rates that must be positive (or at least 0) for a stage to run at all: each of these used to pass
+# validation and fail the run at its stage (dpsgd.epochs 0 at noisysgd, batch_size 0 dividing by zero,
+# n_completions 0 at evaluate) or, worse, finish having done nothing (Pri-GPT at 0 epochs, clipping norm 0).
+_AT_LEAST_ONE = {
+    "model": ("vocab_size", "n_layer", "n_embd", "n_head", "n_positions", "pretrain_epochs", "batch_size"),
+    "decode": ("max_new_tokens", "n_completions"),
+    "seqpate": ("teacher_epochs", "distill_sentences", "student_epochs", "batch_size"),
+    "dpsgd": ("epochs", "batch_size", "ghost_batch_size"),
+}
+_AT_LEAST_ZERO = {"seqpate": ("warmup_epochs", "rank_threshold", "kd_lambda")}
+_ABOVE_ZERO = {"model": ("pretrain_lr",), "seqpate": ("teacher_lr", "student_lr"), "dpsgd": ("lr", "max_grad_norm")}
+
+
+def _check_sizes(cfg: RunConfig) -> None:
+    for bounds, low, strict in ((_AT_LEAST_ONE, 1, False), (_AT_LEAST_ZERO, 0, False), (_ABOVE_ZERO, 0, True)):
+        for section, names in bounds.items():
+            for name in names:
+                value = getattr(getattr(cfg, section), name)
+                if not math.isfinite(value) or value < low or (strict and value <= low):
+                    bound = f"above {low}" if strict else f"at least {low}"
+                    raise ConfigError(f"{section}.{name} must be {bound}, got {value!r}")
+    m, d = cfg.model, cfg.data
+    if m.n_embd % m.n_head:
+        raise ConfigError(f"model.n_embd ({m.n_embd}) must be a multiple of model.n_head ({m.n_head})")
+    if d.max_tokens < 8 or d.max_tokens <= d.prefix_words:
+        raise ConfigError(f"data.max_tokens must be at least 8 and above prefix_words ({d.prefix_words}), "
+                          f"got {d.max_tokens}")
+    if m.source == "tiny" and m.n_positions < d.max_tokens:
+        raise ConfigError(f"model.n_positions ({m.n_positions}) must hold a training sentence: at least "
+                          f"data.max_tokens ({d.max_tokens})")

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -123,13 +125,16 @@ def test_a_run_keeps_its_weights_and_completes_a_typed_prefix(pub_gpt_run, tmp_p
     assert [n for n, _ in rows] == pytest.approx([n for n, _ in run.test_nll()], rel=1e-9)
 
     no_weights = tmp_path / "shipped"
-    RunDir.create(no_weights, micro_config().to_dict(), 0)
-    out = cli("complete", str(run_dir), str(no_weights), "--prefix", "  my   name is ", "--seed", "3")
+    shutil.copytree(Path(__file__).resolve().parents[1] / "cached_runs" / "tiny-pub-gpt", no_weights)
+    unfinished = RunDir.create(tmp_path / "queued", micro_config().to_dict(), 0)
+    out = cli("complete", str(run_dir), str(no_weights), str(unfinished.path), "--prefix", "  my   name is ",
+              "--seed", "3")
     # a run that cannot complete is an error (exit 2, one line), and the others' completions still print
-    assert out.returncode == 2 and out.stderr.splitlines()[-1].startswith("error: 1 of 2 run(s)")
-    first, second = json.loads(out.stdout)
+    assert out.returncode == 2 and out.stderr.splitlines()[-1].startswith("error: 2 of 3 run(s)")
+    first, second, third = json.loads(out.stdout)
     assert isinstance(first["completion"], str) and first["run"] == "pub"
     assert "kept no model weights" in second["error"]
+    assert third["error"] == "queued is not a finished run (state queued)"  # not 'shipped runs keep none'
     again = cli("complete", str(run_dir), "--prefix", "my name is", "--seed", "3")
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)[0]["completion"] == first["completion"]  # seeded, and the prefix's spacing does not matter
@@ -161,6 +166,12 @@ def test_runs_show_prints_status_json(pub_gpt_run):
         (["--method", "seqpate", "--delta", "1e-13"], "delta must be at least 1e-12"),
         (["--method", "pub-gpt", "--seed", "-1"], "seed must be a whole number from 0 to 4294967295"),
         (["--method", "pub-gpt", "--seed", "4294967296"], "seed must be a whole number from 0 to 4294967295"),
+        (["--method", "noisysgd", "--epochs", "0"], "dpsgd.epochs must be at least 1, got 0"),
+        (["--method", "noisysgd", "--canaries", "1000000000"], "canary insertion counts must be from 1 to 10,000"),
+        (["--method", "seqpate", "--filter", "top-k:inf"], "needs a finite number"),
+        (["--method", "seqpate", "--ray-address", "auto"], "--ray-address needs --executor ray"),
+        (["--config", "cached_runs/quick-seqpate-eps3/config.json"],
+         "--preset tiny with a config of preset quick: the config sets every size itself"),
     ],
 )
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, args, message):
@@ -170,6 +181,38 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, args, message):
     assert out.stderr.strip().count("\n") == 0 and message in out.stderr
     assert "Traceback" not in out.stderr
     assert not run_dir.exists()
+
+
+def test_flags_the_method_never_reads_are_noted_and_not_stored(capsys):
+    from core.cli import build_parser, config_from_args
+
+    args = build_parser().parse_args(["run", "--method", "pub-gpt", "--teachers", "5", "--filter", "top-k:3",
+                                      "--run-dir", "x"])
+    cfg = config_from_args(args)
+    assert "note: pub-gpt does not use --teachers, --filter: ignored" in capsys.readouterr().err
+    assert cfg == preset_config("tiny", method="pub-gpt")  # the preset's values, not settings it never used
+    args = build_parser().parse_args(["run", "--method", "seqpate", "--teachers", "10", "--filter", "top-p: 0.9",
+                                      "--run-dir", "x"])
+    cfg = config_from_args(args)  # 10 is tiny's own count: read all the same, so no note
+    assert capsys.readouterr().err == "" and cfg.seqpate.filter == "top-p:0.9"
+
+
+def test_compare_and_report_say_what_is_wrong(tmp_path):
+    same = json.loads(cli("compare", "quick-pub-gpt", "quick-pub-gpt", "--json").stdout)
+    assert same["bleu4"]["p_value"] == 1.0 and same["bleu4"]["verdict"] == "no clear difference"  # was p = 0.000
+    failed = RunDir.create(tmp_path / "failed", micro_config(method="pub-gpt").to_dict(), seed=0)
+    failed.set_status(state="failed", stage="evaluate", error="boom")
+    out = cli("compare", "quick-pub-gpt", str(failed.path))
+    assert out.returncode == 2 and "run B (failed) is not a finished run (state failed)" in out.stderr
+    out = cli("report", "--runs", str(tmp_path), "--notes", str(tmp_path / "missing.md"))
+    assert out.returncode == 2 and "no such file" in out.stderr and not (tmp_path / "REPORT.md").exists()
+
+
+def test_privacy_calibrate_answers_infinity_for_a_noise_too_small_to_protect_anything():
+    """std 1e-160 was an OverflowError, 1e-10 scipy's 'f(a) and f(b) must have different signs'."""
+    for sigma in ("1e-160", "1e-10"):
+        out = cli("privacy", "calibrate", "--queries", "1000", "--sigma", sigma)
+        assert out.returncode == 0 and json.loads(out.stdout)["epsilon"] == math.inf, out.stderr
 
 
 def test_existing_run_dir_is_refused(pub_gpt_run):

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from core.config import effective_config, effective_hash, preset_config
+from core.config import ConfigError, canonical_filter, effective_config, effective_hash, preset_config
 
 
 def hash_of(method: str, **overrides) -> str:
@@ -57,3 +59,32 @@ def test_a_whole_number_in_a_float_field_is_the_same_setting():
     assert effective_hash(written) == effective_hash(config)
     assert effective_config(written)["seqpate"]["teachers"] == 1000 and isinstance(
         effective_config(written)["seqpate"]["teachers"], int)  # an int field stays an int
+
+
+@pytest.mark.parametrize("override, message", [
+    # each passed validation, then failed at its stage or finished having done nothing
+    (dict(dpsgd__epochs=0), "dpsgd.epochs must be at least 1, got 0"),
+    (dict(dpsgd__batch_size=0), "dpsgd.batch_size must be at least 1"),
+    (dict(dpsgd__lr=-1.0), "dpsgd.lr must be above 0"),
+    (dict(dpsgd__max_grad_norm=0.0), "dpsgd.max_grad_norm must be above 0"),
+    (dict(decode__n_completions=0), "decode.n_completions must be at least 1"),
+    (dict(seqpate__kd_lambda=-1.0), "seqpate.kd_lambda must be at least 0"),
+    (dict(model__n_head=3), "model.n_embd (128) must be a multiple of model.n_head (3)"),
+    (dict(data__max_tokens=1), "data.max_tokens must be at least 8"),
+    (dict(model__n_positions=16), "model.n_positions (16) must hold a training sentence"),
+    (dict(data__canaries="1000000000"), "canary insertion counts must be from 1 to 10,000"),
+    (dict(seqpate__filter="top-k:inf"), "needs a finite number"),
+])
+def test_sizes_no_stage_can_run_are_refused_up_front(override, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        preset_config("tiny", method="noisysgd", **override)
+
+
+def test_zero_is_allowed_where_it_means_something():
+    cfg = preset_config("tiny", method="seqpate", seqpate__warmup_epochs=0, seqpate__rank_threshold=0,
+                        seqpate__kd_lambda=0.0)
+    assert (cfg.seqpate.warmup_epochs, cfg.seqpate.rank_threshold) == (0, 0)
+
+
+def test_one_filter_has_one_spelling():
+    assert canonical_filter("top-p: 0.9") == "top-p:0.9" and canonical_filter("top-k:50.0") == "top-k:50"

@@ -206,6 +206,13 @@ def _jsonl_rows(path: Path, text: str) -> Iterator[dict[str, Any]]:
         yield row
 
 
+def check_csv_header(path: Path, header: list[str]) -> None:
+    """A csv header names each column once: with text,user_id,text the csv module keeps the last text column."""
+    repeated = sorted({name for name in header if header.count(name) > 1})
+    if repeated:
+        raise CorpusError(f"{path} line 1: column(s) named twice: {', '.join(repr(n)[1:-1] for n in repeated)}")
+
+
 def _csv_rows(path: Path, text: str) -> Iterator[dict[str, Any]]:
     reader = csv.DictReader(io.StringIO(text, newline=""))
     try:
@@ -216,6 +223,7 @@ def _csv_rows(path: Path, text: str) -> Iterator[dict[str, Any]]:
         # repr() of each name: a header cell may hold a newline, and the message must stay one line
         columns = ", ".join(repr(h)[1:-1] for h in header)
         raise CorpusError(f"{path}: no 'text' column (columns: {columns or 'none'})")
+    check_csv_header(path, header)
     try:
         for row in reader:
             if None in row or any(v is None for v in row.values()):  # DictReader's marks for a ragged row

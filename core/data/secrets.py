@@ -277,6 +277,9 @@ class Canary:
         return dataclasses.asdict(self) | {"candidates": self.candidates}
 
 
+MAX_CANARY_INSERTIONS = 10_000  # the secret-sharer and ADP experiments insert 1 to 1,000 copies
+
+
 def parse_canary_counts(spec: str | Sequence[int] | None) -> tuple[int, ...]:
     """'1,10,100' -> (1, 10, 100); '' or None -> (). Counts must be positive integers."""
     if spec is None:
@@ -289,8 +292,9 @@ def parse_canary_counts(spec: str | Sequence[int] | None) -> tuple[int, ...]:
             raise ValueError(f"canaries must be comma-separated insertion counts like 1,10,100, got {spec!r}") from None
     else:
         counts = tuple(int(c) for c in spec)
-    if any(c < 1 for c in counts):
-        raise ValueError(f"canary insertion counts must be >= 1, got {spec!r}")
+    if any(c < 1 or c > MAX_CANARY_INSERTIONS for c in counts):
+        # 10^9 insertions built 10^9 sentences before any other check (memory exhausted)
+        raise ValueError(f"canary insertion counts must be from 1 to {MAX_CANARY_INSERTIONS:,}, got {spec!r}")
     return counts
 
 

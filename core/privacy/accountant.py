@@ -73,7 +73,8 @@ def _plan(events: Iterable[PrivacyEvent]) -> _Plan:
             if e.noise_std == 0:
                 not_private = True
                 continue
-            mu_sq += e.count * (e.sensitivity / e.noise_std) ** 2
+            ratio = e.sensitivity / e.noise_std
+            mu_sq += e.count * ratio * ratio  # a product overflows to inf; ** raised OverflowError (std 1e-160)
         elif isinstance(e, LaplaceEvent):
             if e.count == 0 or e.sensitivity_l1 == 0:
                 continue
@@ -89,7 +90,7 @@ def _plan(events: Iterable[PrivacyEvent]) -> _Plan:
                 continue
             if e.sampling_rate == 1:
                 # full batch: plain Gaussian with sensitivity C, so it joins the exact composition
-                mu_sq += e.steps / e.noise_multiplier**2
+                mu_sq += e.steps / e.noise_multiplier / e.noise_multiplier  # inf, not 1/0, for z ~ 1e-170
                 continue
             subsampled.append((e.noise_multiplier, e.sampling_rate, e.steps))
         else:
@@ -114,7 +115,12 @@ def gaussian_epsilon(mu: float, delta: float) -> float:
     if not math.isfinite(mu):
         return math.inf
     sigma = 1.0 / mu
-    eps = float(dp_bank.get_eps_ana_gaussian(sigma, delta))
+    try:
+        eps = float(dp_bank.get_eps_ana_gaussian(sigma, delta))
+    except ValueError:
+        # its root finder has no bracket once mu is beyond ~1e9 (epsilon ~ mu^2 / 2 > 10^17): report infinity,
+        # a valid (if loose) bound, rather than fail a what-if question
+        return math.inf
     # autodp's root finder lands within ~1e-12 of the root on either side; step up until it is a true bound
     log_delta = math.log(delta)
     step = max(abs(eps), 1.0) * 1e-12

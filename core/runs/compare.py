@@ -140,7 +140,6 @@ class BleuComparison:
 
     @property
     def verdict(self) -> str:
-        # equal scores are no difference, although sacrebleu's strict count gives them p = 1 / (trials + 1)
         if self.p_value >= 0.05 or self.bleu_a == self.bleu_b:
             return "no clear difference"
         return "A is higher" if self.bleu_a > self.bleu_b else "B is higher"
@@ -169,7 +168,10 @@ def compare_bleu(
                       test_type="ar", n_samples=trials)
     _, scores = test()
     baseline, system = scores["BLEU"]
-    return BleuComparison(bleu_a=float(system.score), bleu_b=float(baseline.score), p_value=float(system.p_value),
+    # equal scores: every shuffle differs by at least as much (p = 1); sacrebleu's strict count gave 1/(trials+1),
+    # so two identical runs read "p = 0.000 ... no clear difference"
+    p_value = 1.0 if system.score == baseline.score else float(system.p_value)
+    return BleuComparison(bleu_a=float(system.score), bleu_b=float(baseline.score), p_value=p_value,
                           n_completions=len(references), trials=trials)
 
 

@@ -32,6 +32,8 @@ def complete_prefix(run: RunDir, prefix: str, seed: int = 0) -> str:
     if not text:
         raise ValueError("type a prefix to complete")
     folder = run.path / MODEL
+    if not run.is_complete():  # a failed or unfinished run has no final model, whatever it kept
+        raise RunError(f"{run.run_id} is not a finished run (state {run.state()})")
     if not (folder / "config.json").is_file():
         raise RunError(f"{run.run_id} kept no model weights (shipped runs and the blacklist baseline keep none)")
     cfg = run.run_config()

@@ -31,11 +31,24 @@ def config_from_args(args) -> tuple[SynthConfig, dict]:
     if args.config:
         path = Path(args.config)
         try:
-            loaded = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
+            loaded = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
             raise ConfigError(f"cannot read config {path}: {exc}") from None
-        stored = "config" in loaded  # a run's config.json wraps the config
-        loaded = loaded.get("config", loaded)
+        stored = isinstance(loaded, dict) and "config" in loaded  # a run's config.json wraps the config
+        loaded = loaded.get("config") if stored else loaded
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"config {path} must hold a JSON object with a \"synth\" section")
+        if stored and not str(loaded.get("method", "")).startswith("synth-"):
+            raise ConfigError(f"config {path} is a {loaded.get('method')!r} run's, not a synthetic-data run's")
+        # a run's config.json also records what it ran (method, privacy, data_stats): rebuilt, not read
+        unknown = set(loaded) - {"synth", "base"} - ({"method", "preset", "seed", "privacy", "data_stats"}
+                                                     if stored else set())
+        if unknown:  # a flat {"generator": ...} used to be ignored, and the default generator ran
+            raise ConfigError(f"config {path}: unknown key(s) {', '.join(sorted(map(str, unknown)))}; put "
+                              "SynthConfig fields under \"synth\" and core preset overrides under \"base\"")
+        for section in ("synth", "base"):
+            if not isinstance(loaded.get(section) or {}, dict):
+                raise ConfigError(f"config {path}: \"{section}\" must be a JSON object of settings")
         synth = dict(loaded.get("synth") or {})
         if stored:
             synth = stored_settings(synth)  # it rebuilds what that run ran, settings it predates included

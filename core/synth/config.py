@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from core.config import ConfigError, check_epsilon_range, check_seed
+from core.config import ConfigError, check_epsilon_range, check_seed, check_types
 
 GENERATORS = ("filter", "pplm", "multitask")
 PAPER_EPSILONS = (math.inf, 256.0, 16.0, 8.0, 3.0)  # Table 1 of the paper
@@ -122,14 +122,15 @@ SYNTH_BASE_OVERRIDES: dict[str, dict[str, Any]] = {
 
 
 def synth_config(preset: str = "tiny", **overrides: Any) -> SynthConfig:
-    """SynthConfig for a preset; None overrides are ignored so CLI flags can be passed as they come."""
+    """SynthConfig for a preset with these settings (None is a value: per_label None takes the rarest label's
+    count; a config file's null used to be dropped, leaving the preset's 200)."""
     if preset not in SYNTH_PRESETS:
         raise ConfigError(f"unknown synth preset {preset!r}; choose one of {', '.join(SYNTH_PRESETS)}")
-    values = {**SYNTH_PRESETS[preset], **{k: v for k, v in overrides.items() if v is not None}}
-    return validate(replace(SynthConfig(preset=preset), **values))
+    return validate(replace(SynthConfig(preset=preset), **{**SYNTH_PRESETS[preset], **overrides}))
 
 
 def validate(cfg: SynthConfig) -> SynthConfig:
+    check_types(cfg)  # a config file may carry any JSON type: "lr": "0.001" was a TypeError in a comparison
     check_epsilon_range(cfg.epsilon)
     check_seed(cfg.seed)
     if cfg.generator not in GENERATORS:

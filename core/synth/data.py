@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.data.corpora import CorpusError, Record, normalise, read_text
+from core.data.corpora import CorpusError, Record, check_csv_header, normalise, read_text
 from core.synth.config import CHITCHAT_TOPICS, SynthConfig
 
 
@@ -101,6 +101,7 @@ def _csv_examples(path: Path, content: str) -> list[Example]:
     if missing:
         raise CorpusError(f"{path}: no {' or '.join(repr(c) for c in missing)} column "
                           f"(columns: {', '.join(header) or 'none'})")
+    check_csv_header(path, header)
     out = []
     try:
         for row in reader:

@@ -121,6 +121,13 @@ def test_csv_without_text_column(tmp_path):
         load_table(path)
 
 
+def test_csv_with_a_column_named_twice(tmp_path):
+    path = tmp_path / "twice.csv"
+    path.write_text("text,user_id,text\nhello there,u1,bye\n")  # the csv module kept the last text column
+    with pytest.raises(CorpusError, match=r"twice\.csv line 1: column\(s\) named twice: text"):
+        load_table(path)
+
+
 def test_csv_ragged_row(tmp_path):
     path = tmp_path / "r.csv"
     path.write_text("user_id,text\nu1,hi\nu2,hi,extra\n")

@@ -159,3 +159,33 @@ def test_a_config_written_before_separate_clipping_replays_joint_clipping(tmp_pa
     own.write_text(json.dumps({"synth": old}))  # a user's own settings file: today's defaults fill it in
     assert config_from_args(argparse.Namespace(config=str(stored), **args))[0].multitask_clipping == "joint"
     assert config_from_args(argparse.Namespace(config=str(own), **args))[0].multitask_clipping == "separate"
+
+
+@pytest.mark.parametrize("content, message", [
+    ({"generator": "filter", "epsilon": 8}, "unknown key(s) epsilon, generator; put SynthConfig fields under"),
+    ([1, 2], 'must hold a JSON object with a "synth" section'),
+    ({"synth": [1, 2]}, '"synth" must be a JSON object of settings'),
+    ({"synth": {"lr": "0.001"}}, "lr must be a number, got '0.001'"),
+    ({"synth": {"corpus": 5}}, "corpus must be str, got 5"),
+    ({"base": [1]}, '"base" must be a JSON object of settings'),
+    ({"config": {"method": "seqpate", "preset": "quick"}}, "is a 'seqpate' run's, not a synthetic-data run's"),
+])
+def test_a_config_file_it_cannot_use_is_one_line(tmp_path, capsys, content, message):
+    """A flat file ran the default generator at the default epsilon, and odd types were tracebacks."""
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(content))
+    assert main(["synth", "--config", str(path), "--run-dir", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
+
+
+def test_a_null_in_a_config_file_is_a_setting(tmp_path):
+    """per_label null means 'to the rarest label' (quick's setting); it was dropped, leaving tiny's 200."""
+    import argparse
+
+    from core.synth.command import config_from_args
+
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"synth": {"per_label": None}}))
+    args = argparse.Namespace(config=str(path), preset="tiny", generator=None, seed=None, corpus=None, epsilon=None)
+    assert config_from_args(args)[0].per_label is None
