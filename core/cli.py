@@ -15,6 +15,7 @@ from core.config import (
     ConfigError,
     RunConfig,
     canonical_filter,
+    check_delta_range,
     check_private_size,
     effective_config,
     fixed_epsilon,
@@ -83,8 +84,9 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         overrides["privacy__epsilon"] = parse_number(overrides["privacy__epsilon"], "epsilon")
     cfg = validate(preset_config(preset, **overrides))
     read = effective_config(cfg.to_dict())
-    unread = {flag: key for flag, key in flagged.items() if "__" in key and key not in EXECUTION_KEYS
-              and key.split("__")[1] not in read.get(key.split("__")[0], {})}
+    unread = {flag: key for flag, key in flagged.items() if "__" in key and (
+        key.split("__")[1] not in read.get(key.split("__")[0], {}) if key not in EXECUTION_KEYS
+        else cfg.method != "seqpate")}  # how teachers run: read by SeqPATE, though it changes no result
     if unread:  # as for --epsilon above: say so, and keep the preset's value rather than store an unused one
         print(f"note: {cfg.method} does not use {', '.join('--' + f.replace('_', '-') for f in unread)}: "
               "ignored", file=sys.stderr)
@@ -293,6 +295,7 @@ def cmd_privacy(args) -> int:
 
     eps = parse_number(args.epsilon, "epsilon") if args.epsilon is not None else None
     delta = parse_number(args.delta, "delta", allow_inf=False)
+    check_delta_range(delta)  # the range runs take; the calibration below checks epsilon's
     sensitivity = math.sqrt(2)
     if args.sigma is not None:  # reverse: the epsilon that a given noise std buys
         std = parse_number(args.sigma, "sigma")

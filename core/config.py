@@ -336,6 +336,8 @@ def effective_config(config: dict[str, Any]) -> dict[str, Any]:
                 continue
             if method in UNPROTECTED_METHODS:
                 values = {k: v for k, v in values.items() if k in PLAIN_FINETUNE_FIELDS}
+            if method == "adp":  # ADP samples its batches (its Algorithm 1) whatever batching says
+                values = {k: v for k, v in values.items() if k != "batching"}
         # JSON keeps 5 and 5.0 apart; a float field means the same either way
         kept[section] = {k: float(v) if k in _FLOAT_FIELDS.get(section, ()) and type(v) is int else v
                          for k, v in values.items()}
@@ -523,6 +525,10 @@ def validate(cfg: RunConfig) -> RunConfig:
         # the average-phrase calibration is for Gaussian releases; the run would silently calibrate per sentence
         raise ConfigError(f"privacy target phrase-avg calibrates Gaussian noise, but ablation {s.ablation} releases "
                           "Laplace noise; use --privacy-target sample")
+    if p.target == "phrase-avg" and cfg.method == "adp" and math.isfinite(eps):
+        # ADP calibrates per sentence: its statement would claim an average phrase epsilon it never aimed at
+        raise ConfigError("privacy target phrase-avg is for seqpate and the noisysgd methods; adp calibrates "
+                          "per sentence: use --privacy-target sample")
     if s.query_budget < 1:
         raise ConfigError(f"query budget must be at least 1, got {s.query_budget}")
     if s.executor not in ("local", "process", "ray"):
@@ -548,8 +554,6 @@ def validate(cfg: RunConfig) -> RunConfig:
         raise ConfigError(f"decode top-p must be in (0, 1], got {dc.top_p}")
     if not (dc.temperature > 0 and dc.pseudo_temperature > 0):
         raise ConfigError("decode temperatures must be positive")
-    if dc.max_new_tokens < 1:
-        raise ConfigError(f"max_new_tokens must be at least 1, got {dc.max_new_tokens}")
     if cfg.model.source != "tiny":
         _check_model_dir(cfg.model.source)
     from core.data.secrets import parse_canary_counts  # lazy: core.data imports this module

@@ -1012,6 +1012,7 @@ LAUNCH_DEFAULTS: dict[str, Any] = {
 }
 _SHADOW = "_launch_settings"
 COUNT_SETTINGS = ("teachers", "top_k", "seed")  # whole numbers, typed in count_input boxes
+MAX_LAUNCH_COUNT = 10**9  # teachers and k: far above any corpus here, and a bound for the box and the URL
 TOP_P_DECIMALS = 3  # the top-p box shows (and so launches) p to 3 decimals
 
 
@@ -1068,7 +1069,7 @@ def settings_from_query(query: dict[str, str]) -> tuple[dict[str, Any], list[str
     if (raw := get("teachers")) is not None and raw.strip():
         try:
             value = int(raw)
-            if value < 1:
+            if not 1 <= value <= MAX_LAUNCH_COUNT:
                 raise ValueError
             settings["teachers"] = value
         except ValueError:
@@ -1078,6 +1079,10 @@ def settings_from_query(query: dict[str, str]) -> tuple[dict[str, Any], list[str
     elif raw is not None and raw.strip():
         try:
             kind, value = parse_filter(raw.strip())
+            if kind == "top-p" and as_shown(value, TOP_P_DECIMALS) != value:
+                raise ConfigError("more digits than the top-p box shows")  # it would launch the rounded p
+            if kind == "top-k" and value > MAX_LAUNCH_COUNT:
+                raise ConfigError("more than the k box takes")
             settings["filter_kind"] = kind
             settings["top_p" if kind == "top-p" else "top_k"] = value
         except ConfigError:
@@ -1256,6 +1261,8 @@ def highlight(text: str, phrases: Sequence[str]) -> str:
 def as_shown(value: float, decimals: int) -> float:
     """The number a box with format %.<decimals>f shows: JavaScript's toFixed rounds the exact binary value half
     up (2.5 -> 3, 0.125 -> 0.13), where Python's round and % round half to even."""
+    if not abs(value) < 2**53:  # whole already (Decimal's 28 digits could not quantize 1e30 either)
+        return value
     return float(Decimal(value).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP))
 
 

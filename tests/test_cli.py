@@ -195,6 +195,9 @@ def test_flags_the_method_never_reads_are_noted_and_not_stored(capsys):
                                       "--run-dir", "x"])
     cfg = config_from_args(args)  # 10 is tiny's own count: read all the same, so no note
     assert capsys.readouterr().err == "" and cfg.seqpate.filter == "top-p:0.9"
+    config_from_args(build_parser().parse_args(["run", "--method", "pub-gpt", "--executor", "process",
+                                                "--run-dir", "x"]))  # no teachers to run anywhere
+    assert "note: pub-gpt does not use --executor: ignored" in capsys.readouterr().err
 
 
 def test_compare_and_report_say_what_is_wrong(tmp_path):

@@ -88,3 +88,11 @@ def test_zero_is_allowed_where_it_means_something():
 
 def test_one_filter_has_one_spelling():
     assert canonical_filter("top-p: 0.9") == "top-p:0.9" and canonical_filter("top-k:50.0") == "top-k:50"
+
+
+def test_adp_takes_no_phrase_target_and_reads_no_batching():
+    """ADP calibrates per sentence and samples its own batches: a stored phrase-avg made its statement claim an
+    average phrase epsilon it never aimed at."""
+    with pytest.raises(ConfigError, match="privacy target phrase-avg is for seqpate and the noisysgd methods"):
+        preset_config("tiny", method="adp", privacy__target="phrase-avg")
+    assert hash_of("adp", dpsgd__batching="users") == hash_of("adp")

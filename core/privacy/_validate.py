@@ -12,17 +12,19 @@ def is_number(x: object) -> bool:
     return not isinstance(x, bool) and isinstance(x, (int, float)) and not math.isnan(x)
 
 
-def check_epsilon(epsilon: float) -> None:
-    """A target epsilon to calibrate for."""
-    if not is_number(epsilon) or not epsilon > 0:
-        raise ValueError(f"epsilon must be > 0 (inf allowed), got {epsilon!r}")
-    if math.isfinite(epsilon) and epsilon > MAX_EPSILON:
-        raise ValueError(f"epsilon must be at most {MAX_EPSILON:g} (inf allowed), got {epsilon!r}")
-
-
 def check_delta(delta: float) -> None:
+    """A delta to report an epsilon at: any in (0, 1) (reporting gives a valid bound, if a loose one)."""
     if not is_number(delta) or not 0 < delta < 1:
         raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+
+
+def check_target(epsilon: float, delta: float) -> None:
+    """A target to calibrate noise for: within the ranges where the calibration is tight and finishes."""
+    if not is_number(epsilon) or not epsilon > 0:
+        raise ValueError(f"epsilon must be > 0 (or inf for no noise), got {epsilon!r}")
+    if math.isfinite(epsilon) and epsilon > MAX_EPSILON:
+        raise ValueError(f"epsilon must be at most {MAX_EPSILON:g} (or inf for no noise), got {epsilon!r}")
+    check_delta(delta)
     if delta < MIN_DELTA:
         raise ValueError(f"delta must be at least {MIN_DELTA:g} (the accountants' precision), got {delta!r}")
 

@@ -117,9 +117,10 @@ def gaussian_epsilon(mu: float, delta: float) -> float:
     sigma = 1.0 / mu
     try:
         eps = float(dp_bank.get_eps_ana_gaussian(sigma, delta))
-    except ValueError:
-        # its root finder has no bracket once mu is beyond ~1e9 (epsilon ~ mu^2 / 2 > 10^17): report infinity,
-        # a valid (if loose) bound, rather than fail a what-if question
+    except (ValueError, RuntimeError, ArithmeticError):
+        # autodp's root finder fails at the extremes (no bracket once mu is beyond ~1e9, where epsilon ~ mu^2 / 2
+        # > 10^17; 'Failed to find epsilon' at mu 1e160 or delta 1e-310; division by zero at mu 1e200): report
+        # infinity, a valid (if loose) upper bound, rather than fail a what-if question or an audit
         return math.inf
     # autodp's root finder lands within ~1e-12 of the root on either side; step up until it is a true bound
     log_delta = math.log(delta)
@@ -160,9 +161,10 @@ def pld_interval(epsilon_estimate: float) -> float:
 def _pld_epsilon_on_grid(plan: _Plan, delta: float, interval: float) -> tuple[float, str]:
     try:
         eps = float(_pld_accountant(plan, interval).get_epsilon(delta))
-    except (IndexError, OverflowError, FloatingPointError):
+    except (IndexError, OverflowError, FloatingPointError, ValueError):
         # dp_accounting 0.6 crashes (IndexError in _truncate_tails) composing Laplace with scale/sensitivity
-        # around 1e-3 a thousand times, and reports inf for one such release: hopeless budgets, but no crash
+        # around 1e-3 a thousand times, and reports inf for one such release; a Gaussian of multiplier 1e-100
+        # beside subsampled steps is 'Maximum allowed size exceeded' (ValueError): hopeless budgets, no crash
         eps = math.inf
     if not plan.subsampled and plan.mu == 0:
         # Laplace only: basic composition of pure DP is also an upper bound, and finite where PLD gave up

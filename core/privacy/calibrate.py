@@ -14,12 +14,11 @@ from autodp import calibrator_zoo, dp_bank, mechanism_zoo
 from scipy import optimize
 
 from core.privacy._validate import (
-    check_delta,
-    check_epsilon,
     check_int,
     check_nonneg_finite,
     check_positive_finite,
     check_rate,
+    check_target,
 )
 from core.privacy.accountant import _epsilon, _plan, epsilon_from_events
 from core.privacy.events import GaussianEvent, LaplaceEvent, SubsampledGaussianEvent
@@ -130,8 +129,7 @@ def gaussian_noise_multiplier(epsilon: float, delta: float, count: int) -> float
     count releases with multiplier z compose to one Gaussian with multiplier z / sqrt(count), so
     z = sqrt(count) / mu(epsilon, delta). epsilon = inf means no privacy asked: z = 0.
     """
-    check_epsilon(epsilon)
-    check_delta(delta)
+    check_target(epsilon, delta)
     check_int("count", count, 1)
     if epsilon == math.inf:
         return 0.0
@@ -164,8 +162,7 @@ def epsilon_for_gaussian(noise_std: float, count: int, delta: float, sensitivity
 
 def laplace_scale(epsilon: float, delta: float, count: int, sensitivity_l1: float = SEQPATE_L1_SENSITIVITY) -> float:
     """Laplace scale so that `count` releases are (epsilon, delta)-DP under PLD; never above the target."""
-    check_epsilon(epsilon)
-    check_delta(delta)
+    check_target(epsilon, delta)
     check_int("count", count, 1)
     check_positive_finite("sensitivity_l1", sensitivity_l1)
     if epsilon == math.inf:
@@ -200,8 +197,7 @@ def dpsgd_epsilon(noise_multiplier: float, sampling_rate: float, steps: int, del
 
 def dpsgd_noise_multiplier(epsilon: float, delta: float, sampling_rate: float, steps: int) -> float:
     """Noise multiplier whose DP-SGD epsilon (PLD) is in [target * (1 - 1e-3), target]; inf -> 0."""
-    check_epsilon(epsilon)
-    check_delta(delta)
+    check_target(epsilon, delta)
     check_rate(sampling_rate)
     check_int("steps", steps, 1)
     if epsilon == math.inf:

@@ -57,8 +57,12 @@ def config_from_args(args) -> tuple[SynthConfig, dict]:
     unknown = set(synth) - known
     if unknown:
         raise ConfigError(f"unknown synth setting(s): {', '.join(sorted(unknown))}")
-    preset = args.preset or synth.pop("preset", "tiny")
-    synth.pop("preset", None)
+    stored_preset = synth.pop("preset", None)
+    if args.preset and stored_preset and args.preset != stored_preset:
+        # its settings are the other preset's, so --preset would only have changed the label (as for `run`)
+        raise ConfigError(f"--preset {args.preset} with a config of preset {stored_preset}: drop --preset, or edit "
+                          "the config")
+    preset = args.preset or stored_preset or "tiny"
     for flag in ("generator", "seed", "corpus"):
         if getattr(args, flag) is not None:
             synth[flag] = getattr(args, flag)

@@ -48,7 +48,7 @@ with left:
         preset_for_help = st.session_state.get("launch_preset", "quick")
         default_teachers = preset_value(preset_for_help, "seqpate", "teachers")
         a, b = st.columns(2)
-        c.count_input(a, "Teachers", value=None, key="launch_teachers",
+        c.count_input(a, "Teachers", value=None, max_value=c.MAX_LAUNCH_COUNT, key="launch_teachers",
                        placeholder=f"{default_teachers} (preset)")
         b.selectbox("Partition", ["random", "by-user"], key="launch_partition",
                     help="by-user keeps each user's sentences in as few teachers as possible (App. F); it needs "
@@ -61,7 +61,7 @@ with left:
                 help="the student's own candidate set (public information) on which teachers are queried")
         kind = st.session_state.get("launch_filter_kind")
         if kind == "top-k":
-            c.count_input(b, "k", key="launch_top_k")
+            c.count_input(b, "k", max_value=c.MAX_LAUNCH_COUNT, key="launch_top_k")
         elif kind == "top-p":
             c.float_input(b, "p", decimals=c.TOP_P_DECIMALS, min_value=0.001, max_value=1.0, step=0.01,
                           key="launch_top_p")

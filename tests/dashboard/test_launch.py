@@ -109,6 +109,18 @@ def test_bad_url_parameters_are_ignored_with_a_warning(roots, app_page):
     assert at.selectbox(key="launch_preset").value == "quick"
 
 
+def test_url_values_the_boxes_cannot_show_are_ignored_with_a_warning(roots, app_page):
+    """top-p:0.9999999 launched top-p:1.0 (no filtering) without a word; teachers=1e30 crashed the page."""
+    at = app_page("launch", {"methods": "seqpate", "filter": "top-p:0.9999999", "teachers": str(10**30),
+                             "preset": "tiny"})
+    assert not at.exception
+    warning = " ".join(w.value for w in at.warning)
+    assert "filter=top-p:0.9999999" in warning and f"teachers={10**30}" in warning
+    assert at.radio(key="launch_filter_kind").value == "preset" and at.number_input(key="launch_teachers").value is None
+    at = app_page("launch", {"methods": "seqpate", "filter": "top-p:0.999", "preset": "tiny"})
+    assert at.number_input(key="launch_top_p").value == 0.999 and at.query_params["filter"] == "top-p:0.999"
+
+
 def test_launch_queues_one_job_per_method(roots, app_page, fake_job):
     at = app_page("launch", {"preset": "tiny", "eps": "4", "methods": "seqpate,pub-gpt", "teachers": "5"})
     assert not at.exception

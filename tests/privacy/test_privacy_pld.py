@@ -144,3 +144,14 @@ def test_calibration_refuses_what_the_accountant_cannot_do(calibrate):
     with pytest.raises(ValueError, match="delta must be at least 1e-12"):
         calibrate(3.0, 1e-15)
     assert calibrate(1000.0, 1e-12) > 0  # the edges of the range still calibrate
+
+
+
+def test_reporting_gives_a_bound_outside_the_calibration_range():
+    """The ranges are for calibrating; an epsilon is still reported for any recorded events and delta in (0, 1):
+    a run made at delta 1e-13 stays auditable, and the accountants' failures at the extremes are infinity."""
+    assert epsilon_from_events([GaussianEvent(69.04, math.sqrt(2), 1000)], 1e-13).epsilon == pytest.approx(
+        4.7483, abs=1e-3)
+    for events in ([GaussianEvent(1e-160, 1.0, 1)], [GaussianEvent(1e-200, 1e10, 10)],
+                   [GaussianEvent(1e-100, 1.0, 1), SubsampledGaussianEvent(1.0, 0.01, 10)]):
+        assert epsilon_from_events(events, 1e-6).epsilon == math.inf

@@ -189,3 +189,10 @@ def test_a_null_in_a_config_file_is_a_setting(tmp_path):
     path.write_text(json.dumps({"synth": {"per_label": None}}))
     args = argparse.Namespace(config=str(path), preset="tiny", generator=None, seed=None, corpus=None, epsilon=None)
     assert config_from_args(args)[0].per_label is None
+
+
+def test_preset_against_a_config_of_another_preset_is_refused(tmp_path, capsys):
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"synth": {"preset": "quick", "generator": "filter"}}))
+    assert main(["synth", "--config", str(path), "--preset", "tiny", "--run-dir", str(tmp_path / "run")]) == 2
+    assert "--preset tiny with a config of preset quick" in capsys.readouterr().err
