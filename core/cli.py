@@ -83,10 +83,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     if "privacy__epsilon" in overrides:
         overrides["privacy__epsilon"] = parse_number(overrides["privacy__epsilon"], "epsilon")
     cfg = validate(preset_config(preset, **overrides))
-    read = effective_config(cfg.to_dict())
-    unread = {flag: key for flag, key in flagged.items() if "__" in key and (
-        key.split("__")[1] not in read.get(key.split("__")[0], {}) if key not in EXECUTION_KEYS
-        else cfg.method != "seqpate")}  # how teachers run: read by SeqPATE, though it changes no result
+    unread = _unread_flags(cfg, flagged)
     if unread:  # as for --epsilon above: say so, and keep the preset's value rather than store an unused one
         print(f"note: {cfg.method} does not use {', '.join('--' + f.replace('_', '-') for f in unread)}: "
               "ignored", file=sys.stderr)
@@ -96,6 +93,23 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
 
 # how teachers run, not what they compute: effective_config leaves them out for every method
 EXECUTION_KEYS = ("seqpate__executor", "seqpate__ray_address")
+
+
+def _unread_flags(cfg: RunConfig, flagged: dict[str, str]) -> dict[str, str]:
+    """The flags (flag -> section__field) whose field cfg's method never reads (core.config.effective_config)."""
+    read = effective_config(cfg.to_dict())
+    unread = {}
+    for flag, key in flagged.items():
+        section, _, name = key.partition("__")
+        if not name:  # method, seed: read by every run
+            continue
+        if key in EXECUTION_KEYS:  # read by SeqPATE's teacher phase only, though they change no result
+            used = cfg.method == "seqpate"
+        else:
+            used = name in read.get(section, {})
+        if not used:
+            unread[flag] = key
+    return unread
 
 
 # ----------------------------------------------------------------------------------------------------------------

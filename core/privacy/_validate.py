@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from core.config import MAX_EPSILON, MIN_DELTA  # the ranges the engine honours (core.config says why)
+from core.config import check_delta_range, check_epsilon_range  # the ranges the engine honours, and why
 
 
 def is_number(x: object) -> bool:
@@ -19,14 +19,10 @@ def check_delta(delta: float) -> None:
 
 
 def check_target(epsilon: float, delta: float) -> None:
-    """A target to calibrate noise for: within the ranges where the calibration is tight and finishes."""
-    if not is_number(epsilon) or not epsilon > 0:
-        raise ValueError(f"epsilon must be > 0 (or inf for no noise), got {epsilon!r}")
-    if math.isfinite(epsilon) and epsilon > MAX_EPSILON:
-        raise ValueError(f"epsilon must be at most {MAX_EPSILON:g} (or inf for no noise), got {epsilon!r}")
-    check_delta(delta)
-    if delta < MIN_DELTA:
-        raise ValueError(f"delta must be at least {MIN_DELTA:g} (the accountants' precision), got {delta!r}")
+    """A target to calibrate noise for: within the ranges where the calibration is tight and finishes (the same
+    checks as a run's config; their ConfigError is a ValueError)."""
+    check_epsilon_range(epsilon)
+    check_delta_range(delta)
 
 
 def check_int(name: str, value: int, minimum: int) -> None:
