@@ -435,6 +435,9 @@ def main(argv: list[str] | None = None) -> int:
     from core.runs.store import RunError  # no torch: store imports only the standard library and core.config
 
     args = build_parser().parse_args(argv)
+    # a run prints its own progress lines (core.runs.pipeline.progress_logger); the libraries' tqdm bars would
+    # fill a job's log.txt with carriage returns. Read when huggingface_hub is first imported, i.e. later.
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     try:
         code = args.func(args)
         sys.stdout.flush()  # a closed pipe must fail here, inside the try, not at interpreter exit

@@ -7,6 +7,7 @@ prefixes, same seeded decoding), so the dashboard can compare runs fairly.
 from __future__ import annotations
 
 import signal
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,6 +24,42 @@ from core.tokenizer import encode_sentences
 
 class Cancelled(Exception):
     """Raised inside a job when it is asked to stop (SIGTERM or a cancel marker)."""
+
+
+ECHO_EVERY_S = 10.0  # seconds between two progress lines on stderr, new stages, epochs and messages apart
+
+
+def progress_line(entry: dict) -> str:
+    """One progress.jsonl entry as a line a person reads: time, stage, percent, then its fields (tables such as
+    the teachers-per-user histogram stay in progress.jsonl)."""
+    parts = [f"[{str(entry.get('time', ''))[11:19]}]", str(entry.get("stage"))]
+    if isinstance(entry.get("progress"), int | float):
+        parts.append(f"{entry['progress']:.0%}")
+    for key, value in entry.items():
+        if key in ("time", "stage", "progress") or isinstance(value, dict | list):
+            continue
+        parts.append(str(value) if key == "message" else f"{key}={value:.4g}" if isinstance(value, float)
+                     else f"{key}={value}")
+    return "  ".join(parts)
+
+
+def progress_logger(run: RunDir, should_stop: Callable[[], bool], echo=None) -> Callable[..., None]:
+    """log(stage, progress=None, **fields): a line in progress.jsonl (the dashboard's source), and on stderr (a
+    terminal, or a job's log.txt) a readable copy of each new stage, epoch and message, and otherwise one every
+    ECHO_EVERY_S; raises Cancelled once should_stop() says so."""
+    echo = echo or sys.stderr
+    last = {"stage": None, "time": 0.0}
+
+    def log(stage: str, progress: float | None = None, **fields) -> None:
+        if should_stop():
+            raise Cancelled()
+        entry = run.log_progress(stage, **({"progress": progress} if progress is not None else {}), **fields)
+        now = time.monotonic()
+        if stage != last["stage"] or "epoch" in fields or "message" in fields or now - last["time"] >= ECHO_EVERY_S:
+            print(progress_line(entry), file=echo, flush=True)
+            last.update(stage=stage, time=now)
+
+    return log
 
 
 @dataclass
@@ -75,8 +112,11 @@ class Workspace:
         from core.train import train_lm
 
         sp = self.cfg.seqpate
+        pseudo = self.encode(self.pseudo)
+        if sp.warmup_epochs:
+            self.log(stage, message=f"fine-tuning a fresh base model on {len(pseudo)} pseudo sentences")
         return train_lm(
-            self.fresh_base(), self.encode(self.pseudo), pad_id=self.pad_id, epochs=sp.warmup_epochs,
+            self.fresh_base(), pseudo, pad_id=self.pad_id, epochs=sp.warmup_epochs,
             lr=sp.student_lr, batch_size=sp.batch_size, seed=self.cfg.seed, should_stop=self.should_stop,
             on_epoch=lambda e, loss: self.log(stage, epoch=e + 1, epochs=sp.warmup_epochs, loss=round(loss, 4)),
         )
@@ -161,11 +201,7 @@ def execute(cfg: RunConfig, run: RunDir, should_stop: Callable[[], bool] = lambd
     timings: dict[str, float] = {}
     t0 = time.time()
 
-    def log(stage: str, progress: float | None = None, **fields) -> None:
-        if should_stop():
-            raise Cancelled()
-        run.log_progress(stage, **({"progress": progress} if progress is not None else {}), **fields)
-
+    log = progress_logger(run, should_stop)
     run.set_status(state="running", stage="data", progress=0.0)
     log("data", 0.01, message=f"loading {cfg.data.corpus}")
     data = load_prepared(cfg.data, cfg.seed)

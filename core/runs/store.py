@@ -396,20 +396,25 @@ class RunDir:
             if math.isnan(progress):
                 raise ValueError("progress must be a number in [0, 1], got nan")
             fields = {**fields, "progress": min(1.0, max(0.0, progress))}
+            if fields["progress"] != current.get("progress"):
+                status["progressed"] = now  # when the bar last moved: the dashboard's estimate starts from it
         status.update(fields)
         status.setdefault("created", now)
         status["updated"] = now
         atomic_write_json(self.path / STATUS, status)
         return status
 
-    def log_progress(self, stage: str, **fields: Any) -> None:
-        """Append one line to progress.jsonl and move status.json to this stage (and progress, if given)."""
+    def log_progress(self, stage: str, **fields: Any) -> dict[str, Any]:
+        """Append one line to progress.jsonl and move status.json to this stage (and progress, if given); returns
+        the line written."""
         self._check_writable()
-        append_jsonl(self.path / PROGRESS, {"time": now_iso(), "stage": stage, **fields})
+        entry = {"time": now_iso(), "stage": stage, **fields}
+        append_jsonl(self.path / PROGRESS, entry)
         update: dict[str, Any] = {"stage": stage}
         if fields.get("progress") is not None:
             update["progress"] = fields["progress"]
         self.set_status(**update)
+        return entry
 
     # ------------------------------------------------------------------------------------------------ writers
 

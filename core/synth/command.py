@@ -93,15 +93,14 @@ def cmd_synth(args) -> int:
     run = RunDir.create(Path(args.run_dir), job.config_dict(), cfg.seed)
 
     from core.runs.jobs import cancel_requested
-    from core.runs.pipeline import Cancelled as Terminated  # what the SIGTERM handler raises
-    from core.runs.pipeline import install_sigterm_handler
-    from core.synth.run import Cancelled, execute
+    from core.runs.pipeline import Cancelled, install_sigterm_handler
+    from core.synth.run import execute
 
     install_sigterm_handler()
     run.set_status(pid=os.getpid())
     try:
         metrics = execute(job, run, should_stop=lambda: cancel_requested(run.path))
-    except (Cancelled, Terminated, KeyboardInterrupt):
+    except (Cancelled, KeyboardInterrupt):
         run.set_status(state="cancelled")
         print(f"cancelled: {run.path}", file=sys.stderr)
         return 130

@@ -22,6 +22,7 @@ from core.analysis.audit import STATEMENT
 from core.analysis.statement import synth_statement
 from core.base import load_or_train_base
 from core.models import clone, set_threads
+from core.runs.pipeline import progress_logger
 from core.runs.store import RunDir
 from core.synth.config import SynthConfig
 from core.synth.evaluate import classifier_accuracy, ngram_ratios, project_2d, separability
@@ -41,10 +42,6 @@ from core.synth.train import (
 
 SAMPLES = "samples.jsonl"
 EMBEDDINGS = "embeddings.csv"
-
-
-class Cancelled(Exception):
-    """Raised inside a run when it is asked to stop."""
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -171,10 +168,7 @@ def execute(job: SynthJob, run: RunDir, should_stop: Callable[[], bool] = lambda
     timings: dict[str, float] = {}
     t0 = time.time()
 
-    def log(stage: str, progress: float | None = None, **fields) -> None:
-        if should_stop():
-            raise Cancelled()
-        run.log_progress(stage, **({"progress": progress} if progress is not None else {}), **fields)
+    log = progress_logger(run, should_stop)
 
     def span(lo: float, hi: float) -> Callable[..., None]:
         def scaled(stage: str, fraction: float = 0.0, **fields) -> None:

@@ -239,6 +239,18 @@ def test_status_transitions(tmp_path: Path) -> None:
     assert status["updated"] >= status["created"]
 
 
+def test_progressed_stamps_when_the_progress_moves_only(tmp_path: Path) -> None:
+    run = _new_run(tmp_path)
+    run.set_status(state="running")
+    moved = run.set_status(progress=0.2)["progressed"]
+    time.sleep(0.002)
+    run.log_progress("teachers", teacher=3)  # a stage line without progress: the bar stood still
+    status = run.set_status(progress=0.2)
+    assert status["progressed"] == moved and status["updated"] > moved
+    time.sleep(0.002)
+    assert run.set_status(progress=0.3)["progressed"] > moved
+
+
 def test_write_text_refuses_paths(tmp_path: Path) -> None:
     run = _new_run(tmp_path)
     for bad in ("../x", "a/b", "..", ""):

@@ -1,0 +1,56 @@
+"""A run's progress lines: progress.jsonl for the dashboard, a readable copy on stderr for a terminal or log.txt."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from core.config import RunConfig
+from core.runs import RunDir, pipeline
+from core.runs.pipeline import Cancelled, progress_line, progress_logger
+
+
+def test_progress_line_reads_as_a_sentence_of_fields() -> None:
+    entry = {"time": "2026-11-25T21:29:02.123+00:00", "stage": "calibrate", "progress": 0.148, "noise": "gaussian",
+             "noise_scale": 69.04358, "query_budget": 1000, "teachers_per_user": {"1": 122}, "message": "sigma set"}
+    assert progress_line(entry) == "[21:29:02]  calibrate  15%  noise=gaussian  noise_scale=69.04  query_budget=1000  " \
+                                   "sigma set"
+    assert progress_line({"time": "2026-11-25T21:30:00+00:00", "stage": "pseudo-data"}) == "[21:30:00]  pseudo-data"
+
+
+def test_progress_logger_writes_every_line_and_echoes_stages_epochs_messages_and_a_pulse(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run = RunDir.create(tmp_path / "run", RunConfig().to_dict(), 0)
+    clock = {"now": 100.0}
+    monkeypatch.setattr(pipeline.time, "monotonic", lambda: clock["now"])
+    echo = io.StringIO()
+    log = progress_logger(run, should_stop=lambda: False, echo=echo)
+    log("teachers", 0.2, teacher=1, teachers=500)  # a new stage: echoed
+    clock["now"] += 1
+    log("teachers", 0.21, teacher=2, teachers=500)  # same stage a second later: file only
+    clock["now"] += pipeline.ECHO_EVERY_S
+    log("teachers", 0.22, teacher=3, teachers=500)  # ten seconds on: echoed
+    clock["now"] += 1
+    log("student", 0.8, epoch=1, loss=4.5)  # new stage
+    clock["now"] += 1
+    log("student", 0.9, epoch=2, loss=4.25)  # an epoch: echoed although a second apart
+    clock["now"] += 1
+    log("student", message="saving")  # a message: echoed
+    written = [json.loads(line) for line in (run.path / "progress.jsonl").read_text().splitlines()]
+    assert [e.get("teacher") or e.get("epoch") or e.get("message") for e in written] == [1, 2, 3, 1, 2, "saving"]
+    echoed = echo.getvalue().splitlines()
+    assert [line.split("  ", 1)[1] for line in echoed] == [
+        "teachers  20%  teacher=1  teachers=500", "teachers  22%  teacher=3  teachers=500",
+        "student  80%  epoch=1  loss=4.5", "student  90%  epoch=2  loss=4.25", "student  saving"]
+    assert run.status()["stage"] == "student" and run.status()["progress"] == 0.9
+
+
+def test_progress_logger_stops_a_cancelled_run_before_writing(tmp_path: Path) -> None:
+    run = RunDir.create(tmp_path / "run", RunConfig().to_dict(), 0)
+    log = progress_logger(run, should_stop=lambda: True, echo=io.StringIO())
+    with pytest.raises(Cancelled):
+        log("teachers", 0.5)
+    assert not (run.path / "progress.jsonl").exists()
