@@ -267,7 +267,11 @@ def _parse_time(text: str | None) -> datetime | None:
 
 
 def timing(status: dict[str, Any], now: datetime | None = None) -> tuple[float | None, float | None]:
-    """(elapsed seconds, estimated remaining seconds) from status.json; remaining = elapsed * (1 - p) / p."""
+    """(elapsed seconds, estimated remaining seconds) from status.json.
+
+    The pace is read where the progress last moved (t seconds in, at fraction p): t * (1 - p) / p remain from
+    there, less the time since. A stage that writes no progress (tokenizer training, say) so counts the estimate
+    down instead of stretching it, and once it runs past the estimate the remaining time is unknown (None)."""
     now = now or datetime.now(UTC)
     started = _parse_time(status.get("started"))
     if started is None:
@@ -278,7 +282,10 @@ def timing(status: dict[str, Any], now: datetime | None = None) -> tuple[float |
     remaining = None
     progress = _as_float(status.get("progress")) or 0.0
     if state == "running" and 0.01 <= progress < 1.0:
-        remaining = elapsed * (1.0 - progress) / progress
+        moved = _parse_time(status.get("progressed"))  # absent in status files written before it was recorded
+        at = min(elapsed, max(0.0, (moved - started).total_seconds())) if moved else elapsed
+        estimate = at * (1.0 - progress) / progress - (elapsed - at)
+        remaining = estimate if estimate >= 0 else None
     elif state == "done":
         remaining = 0.0
     return elapsed, remaining

@@ -13,6 +13,18 @@ infos = c.list_infos()
 active = any(info.state in c.ACTIVE_STATES and info.source == "live" for info in infos)
 
 
+def live_runs(run_infos) -> tuple[tuple[str, str | None], ...]:
+    return tuple((info.run_id, info.state) for info in run_infos if info.source == "live")
+
+
+@st.fragment(run_every=5)
+def watch_while_idle(shown: tuple) -> None:
+    """With no job queued or running the table is not polled; a job launched elsewhere (another tab, the command
+    line) or a run deleted there reloads the page, which then polls while the job runs."""
+    if live_runs(c.list_infos()) != shown:
+        st.rerun()
+
+
 def confirmed(question: str, yes: str, key: str) -> bool:
     """Ask before a delete or a rerun: True once `yes` is clicked; "Keep" (or another run) drops the question."""
     st.warning(question)
@@ -24,6 +36,20 @@ def confirmed(question: str, yes: str, key: str) -> bool:
         st.session_state.pop("runs_confirm", None)
         return True
     return False
+
+
+def how_it_went(record: dict) -> str:
+    """How the run to be rerun went, as a sentence for the question (a cancelled run did not "take" 34 s)."""
+    took = c.fmt_duration(record["elapsed_s"]) if c.present(record["elapsed_s"]) else None
+    state, stage = record["state"], record["stage"] or "?"
+    if state == "done":
+        return f" The original took {took}." if took else ""
+    if state in ("failed", "cancelled"):
+        return f" The original {'failed' if state == 'failed' else 'was cancelled'} at stage {stage}" + (
+            f" after {took}." if took else ".")
+    if state == "running":
+        return f" The original is still running (stage {stage}{f', {took} so far' if took else ''})."
+    return f" The original is still {state}." if state else ""
 
 
 @st.fragment(run_every=2 if active else None)
@@ -95,12 +121,14 @@ def live_view() -> None:
         st.session_state.pop("runs_confirm", None)  # a question about another run is dropped, not kept for later
     run = c.get_run(run_id)
 
-    m = st.columns(5)
-    m[0].metric("state", record["state"])
-    m[1].metric("stage", record["stage"] or "–")
-    m[2].metric("progress", f"{record['progress']:.0%}")
-    m[3].metric("elapsed", c.fmt_duration(record["elapsed_s"]))
-    m[4].metric("remaining (est.)", c.fmt_duration(record["remaining_s"]))
+    m = st.columns(4)
+    # the stage under the state, in small type: stage names ("private-finetune", a method's name) are long
+    m[0].metric("state", record["state"], delta=f"stage: {record['stage'] or '–'}", delta_color="off",
+                delta_arrow="off")
+    m[1].metric("progress", f"{record['progress']:.0%}")
+    m[2].metric("elapsed", c.fmt_duration(record["elapsed_s"]))
+    m[3].metric("remaining (est.)", c.fmt_duration(record["remaining_s"]),
+                help="from the pace so far; unknown (–) once a stage runs longer than that pace predicts")
     if record["state"] == "failed":
         st.error(f"Failed at stage {record['stage'] or '?'}: {record['error'] or 'no error recorded'}",
                  icon=":material/error:")
@@ -125,12 +153,19 @@ def live_view() -> None:
     is_live = record["source"] == "live"
     if b1.button("Cancel", key="runs_cancel", disabled=not (is_live and record["state"] in c.ACTIVE_STATES),
                  help="stop a queued or running job (live runs only)"):
-        try:
-            jobs.cancel(run)
-            st.session_state["runs_flash"] = f"cancelled {run_id}"
-        except RunError as exc:
-            st.error(str(exc))
-        st.rerun()
+        st.session_state["runs_confirm"] = ("cancel", run_id)
+    if st.session_state.get("runs_confirm") == ("cancel", run_id):
+        lost = (f" Its work so far ({c.fmt_duration(record['elapsed_s'])}, at stage {record['stage']}) is lost: a "
+                "rerun starts from the beginning." if record["state"] == "running" else "")
+        if record["state"] not in c.ACTIVE_STATES:  # it ended while the question was open
+            st.session_state.pop("runs_confirm", None)
+        elif confirmed(f"Cancel `{run_id}`?{lost}", "Yes, cancel", "runs_cancel"):
+            try:
+                jobs.cancel(run)
+                st.session_state["runs_flash"] = f"cancelled {run_id}"
+            except RunError as exc:
+                st.session_state["runs_flash"] = f"could not cancel: {exc}"
+            st.rerun()
     if b2.button("Delete", key="runs_delete", disabled=not (is_live and record["state"] in ("done", "failed",
                                                                                                "cancelled")),
                  help="remove a finished live run folder (cached runs are never deleted)"):
@@ -146,9 +181,8 @@ def live_view() -> None:
             st.session_state["runs_flash"] = f"could not delete: {exc}"
         st.rerun()
     if st.session_state.get("runs_confirm") == ("rerun", run_id):
-        took = f" The original took {c.fmt_duration(record['elapsed_s'])}." if c.present(record["elapsed_s"]) else ""
         if confirmed(f"Launch a new {c.method_label(record['method'])} job on preset {record['preset']} with the "
-                     f"config of `{run_id}`?{took}", "Yes, rerun", "runs_rerun"):
+                     f"config of `{run_id}`?{how_it_went(record)}", "Yes, rerun", "runs_rerun"):
             try:
                 cfg = c.validated_config(c.run_config_dict(run))
                 new = jobs.launch(cfg.to_dict())
@@ -177,6 +211,8 @@ def live_view() -> None:
 
 
 live_view()
+if not active:
+    watch_while_idle(live_runs(infos))
 
 st.subheader("Compare two configs")
 all_ids = [info.run_id for info in infos]
@@ -191,8 +227,13 @@ else:
     def follow_a() -> None:  # a new run A brings its partner as B (a B chosen by hand stays until A changes)
         st.session_state["runs_cmp_b"] = partner_of(st.session_state["runs_cmp_a"])
 
-    id_a = a.selectbox("Run A", all_ids, index=0, key="runs_cmp_a", on_change=follow_a)
-    id_b = b.selectbox("Run B", all_ids, index=all_ids.index(partner_of(id_a)), key="runs_cmp_b",
+    # defaults through the session state only: a box given an index as well warns when follow_a has set it
+    if st.session_state.get("runs_cmp_a") not in all_ids:
+        st.session_state["runs_cmp_a"] = all_ids[0]
+    if st.session_state.get("runs_cmp_b") not in all_ids:
+        st.session_state["runs_cmp_b"] = partner_of(st.session_state["runs_cmp_a"])
+    id_a = a.selectbox("Run A", all_ids, key="runs_cmp_a", on_change=follow_a)
+    id_b = b.selectbox("Run B", all_ids, key="runs_cmp_b",
                        help="Follows run A: the newest run of A's preset and seed (its test sentences are A's) and "
                             "kind (text or synthetic data), preferring a finished one, then one of A's method. "
                             "Choose any other run here.")

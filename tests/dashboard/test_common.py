@@ -19,6 +19,16 @@ def test_timing_estimates_remaining_from_progress():
     finished = (now - timedelta(seconds=40)).isoformat()
     assert c.timing({"state": "done", "started": started, "finished": finished, "progress": 1.0}, now) == (60, 0)
     assert c.timing({"state": "queued"}, now) == (None, None)
+
+
+def test_timing_counts_down_while_the_progress_stands_still():
+    # 25% reached 20 s in, nothing since: 60 s remained then, 40 s of them have passed
+    now = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+    started, moved = (now - timedelta(seconds=60)).isoformat(), (now - timedelta(seconds=40)).isoformat()
+    status = {"state": "running", "started": started, "progressed": moved, "progress": 0.25}
+    assert c.timing(status, now) == (60, 20)
+    later = now + timedelta(seconds=30)  # past the estimate: unknown, not a negative or a growing number
+    assert c.timing(status, later) == (90, None)
     assert c.fmt_duration(3725) == "1h 02m" and c.fmt_duration(65) == "1m 05s" and c.fmt_duration(None) == "–"
 
 

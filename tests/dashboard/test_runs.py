@@ -231,6 +231,32 @@ def test_rerun_launches_the_same_config(some_runs, app_page, tmp_path, monkeypat
     assert f"launched {new[0].name}" in texts(at)
 
 
+def test_cancel_asks_first_and_says_what_is_lost(some_runs, app_page, monkeypatch):
+    cancelled = []
+    monkeypatch.setattr(jobs, "cancel", lambda run: cancelled.append(run.run_id))
+    at = app_page("runs")
+    assert at.selectbox(key="runs_selected").value == "live-running"
+    at.button(key="runs_cancel").click().run()
+    [question] = [w.value for w in at.warning]
+    assert question.startswith("Cancel `live-running`?") and "at stage" in question and "is lost" in question
+    at.button(key="runs_cancel_no").click().run()
+    assert not cancelled and not at.warning  # "Keep" cancels nothing
+    at.button(key="runs_cancel").click().run()
+    at.button(key="runs_cancel_yes").click().run()
+    assert not at.exception and cancelled == ["live-running"]
+    assert "cancelled live-running" in texts(at)
+
+
+def test_the_rerun_question_says_how_the_original_ended(some_runs, app_page):
+    at = app_page("runs")
+    at.selectbox(key="runs_selected").set_value("live-failed").run()
+    at.button(key="runs_rerun").click().run()
+    [question] = [w.value for w in at.warning]
+    assert "The original failed at stage teachers" in question and "took" not in question
+    metrics = {m.label: (m.value, m.delta) for m in at.metric}  # the stage in small type under the state
+    assert metrics["state"] == ("failed", "stage: teachers")
+
+
 def test_progress_chart_on_request(some_runs, app_page):
     at = app_page("runs")
     at.selectbox(key="runs_selected").set_value("live-seq").run()

@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import time
 
 import pytest
-from browser_helpers import exceptions, shoot, visit, wait_ready
+from browser_helpers import ARTIFACTS, exceptions, shoot, visit, wait_ready
 
 pytestmark = pytest.mark.e2e
 
@@ -111,6 +112,41 @@ def test_whole_number_boxes_read_what_was_typed(server, browser_page):
     _type_into(page, "launch_teachers", "1e3")
     assert page.locator(".st-key-launch_teachers input").input_value() == "1000"
     assert "teachers=1000" in page.url and exceptions(page) == []
+
+
+def test_an_idle_runs_page_notices_a_run_started_elsewhere(server, browser_page, e2e_dirs):
+    """With no job running the Runs page does not poll its table, but a run that appears in the live folder (a
+    launch from another tab, or the command line) must show without a reload."""
+    from fake_runs import write_run
+
+    page = browser_page
+    visit(page, server, "/runs")
+    done_before = len([p for root in ("live", "cached") for p in e2e_dirs[root].iterdir()
+                       if (p / "status.json").is_file() and _status(p).get("state") == "done"])
+    page.get_by_text(f"done: {done_before}").wait_for(timeout=30_000)
+    write_run(e2e_dirs["live"], "elsewhere-noisysgd", "noisysgd", epsilon=5.0)
+    try:
+        page.get_by_text(f"done: {done_before + 1}").wait_for(timeout=30_000)  # the page polls every 5 s
+        assert exceptions(page) == []
+    finally:
+        shutil.rmtree(e2e_dirs["live"] / "elsewhere-noisysgd")
+
+
+def test_choosing_run_a_to_compare_warns_nothing_in_the_server_log(server, browser_page):
+    """Run A's choice moves run B (a callback sets B's state); a B box also given a default index made Streamlit
+    log a warning and a 30-line stack on every change."""
+    page = browser_page
+    log = ARTIFACTS / "e2e-streamlit.log"
+    visit(page, server, "/runs")
+    before = log.read_text().count("Session State API")
+    for run_a in ("demo-pri-gpt", "demo-seqpate-eps1"):
+        page.locator(".st-key-runs_cmp_a input").click()
+        page.keyboard.type(run_a)
+        page.keyboard.press("Enter")
+        page.wait_for_timeout(500)
+        wait_ready(page)
+        assert page.locator(".st-key-runs_cmp_a input").input_value() == run_a
+    assert log.read_text().count("Session State API") == before and exceptions(page) == []
 
 
 def _status(run_dir) -> dict:
