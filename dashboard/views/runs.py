@@ -85,7 +85,7 @@ def live_view() -> None:
         "ε": view["epsilon"],  # a number, so that the column sorts as one
         "state": view["state"],
         "stage": view["stage"],
-        "progress": view["progress"],
+        "progress": view["progress"].round(2),  # whole percents, as the run details show
         "elapsed": view["elapsed_s"] / 60,  # minutes as numbers, so that the columns sort as numbers
         "remaining": view["remaining_s"] / 60,
         "created": view["created"].fillna("").str.slice(0, 19).str.replace("T", " "),
