@@ -31,6 +31,17 @@ def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def weights_digest(folder: Path) -> str:
+    """First 16 hex digits of the sha256 over a checkout's weight files (one file, or every shard), read in chunks:
+    a real GPT-2's weights are gigabytes."""
+    digest = hashlib.sha256()
+    for file in sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin")):
+        with open(file, "rb") as stream:
+            for chunk in iter(lambda: stream.read(1 << 24), b""):
+                digest.update(chunk)
+    return digest.hexdigest()[:16]
+
+
 def base_is_cached(cfg: RunConfig) -> bool:
     """Whether load_or_train_base will load (a local checkout, or a tiny base trained before) rather than train."""
     return cfg.model.source != "tiny" or (cache_root() / "base" / base_key(cfg) / "done.json").exists()
@@ -47,7 +58,9 @@ def load_or_train_base(
     if cfg.model.source != "tiny":
         model = load_local_model(cfg.model.source)
         tokenizer = load_tokenizer(cfg.model.source)
-        return model, tokenizer, {"source": cfg.model.source, "cached": True}
+        # the digest tells runs on one path apart when the checkout there changed (and keys their pseudo data)
+        return model, tokenizer, {"source": cfg.model.source, "cached": True,
+                                  "weights_sha256": weights_digest(Path(cfg.model.source))}
 
     folder = cache_root() / "base" / base_key(cfg)
     folder.parent.mkdir(parents=True, exist_ok=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from core.config import (
     ABLATIONS,
+    SECTIONS,
     ConfigError,
     RunConfig,
     canonical_filter,
@@ -21,14 +22,26 @@ from core.config import (
     fixed_epsilon,
     parse_number,
     preset_config,
+    thread_setting,
     validate,
 )
 
 
 class OneLineParser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)  # `--teacher 5` ran as --teachers 5; a typo is an error here
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str):  # argparse would print the whole usage block
         print(f"error: {message} (see --help)", file=sys.stderr)
         sys.exit(2)
+
+
+def folder_arg(text: str) -> str:
+    """--run-dir: an empty name is the current folder, which "already exists"; say what is wrong instead."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("needs a folder name")
+    return text
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
@@ -52,6 +65,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     overrides: dict = {}
     for section, values in base.items():
         if isinstance(values, dict):
+            if section not in SECTIONS:  # preset_config names it too, but only when it holds a field
+                raise ConfigError(f"unknown config section {section!r} in {args.config}")
             overrides.update({f"{section}__{k}": v for k, v in values.items()})
         elif section not in ("preset",):
             overrides[section] = values
@@ -70,6 +85,11 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
             overrides[key] = canonical_filter(value) if flag == "filter" else value
     if getattr(args, "ray_address", None) and overrides.get("seqpate__executor", "local") != "ray":
         raise ConfigError("--ray-address needs --executor ray (the teachers would run here and ignore it)")
+    if overrides.get("seqpate__ray_address") and overrides.get("seqpate__executor", "local") != "ray":
+        # a ray run's config rerun with --executor local: its cluster address would be stored, unused
+        print(f"note: executor {overrides.get('seqpate__executor', 'local')}: the config's ray_address "
+              f"{overrides['seqpate__ray_address']!r} is dropped", file=sys.stderr)
+        overrides["seqpate__ray_address"] = ""
     # parsed for every method, so that text is refused even where the value is not used
     privacy = {name: parse_number(getattr(args, name), name, allow_inf=name == "epsilon")
                for name in ("epsilon", "delta") if getattr(args, name, None) is not None}
@@ -127,6 +147,7 @@ def cmd_run(args) -> int:
         raise RunExistsError(f"run directory already exists: {run_dir}")
     data = load_prepared(cfg.data, cfg.seed)  # cached in this process: the pipeline reuses it
     check_private_size(cfg, len(data.private_train))
+    thread_setting()  # a SEQPATE_THREADS that is not a number is refused here, not as a failed run
 
     run = RunDir.create(run_dir, cfg.to_dict(), cfg.seed)
     from core.runs.pipeline import Cancelled, execute, install_sigterm_handler
@@ -173,9 +194,11 @@ def cmd_job(args) -> int:
     """Run a queued run directory created by core.runs.jobs.launch (waits for a free slot first)."""
     from core.runs.jobs import JobCancelled, acquire_slot, cancel_requested
     from core.runs.pipeline import Cancelled, execute, install_sigterm_handler
-    from core.runs.store import TERMINAL, RunDir
+    from core.runs.store import TERMINAL, RunDir, RunError
 
     run = RunDir(Path(args.run_dir))
+    if run.config() is None:  # jobs.launch writes config.json before it starts this command
+        raise RunError(f"not a launched run folder (no config.json): {run.path}")
     if run.state() in TERMINAL or cancel_requested(run.path):
         return 0  # cancelled (or finished) before it started
     try:
@@ -202,11 +225,17 @@ def cmd_sweep(args) -> int:
 
 def cmd_report(args) -> int:
     from core.runs.report import write_report
+    from core.runs.store import RunDir
 
     notes = Path(args.notes) if args.notes else None
     if notes is not None and not notes.is_file():  # the report used to leave its Notes out without a word
         raise ConfigError(f"--notes {notes}: no such file")
-    print(write_report(Path(args.runs), notes))
+    runs = Path(args.runs)
+    if (runs / "config.json").is_file():  # REPORT.md would land inside that run
+        raise ConfigError(f"--runs {runs} is a run folder; give the folder that holds runs (e.g. runs, cached_runs)")
+    if not runs.is_dir() or not any(RunDir(path).is_complete() for path in runs.iterdir() if path.is_dir()):
+        raise ConfigError(f"--runs {runs}: no finished runs there, nothing to report")
+    print(write_report(runs, notes))
     return 0
 
 
@@ -247,6 +276,7 @@ def cmd_runs(args) -> int:
 def cmd_compare(args) -> int:
     from core.runs.compare import NotComparableError, compare_runs, compare_runs_bleu
     from core.runs.registry import resolve_run
+    from core.runs.report import is_synth
 
     run_a, run_b = resolve_run(args.run_a), resolve_run(args.run_b)
     if args.resamples < 1:
@@ -255,6 +285,9 @@ def cmd_compare(args) -> int:
         if not run.is_complete():  # its missing completions read as 'different test prefixes'
             raise ConfigError(f"run {name} ({run.run_id}) is not a finished run (state {run.state()}): nothing to "
                               "compare")
+        if is_synth(run.config() or {}):  # its samples have no references: BLEU 0 against 0, 'no difference'
+            raise ConfigError(f"run {name} ({run.run_id}) is a synthetic-data run: it has no test perplexity or "
+                              "completions to compare (its accuracy and separability are in its metrics.json)")
     out: dict = {"run_a": str(run_a.path), "run_b": str(run_b.path)}
     lines = []
     try:
@@ -309,10 +342,14 @@ def cmd_privacy(args) -> int:
 
     eps = parse_number(args.epsilon, "epsilon") if args.epsilon is not None else None
     delta = parse_number(args.delta, "delta", allow_inf=False)
-    check_delta_range(delta)  # the range runs take; the calibration below checks epsilon's
+    check_delta_range(delta)  # the range runs take, both ways (autodp fails near 1e-300); calibrating checks epsilon's
+    if args.queries < 1:
+        raise ConfigError(f"--queries must be at least 1, got {args.queries}")
     sensitivity = math.sqrt(2)
     if args.sigma is not None:  # reverse: the epsilon that a given noise std buys
-        std = parse_number(args.sigma, "sigma")
+        std = parse_number(args.sigma, "sigma", allow_inf=False)
+        if std < 0:
+            raise ConfigError(f"--sigma must be at least 0 (0: no noise, epsilon inf), got {args.sigma}")
         out = {"queries": args.queries, "noise_std": std, "delta": delta,
                "epsilon": epsilon_for_gaussian(std, args.queries, delta, sensitivity)}
     else:
@@ -347,7 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run one method and write a complete run directory")
     add_config_flags(run)
     run.add_argument("--method", help="pub-gpt, pri-gpt, pub-gpt+pseudo, seqpate, noisysgd, ...")
-    run.add_argument("--run-dir", required=True)
+    run.add_argument("--run-dir", required=True, type=folder_arg)
     run.add_argument("--epsilon", help="target epsilon (a number or inf)")
     run.add_argument("--delta")
     run.add_argument("--teachers", type=int)
@@ -412,7 +449,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     audit = sub.add_parser("audit", help="recompute phrases.csv, R_name and statement.md of a finished run "
                            "(canary exposure is not recomputed: reported as computed at run time)")
-    audit.add_argument("--run-dir", required=True)
+    audit.add_argument("--run-dir", required=True, type=folder_arg)
     audit.set_defaults(func=cmd_audit)
 
     privacy = sub.add_parser("privacy", help="privacy what-if tools")

@@ -52,6 +52,8 @@ def load_tokenizer(path: str | Path) -> PreTrainedTokenizerFast:
         tok = _load_own_tokenizer_file(path)
         if tok is None:
             raise ModelLoadError(f"no usable tokenizer in {path}: {type(exc).__name__}: {str(exc).splitlines()[0]}") from None
+    if len(tok) <= 1:  # what transformers builds from a folder without tokenizer files: it encodes text to []
+        raise ModelLoadError(f"no usable tokenizer in {path}: {len(tok)} token(s)")
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     tok.padding_side = "right"

@@ -127,14 +127,16 @@ def test_a_run_keeps_its_weights_and_completes_a_typed_prefix(pub_gpt_run, tmp_p
     no_weights = tmp_path / "shipped"
     shutil.copytree(Path(__file__).resolve().parents[1] / "cached_runs" / "tiny-pub-gpt", no_weights)
     unfinished = RunDir.create(tmp_path / "queued", micro_config().to_dict(), 0)
-    out = cli("complete", str(run_dir), str(no_weights), str(unfinished.path), "--prefix", "  my   name is ",
-              "--seed", "3")
+    out = cli("complete", str(run_dir), str(no_weights), str(unfinished.path), "synth-tiny-filter-eps3",
+              "--prefix", "  my   name is ", "--seed", "3")
     # a run that cannot complete is an error (exit 2, one line), and the others' completions still print
-    assert out.returncode == 2 and out.stderr.splitlines()[-1].startswith("error: 2 of 3 run(s)")
-    first, second, third = json.loads(out.stdout)
+    assert out.returncode == 2 and out.stderr.splitlines()[-1].startswith("error: 3 of 4 run(s)")
+    first, second, third, fourth = json.loads(out.stdout)
     assert isinstance(first["completion"], str) and first["run"] == "pub"
     assert "kept no model weights" in second["error"]
     assert third["error"] == "queued is not a finished run (state queued)"  # not 'shipped runs keep none'
+    assert fourth["error"] == ("synth-tiny-filter-eps3 is a synthetic-data run: it keeps no model (its samples "
+                               "are in samples.jsonl)")
     again = cli("complete", str(run_dir), "--prefix", "my name is", "--seed", "3")
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)[0]["completion"] == first["completion"]  # seeded, and the prefix's spacing does not matter
@@ -242,9 +244,72 @@ def test_privacy_calibrate_refuses_what_it_cannot_compute_in_one_line():
     fail with 'Failed to find epsilon'."""
     for args, message in [(["--epsilon", "1e5", "--delta", "1e-6"], "epsilon must be at most 1000"),
                           (["--epsilon", "3", "--delta", "1e-310"], "delta must be at least 1e-12"),
-                          (["--sigma", "69", "--delta", "1e-310"], "delta must be at least 1e-12")]:
+                          (["--sigma", "69", "--delta", "1e-310"], "delta must be at least 1e-12"),
+                          # inf was "a number (or inf)" in one message and refused by the next
+                          (["--sigma", "inf"], "sigma must be a number, got 'inf'"),
+                          (["--sigma", "-1"], "--sigma must be at least 0"),
+                          (["--epsilon", "3", "--queries", "0"], "--queries must be at least 1")]:
         out = cli("privacy", "calibrate", "--queries", "1000", *args)
         assert out.returncode == 2 and message in out.stderr and out.stderr.strip().count("\n") == 0, out.stderr
+
+
+def test_compare_refuses_a_synthetic_data_run():
+    """Its samples have empty references: compare printed BLEU 0.00 against 0.00, 'no clear difference'."""
+    out = cli("compare", "synth-tiny-multitask-eps3", "tiny-adp-eps3")  # shipped runs, by id
+    assert out.returncode == 2 and not out.stdout and out.stderr.count("\n") == 1
+    assert "run A (synth-tiny-multitask-eps3) is a synthetic-data run" in out.stderr
+
+
+def test_a_thread_count_that_is_not_a_number_is_refused_before_a_run_folder_is_made(tmp_path):
+    env = dict(os.environ, SEQPATE_THREADS="abc")  # was exit 1 and a run folder failed at stage queued
+    for command in (["run", "--method", "pub-gpt"], ["synth", "--generator", "filter", "--epsilon", "3"]):
+        out = subprocess.run([sys.executable, "-m", "core", *command, "--preset", "tiny", "--run-dir",
+                              str(tmp_path / "run")], capture_output=True, text=True, timeout=600, env=env)
+        assert out.returncode == 2 and "SEQPATE_THREADS must be a whole number" in out.stderr, out.stderr
+        assert out.stderr.count("\n") == 1 and not (tmp_path / "run").exists()
+
+
+SHIPPED_RUN = Path(__file__).resolve().parents[1] / "cached_runs" / "tiny-adp-eps3"
+
+
+def test_mistakes_that_used_to_pass_or_mislead_are_one_line(tmp_path):
+    config = tmp_path / "typo.json"
+    config.write_text('{"seqpat": {}}')  # an empty misspelt section ran the preset as if nothing was wrong
+    report_here = tmp_path / "runs"
+    report_here.mkdir()
+    for args, message in [
+        (["run", "--method", "seqpate", "--teacher", "5", "--run-dir", str(tmp_path / "r")],  # ran as --teachers
+         "unrecognized arguments: --teacher 5"),
+        (["run", "--config", str(config), "--run-dir", str(tmp_path / "r")], "unknown config section 'seqpat'"),
+        (["run", "--method", "pub-gpt", "--run-dir", ""], "argument --run-dir: needs a folder name"),  # "exists: ."
+        (["report", "--runs", str(report_here)], "no finished runs there"),  # wrote a report of 0 runs
+        (["report", "--runs", str(SHIPPED_RUN)], "is a run folder"),  # wrote REPORT.md into the run
+    ]:
+        out = cli(*args)
+        assert out.returncode == 2 and message in out.stderr and out.stderr.count("\n") == 1, (args, out.stderr)
+    assert not (tmp_path / "r").exists() and not list(report_here.iterdir())
+    assert not (SHIPPED_RUN / "REPORT.md").exists()
+
+
+def test_job_on_a_folder_that_was_never_launched_is_one_line(tmp_path):
+    (tmp_path / "empty").mkdir()
+    for folder in (tmp_path / "missing", tmp_path / "empty"):  # was a traceback ending in an AttributeError
+        out = cli("job", str(folder))
+        assert out.returncode == 2 and out.stderr == f"error: not a launched run folder (no config.json): {folder}\n"
+
+
+def test_a_ray_config_rerun_on_another_executor_drops_the_cluster_address(tmp_path, capsys):
+    from core.cli import build_parser, config_from_args
+
+    stored = tmp_path / "ray.json"
+    stored.write_text(json.dumps({"config": preset_config("tiny", method="seqpate", seqpate__executor="ray",
+                                                          seqpate__ray_address="auto").to_dict()}))
+    args = build_parser().parse_args(["run", "--config", str(stored), "--executor", "local", "--run-dir", "unused"])
+    sp = config_from_args(args).seqpate
+    assert (sp.executor, sp.ray_address) == ("local", "")  # was stored as 'auto', never used
+    assert "the config's ray_address 'auto' is dropped" in capsys.readouterr().err
+    args = build_parser().parse_args(["run", "--config", str(stored), "--run-dir", "unused"])
+    assert config_from_args(args).seqpate.ray_address == "auto"
 
 
 def test_a_method_without_epsilon_keeps_the_presets_privacy(capsys):

@@ -11,7 +11,7 @@ import pytest
 import torch
 from tokenizers import Tokenizer, models
 
-from core.base import base_key, load_or_train_base
+from core.base import base_key, file_sha256, load_or_train_base
 from core.config import ModelConfig
 from core.data import load_prepared
 from core.models import (
@@ -58,6 +58,8 @@ def test_run_with_a_local_model_uses_it(checkout, tmp_path, monkeypatch):
     run = RunDir.create(tmp_path / "local", cfg.to_dict(), cfg.seed)
     metrics = execute(cfg, run)
     assert metrics["base_model"]["source"] == str(checkout)
+    # the checkout's weights are named by their digest, as the tiny base model's are
+    assert metrics["base_model"]["weights_sha256"] == file_sha256(checkout / "model.safetensors")[:16]
     assert metrics["ppl"] > 1 and run.is_complete()
     assert metrics["torch_threads"] == 1  # part of what reproduces a run (the order of float sums)
 
@@ -72,6 +74,33 @@ def test_a_path_that_is_not_a_model_is_one_clear_line(tmp_path):
     assert out.returncode == 2 and out.stderr.count("\n") == 1
     assert "not a model directory" in out.stderr and "Traceback" not in out.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_a_checkout_missing_its_weights_or_tokenizer_or_of_another_kind_is_refused_up_front(checkout, tmp_path):
+    """A folder of weights without tokenizer files ran to exit 0 with an empty tokenizer (every completion '',
+    PPL 2,781); one without weights, or a BERT, failed at stage base-model after writing a run folder."""
+    import shutil
+
+    cases = {}
+    for name, drop in (("no-tokenizer", ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")),
+                       ("no-weights", ("model.safetensors",))):
+        folder = tmp_path / name
+        shutil.copytree(checkout, folder)
+        for file in drop:
+            (folder / file).unlink(missing_ok=True)
+        cases[folder] = "no tokenizer" if name == "no-tokenizer" else "holds no weights"
+    bert = tmp_path / "bert"
+    shutil.copytree(checkout, bert)
+    (bert / "config.json").write_text(json.dumps({"model_type": "bert"}))
+    cases[bert] = "'bert' model; a GPT-2 checkout is needed"
+    for folder, message in cases.items():
+        out = subprocess.run([sys.executable, "-m", "core", "run", "--method", "pub-gpt", "--preset", "tiny",
+                              "--model", str(folder), "--run-dir", str(tmp_path / "run")],
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 2 and out.stderr.count("\n") == 1 and message in out.stderr, out.stderr
+        assert not (tmp_path / "run").exists()
+    with pytest.raises(ModelLoadError, match="no usable tokenizer"):  # the loader itself never hands one out
+        load_tokenizer(tmp_path / "no-tokenizer")
 
 
 def test_a_tokenizer_saved_by_another_transformers_version_still_loads(tmp_path, monkeypatch):

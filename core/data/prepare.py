@@ -130,7 +130,7 @@ def _cut(
     if asked > len(sentences):
         wanted = " + ".join(f"{side}_{name} {n}" for name, n in sizes if n is not None)
         raise ValueError(
-            f"the {side} side has only {len(sentences)} sentences ({n_users} users) but {wanted} = {asked} were asked for"
+            f"the {side} side has only {len(sentences)} sentence{'s' * (len(sentences) != 1)} ({n_users} users) but {wanted} = {asked} were asked for"
         )
     out, start = {}, 0
     for name, n in sizes:

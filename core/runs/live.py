@@ -11,6 +11,7 @@ import shutil
 
 from core.evaluation import complete
 from core.models import load_local_model
+from core.runs.report import is_synth
 from core.runs.store import MODEL, RunDir, RunError
 from core.tokenizer import encode_prefixes, load_tokenizer
 
@@ -34,6 +35,8 @@ def complete_prefix(run: RunDir, prefix: str, seed: int = 0) -> str:
     folder = run.path / MODEL
     if not run.is_complete():  # a failed or unfinished run has no final model, whatever it kept
         raise RunError(f"{run.run_id} is not a finished run (state {run.state()})")
+    if is_synth(run.config() or {}):
+        raise RunError(f"{run.run_id} is a synthetic-data run: it keeps no model (its samples are in samples.jsonl)")
     if not (folder / "config.json").is_file():
         raise RunError(f"{run.run_id} kept no model weights (shipped runs and the blacklist baseline keep none)")
     cfg = run.run_config()

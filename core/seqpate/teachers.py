@@ -249,7 +249,11 @@ def start_ray(address: str, num_cpus: int) -> bool:
         return False
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # no auth token written under the home folder
     if address:
-        ray.init(address=address, logging_level="WARNING", log_to_driver=False)
+        try:
+            ray.init(address=address, logging_level="WARNING", log_to_driver=False)
+        except ConnectionError as exc:  # Ray's own text tells you to set "--address", a flag of its CLI
+            said = str(exc).split(". ")[0] or type(exc).__name__
+            raise ConnectionError(f"no Ray cluster at --ray-address {address} (Ray: {said})") from None
     else:
         ray.init(num_cpus=num_cpus, include_dashboard=False, logging_level="WARNING", log_to_driver=False)
     return True

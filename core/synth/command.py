@@ -7,16 +7,18 @@ import os
 import sys
 from pathlib import Path
 
-from core.config import ConfigError, parse_number
+from core.config import ConfigError, parse_number, thread_setting
 from core.synth.config import GENERATORS, SYNTH_PRESETS, SynthConfig, stored_settings, synth_config
 
 
 def add_parser(sub) -> None:
+    from core.cli import folder_arg  # core.cli builds this parser, so it is loaded by now
+
     p = sub.add_parser("synth", help="DP synthetic labelled text (seed 004): fine-tune, generate, evaluate")
     p.add_argument("--generator", choices=GENERATORS, help="filter, pplm or multitask (the paper's method)")
     p.add_argument("--epsilon", help="target epsilon (a number or inf); delta is 1/|train|")
     p.add_argument("--preset", choices=list(SYNTH_PRESETS), default=None)
-    p.add_argument("--run-dir", required=True)
+    p.add_argument("--run-dir", required=True, type=folder_arg)
     p.add_argument("--seed", type=int)
     p.add_argument("--corpus", help="chitchat (default) or a .csv/.jsonl file with text,label columns")
     p.add_argument("--config", help="JSON: a synth run's config.json, or {\"synth\": {...}, \"base\": {...}} "
@@ -90,6 +92,7 @@ def cmd_synth(args) -> int:
 
     cfg, base = config_from_args(args)
     job = prepare_job(cfg, base)  # data errors end here, before anything is written
+    thread_setting()  # so does a SEQPATE_THREADS that is not a number
     run = RunDir.create(Path(args.run_dir), job.config_dict(), cfg.seed)
 
     from core.runs.jobs import cancel_requested

@@ -22,6 +22,7 @@ from core.seqpate.teachers import (
     count_rows,
     get_executor,
     pool_size,
+    start_ray,
     teacher_groups,
 )
 from tests.conftest import micro_config
@@ -152,3 +153,18 @@ def test_teacher_output_equals_the_plain_masked_forward():
         expected = torch.softmax(logits, dim=-1)
     assert torch.allclose(total, expected, atol=1e-6)
     assert torch.equal(votes.argmax(1), expected.argmax(1)) and votes.sum().item() == job.n_rows
+
+
+def test_an_unreachable_cluster_is_named_by_the_flag_the_user_typed(monkeypatch):
+    """Ray's message says to set "--address", a flag of Ray's own command line, not of ours."""
+    import ray
+
+    def refuse(**kwargs):
+        raise ConnectionError("Could not find any running Ray instance. Please specify the one to connect to by "
+                              "setting `--address` flag or `RAY_ADDRESS` environment variable.")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", refuse)
+    with pytest.raises(ConnectionError) as error:
+        start_ray("auto", 1)
+    assert str(error.value) == "no Ray cluster at --ray-address auto (Ray: Could not find any running Ray instance)"
