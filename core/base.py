@@ -27,15 +27,24 @@ def base_key(cfg: RunConfig) -> str:
     return stable_hash({"data": data, "model": cfg.to_dict()["model"], "seed": cfg.seed})
 
 
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def loaded_weight_files(folder: Path) -> list[Path]:
+    """The files from_pretrained reads, in its order of preference: safetensors before pickles, a sharded
+    checkpoint's shards as its index names them. (A checkout often holds both formats; only one is read.)"""
+    for single, index in (("model.safetensors", "model.safetensors.index.json"),
+                          ("pytorch_model.bin", "pytorch_model.bin.index.json")):
+        if (folder / single).is_file():
+            return [folder / single]
+        if (folder / index).is_file():
+            shards = json.loads((folder / index).read_text(encoding="utf-8")).get("weight_map", {}).values()
+            return [folder / name for name in sorted(set(shards))]
+    return []
 
 
 def weights_digest(folder: Path) -> str:
-    """First 16 hex digits of the sha256 over a checkout's weight files (one file, or every shard), read in chunks:
-    a real GPT-2's weights are gigabytes."""
+    """First 16 hex digits of the sha256 over the weight files a model loads from folder, read in chunks (a real
+    GPT-2's weights are gigabytes); for one file, the file's own sha256."""
     digest = hashlib.sha256()
-    for file in sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin")):
+    for file in loaded_weight_files(folder):
         with open(file, "rb") as stream:
             for chunk in iter(lambda: stream.read(1 << 24), b""):
                 digest.update(chunk)
@@ -70,7 +79,7 @@ def load_or_train_base(
         if (folder / "done.json").exists():
             info = json.loads((folder / "done.json").read_text())
             if "weights_sha256" not in info:  # cached before digests (setdefault would hash every time)
-                info["weights_sha256"] = file_sha256(folder / "model.safetensors")[:16]
+                info["weights_sha256"] = weights_digest(folder)
             return load_local_model(folder), load_tokenizer(folder), {**info, "cached": True}
         public_texts = [s.text for s in data.public_train]
         log("base-model", message="training tokenizer on public text", public_sentences=len(public_texts))
@@ -94,7 +103,7 @@ def load_or_train_base(
         # The weights' digest lets a reader check that two runs compared with each other share one base model.
         info = {"source": "tiny", "public_sentences": len(public_texts), "vocab_size": len(tokenizer),
                 "parameters": sum(p.numel() for p in model.parameters()),
-                "weights_sha256": file_sha256(tmp / "model.safetensors")[:16]}
+                "weights_sha256": weights_digest(tmp)}
         (tmp / "done.json").write_text(json.dumps(info))
         tmp.rename(folder)
         return model, tokenizer, {**info, "cached": False}

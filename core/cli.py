@@ -38,7 +38,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def folder_arg(text: str) -> str:
-    """--run-dir: an empty name is the current folder, which "already exists"; say what is wrong instead."""
+    """A folder flag (--run-dir, --out): an empty name is the current folder ("already exists: ."); say so."""
     if not text.strip():
         raise argparse.ArgumentTypeError("needs a folder name")
     return text
@@ -218,6 +218,7 @@ def cmd_job(args) -> int:
 def cmd_sweep(args) -> int:
     from core.runs.sweep import run_plan
 
+    thread_setting()  # refused before any run of the plan starts
     done = run_plan(args.plan, args.preset, Path(args.out), seed=args.seed)
     print(f"{len(done)} runs finished in {args.out}")
     return 0
@@ -233,7 +234,9 @@ def cmd_report(args) -> int:
     runs = Path(args.runs)
     if (runs / "config.json").is_file():  # REPORT.md would land inside that run
         raise ConfigError(f"--runs {runs} is a run folder; give the folder that holds runs (e.g. runs, cached_runs)")
-    if not runs.is_dir() or not any(RunDir(path).is_complete() for path in runs.iterdir() if path.is_dir()):
+    if not runs.is_dir():
+        raise ConfigError(f"--runs {runs}: not a folder")
+    if not any(RunDir(path).is_complete() for path in runs.iterdir() if path.is_dir()):
         raise ConfigError(f"--runs {runs}: no finished runs there, nothing to report")
     print(write_report(runs, notes))
     return 0
@@ -276,7 +279,7 @@ def cmd_runs(args) -> int:
 def cmd_compare(args) -> int:
     from core.runs.compare import NotComparableError, compare_runs, compare_runs_bleu
     from core.runs.registry import resolve_run
-    from core.runs.report import is_synth
+    from core.runs.store import is_synth
 
     run_a, run_b = resolve_run(args.run_a), resolve_run(args.run_b)
     if args.resamples < 1:
@@ -411,7 +414,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--plan", required=True, help="tradeoff, ablation, filtering, teachers, phrases, blacklist or adp")
     sweep.add_argument("--preset", default="quick", choices=["tiny", "quick", "paper"])
     sweep.add_argument("--seed", type=int, default=0)
-    sweep.add_argument("--out", default="cached_runs")
+    sweep.add_argument("--out", default="cached_runs", type=folder_arg)
     report = sub.add_parser("report", help="write REPORT.md: the sweep runs' tables and the paper's orderings")
     report.add_argument("--runs", default="cached_runs")
     report.add_argument("--notes", help="a markdown file appended as the report's Notes section")

@@ -284,6 +284,8 @@ def test_mistakes_that_used_to_pass_or_mislead_are_one_line(tmp_path):
         (["run", "--method", "pub-gpt", "--run-dir", ""], "argument --run-dir: needs a folder name"),  # "exists: ."
         (["report", "--runs", str(report_here)], "no finished runs there"),  # wrote a report of 0 runs
         (["report", "--runs", str(SHIPPED_RUN)], "is a run folder"),  # wrote REPORT.md into the run
+        (["report", "--runs", str(config)], "not a folder"),
+        (["sweep", "--plan", "adp", "--out", ""], "argument --out: needs a folder name"),
     ]:
         out = cli(*args)
         assert out.returncode == 2 and message in out.stderr and out.stderr.count("\n") == 1, (args, out.stderr)

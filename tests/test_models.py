@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -11,7 +12,7 @@ import pytest
 import torch
 from tokenizers import Tokenizer, models
 
-from core.base import base_key, file_sha256, load_or_train_base
+from core.base import base_key, load_or_train_base, loaded_weight_files, weights_digest
 from core.config import ModelConfig
 from core.data import load_prepared
 from core.models import (
@@ -59,9 +60,28 @@ def test_run_with_a_local_model_uses_it(checkout, tmp_path, monkeypatch):
     metrics = execute(cfg, run)
     assert metrics["base_model"]["source"] == str(checkout)
     # the checkout's weights are named by their digest, as the tiny base model's are
-    assert metrics["base_model"]["weights_sha256"] == file_sha256(checkout / "model.safetensors")[:16]
+    weights = (checkout / "model.safetensors").read_bytes()
+    assert metrics["base_model"]["weights_sha256"] == hashlib.sha256(weights).hexdigest()[:16]
     assert metrics["ppl"] > 1 and run.is_complete()
     assert metrics["torch_threads"] == 1  # part of what reproduces a run (the order of float sums)
+
+
+def test_the_digest_covers_the_weight_files_a_checkout_loads_and_no_others(tmp_path):
+    both = tmp_path / "both"  # as a Hugging Face GPT-2 checkout ships: one format is read, safetensors first
+    both.mkdir()
+    for name in ("model.safetensors", "pytorch_model.bin", "training_args.bin"):
+        (both / name).write_bytes(name.encode())
+    assert loaded_weight_files(both) == [both / "model.safetensors"]
+    assert weights_digest(both) == hashlib.sha256(b"model.safetensors").hexdigest()[:16]
+    sharded = tmp_path / "sharded"
+    sharded.mkdir()
+    shards = ["model-00002-of-00002.safetensors", "model-00001-of-00002.safetensors"]
+    (sharded / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {"a": shards[0], "b": shards[1],
+                                                                                      "c": shards[0]}}))
+    for name in shards:
+        (sharded / name).write_bytes(name.encode())
+    assert loaded_weight_files(sharded) == [sharded / shards[1], sharded / shards[0]]
+    assert weights_digest(sharded) == hashlib.sha256((shards[1] + shards[0]).encode()).hexdigest()[:16]
 
 
 def test_a_path_that_is_not_a_model_is_one_clear_line(tmp_path):

@@ -11,8 +11,7 @@ import shutil
 
 from core.evaluation import complete
 from core.models import load_local_model
-from core.runs.report import is_synth
-from core.runs.store import MODEL, RunDir, RunError
+from core.runs.store import MODEL, RunDir, RunError, is_synth
 from core.tokenizer import encode_prefixes, load_tokenizer
 
 

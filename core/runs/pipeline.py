@@ -11,7 +11,9 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import cached_property
+from typing import TextIO
 
 from core.base import base_is_cached, base_key, load_or_train_base
 from core.config import RunConfig, check_private_size
@@ -26,38 +28,52 @@ class Cancelled(Exception):
     """Raised inside a job when it is asked to stop (SIGTERM or a cancel marker)."""
 
 
-ECHO_EVERY_S = 10.0  # seconds between two progress lines on stderr, new stages, epochs and messages apart
+ECHO_EVERY_S = 10.0  # at most one progress line on stderr this often, new stages, epochs and messages apart
 
 
 def progress_line(entry: dict) -> str:
-    """One progress.jsonl entry as a line a person reads: time, stage, percent, then its fields (tables such as
-    the teachers-per-user histogram stay in progress.jsonl)."""
-    parts = [f"[{str(entry.get('time', ''))[11:19]}]", str(entry.get("stage"))]
+    """One progress.jsonl entry as a line a person reads: local time, stage, percent, then its fields (tables such
+    as the teachers-per-user histogram stay in progress.jsonl)."""
+    try:
+        clock = datetime.fromisoformat(entry["time"]).astimezone().strftime("%H:%M:%S")  # stored in UTC
+    except (KeyError, TypeError, ValueError):
+        clock = "?"
+    parts = [f"[{clock}]", str(entry.get("stage"))]
     if isinstance(entry.get("progress"), int | float):
         parts.append(f"{entry['progress']:.0%}")
     for key, value in entry.items():
         if key in ("time", "stage", "progress") or isinstance(value, dict | list):
             continue
-        parts.append(str(value) if key == "message" else f"{key}={value:.4g}" if isinstance(value, float)
-                     else f"{key}={value}")
+        if key == "message":
+            parts.append(str(value))
+        elif isinstance(value, float):
+            parts.append(f"{key}={value:.4g}")
+        else:
+            parts.append(f"{key}={value}")
     return "  ".join(parts)
 
 
-def progress_logger(run: RunDir, should_stop: Callable[[], bool], echo=None) -> Callable[..., None]:
+def progress_logger(run: RunDir, should_stop: Callable[[], bool], echo: TextIO | None = None) -> Callable[..., None]:
     """log(stage, progress=None, **fields): a line in progress.jsonl (the dashboard's source), and on stderr (a
-    terminal, or a job's log.txt) a readable copy of each new stage, epoch and message, and otherwise one every
-    ECHO_EVERY_S; raises Cancelled once should_stop() says so."""
-    echo = echo or sys.stderr
-    last = {"stage": None, "time": 0.0}
+    terminal, or a job's log.txt) a readable copy of each new stage, epoch and message, and otherwise at most one
+    every ECHO_EVERY_S; raises Cancelled once should_stop() says so.
+
+    The copy is a courtesy: a stderr that is closed or gone (`run ... 2>&1 | head -1`, a closed terminal) stops
+    the copies, never the run."""
+    state = {"stage": None, "time": 0.0, "echo": echo if echo is not None else sys.stderr}
 
     def log(stage: str, progress: float | None = None, **fields) -> None:
         if should_stop():
             raise Cancelled()
         entry = run.log_progress(stage, **({"progress": progress} if progress is not None else {}), **fields)
         now = time.monotonic()
-        if stage != last["stage"] or "epoch" in fields or "message" in fields or now - last["time"] >= ECHO_EVERY_S:
-            print(progress_line(entry), file=echo, flush=True)
-            last.update(stage=stage, time=now)
+        due = stage != state["stage"] or "epoch" in fields or "message" in fields or now - state["time"] >= ECHO_EVERY_S
+        if due and state["echo"] is not None:
+            try:
+                print(progress_line(entry), file=state["echo"], flush=True)
+            except (OSError, ValueError):  # ValueError: a closed file
+                state["echo"] = None
+            state.update(stage=stage, time=now)
 
     return log
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from core.config import effective_hash, preset_value
 from core.runs.compare import NotComparableError, PerplexityComparison, compare_runs, compare_runs_bleu
-from core.runs.store import RunDir
+from core.runs.store import RunDir, is_synth
 
 # The paper's Table 1 (AirDialog, sample-level, epsilon 3): PPL, BLEU-4. Quoted for scale only: our corpus,
 # model and data sizes differ, so only orderings are compared.
@@ -79,11 +79,6 @@ def load_rows(folder: Path) -> list[Row]:
             seed=int(cfg.get("seed", stored.get("seed", 0))),
         ))
     return rows
-
-
-def is_synth(stored: dict) -> bool:
-    """A DP synthetic-data run (`python -m core synth`): its own config and metrics, its own section."""
-    return str((stored.get("config") or {}).get("method", "")).startswith("synth-")
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,11 @@ VERSION_PACKAGES = (
 )
 
 
+def is_synth(stored: dict[str, Any]) -> bool:
+    """A config.json of a DP synthetic-data run (`python -m core synth`): its own config, metrics and files."""
+    return str((stored.get("config") or {}).get("method", "")).startswith("synth-")
+
+
 class RunError(Exception):
     """Base class of every run-directory error; the message is one line meant for the user."""
 
@@ -601,6 +606,7 @@ __all__ = [
     "atomic_write_json",
     "atomic_write_text",
     "collect_versions",
+    "is_synth",
     "now_iso",
     "pid_alive",
     "read_json",

@@ -38,6 +38,16 @@ def confirmed(question: str, yes: str, key: str) -> bool:
     return False
 
 
+def act(action, run, done: str, failed: str) -> None:
+    """A confirmed cancel or delete; the page reloads and says how it went."""
+    try:
+        action(run)
+        st.session_state["runs_flash"] = done
+    except RunError as exc:
+        st.session_state["runs_flash"] = f"{failed}: {exc}"
+    st.rerun()
+
+
 def how_it_went(record: dict) -> str:
     """How the run to be rerun went, as a sentence for the question (a cancelled run did not "take" 34 s)."""
     took = c.fmt_duration(record["elapsed_s"]) if c.present(record["elapsed_s"]) else None
@@ -155,17 +165,12 @@ def live_view() -> None:
                  help="stop a queued or running job (live runs only)"):
         st.session_state["runs_confirm"] = ("cancel", run_id)
     if st.session_state.get("runs_confirm") == ("cancel", run_id):
-        lost = (f" Its work so far ({c.fmt_duration(record['elapsed_s'])}, at stage {record['stage']}) is lost: a "
+        lost = (f" Its work so far ({c.fmt_duration(record['elapsed_s'])}, at stage {record['stage'] or '?'}) is lost: a "
                 "rerun starts from the beginning." if record["state"] == "running" else "")
         if record["state"] not in c.ACTIVE_STATES:  # it ended while the question was open
             st.session_state.pop("runs_confirm", None)
         elif confirmed(f"Cancel `{run_id}`?{lost}", "Yes, cancel", "runs_cancel"):
-            try:
-                jobs.cancel(run)
-                st.session_state["runs_flash"] = f"cancelled {run_id}"
-            except RunError as exc:
-                st.session_state["runs_flash"] = f"could not cancel: {exc}"
-            st.rerun()
+            act(jobs.cancel, run, done=f"cancelled {run_id}", failed="could not cancel")
     if b2.button("Delete", key="runs_delete", disabled=not (is_live and record["state"] in ("done", "failed",
                                                                                                "cancelled")),
                  help="remove a finished live run folder (cached runs are never deleted)"):
@@ -174,12 +179,7 @@ def live_view() -> None:
         st.session_state["runs_confirm"] = ("rerun", run_id)
     if st.session_state.get("runs_confirm") == ("delete", run_id) and confirmed(
             f"Delete `{run_id}` and all its files?", "Yes, delete", "runs_delete"):
-        try:
-            jobs.delete(run)
-            st.session_state["runs_flash"] = f"deleted {run_id}"
-        except RunError as exc:
-            st.session_state["runs_flash"] = f"could not delete: {exc}"
-        st.rerun()
+        act(jobs.delete, run, done=f"deleted {run_id}", failed="could not delete")
     if st.session_state.get("runs_confirm") == ("rerun", run_id):
         if confirmed(f"Launch a new {c.method_label(record['method'])} job on preset {record['preset']} with the "
                      f"config of `{run_id}`?{how_it_went(record)}", "Yes, rerun", "runs_rerun"):

@@ -19,6 +19,7 @@ def test_timing_estimates_remaining_from_progress():
     finished = (now - timedelta(seconds=40)).isoformat()
     assert c.timing({"state": "done", "started": started, "finished": finished, "progress": 1.0}, now) == (60, 0)
     assert c.timing({"state": "queued"}, now) == (None, None)
+    assert c.fmt_duration(3725) == "1h 02m" and c.fmt_duration(65) == "1m 05s" and c.fmt_duration(None) == "–"
 
 
 def test_timing_counts_down_while_the_progress_stands_still():
@@ -29,7 +30,6 @@ def test_timing_counts_down_while_the_progress_stands_still():
     assert c.timing(status, now) == (60, 20)
     later = now + timedelta(seconds=30)  # past the estimate: unknown, not a negative or a growing number
     assert c.timing(status, later) == (90, None)
-    assert c.fmt_duration(3725) == "1h 02m" and c.fmt_duration(65) == "1m 05s" and c.fmt_duration(None) == "–"
 
 
 def test_config_diff_lists_only_differences():

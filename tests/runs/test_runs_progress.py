@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -13,12 +14,42 @@ from core.runs import RunDir, pipeline
 from core.runs.pipeline import Cancelled, progress_line, progress_logger
 
 
-def test_progress_line_reads_as_a_sentence_of_fields() -> None:
+@pytest.fixture
+def clock_zone(monkeypatch: pytest.MonkeyPatch):
+    """Set the local time zone (a POSIX TZ string: no tz database needed) for the progress lines' clock."""
+
+    def set_zone(zone: str) -> None:
+        monkeypatch.setenv("TZ", zone)
+        time.tzset()
+
+    yield set_zone
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_progress_line_reads_as_a_sentence_of_fields(clock_zone) -> None:
+    clock_zone("UTC0")
     entry = {"time": "2026-11-25T21:29:02.123+00:00", "stage": "calibrate", "progress": 0.148, "noise": "gaussian",
              "noise_scale": 69.04358, "query_budget": 1000, "teachers_per_user": {"1": 122}, "message": "sigma set"}
     assert progress_line(entry) == "[21:29:02]  calibrate  15%  noise=gaussian  noise_scale=69.04  query_budget=1000  " \
                                    "sigma set"
     assert progress_line({"time": "2026-11-25T21:30:00+00:00", "stage": "pseudo-data"}) == "[21:30:00]  pseudo-data"
+    clock_zone("CET-1")  # a terminal reads its own clock: progress.jsonl stores UTC
+    assert progress_line({"time": "2026-11-25T21:30:00+00:00", "stage": "audit"}) == "[22:30:00]  audit"
+
+
+class BrokenPipe(io.StringIO):
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_stderr_that_is_gone_stops_the_copies_not_the_run(tmp_path: Path) -> None:
+    """`python -m core run ... 2>&1 | head -1` failed the run with BrokenPipeError at its second progress line."""
+    run = RunDir.create(tmp_path / "run", RunConfig().to_dict(), 0)
+    log = progress_logger(run, should_stop=lambda: False, echo=BrokenPipe())
+    for stage in ("data", "base-model", "evaluate"):
+        log(stage, 0.5, message="working")
+    assert [e["stage"] for e in run.progress()] == ["data", "base-model", "evaluate"]
 
 
 def test_progress_logger_writes_every_line_and_echoes_stages_epochs_messages_and_a_pulse(
