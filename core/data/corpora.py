@@ -261,6 +261,8 @@ def corpus_format(cfg: DataConfig) -> str:
     if cfg.corpus == CHITCHAT:
         return "chitchat"
     suffix = Path(cfg.corpus).suffix.lower()
+    if not suffix and not Path(cfg.corpus).exists():  # a misspelt name (chitchatt) rather than a file
+        raise CorpusError(f"unknown corpus {cfg.corpus!r}: neither {CHITCHAT!r} nor an existing file")
     if suffix not in _EXTENSIONS:
         raise CorpusError(
             f"cannot tell the format of {cfg.corpus} from its extension; use .json (AirDialog), .txt (Europarl), "

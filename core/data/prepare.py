@@ -78,6 +78,10 @@ class PreparedData:
 # ----------------------------------------------------------------------------------------------------------------
 
 
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'s' * (count != 1)}"
+
+
 def word_count(text: str) -> int:
     return len(text.split())
 
@@ -130,7 +134,8 @@ def _cut(
     if asked > len(sentences):
         wanted = " + ".join(f"{side}_{name} {n}" for name, n in sizes if n is not None)
         raise ValueError(
-            f"the {side} side has only {len(sentences)} sentence{'s' * (len(sentences) != 1)} ({n_users} users) but {wanted} = {asked} were asked for"
+            f"the {side} side has only {plural(len(sentences), 'sentence')} ({plural(n_users, 'user')}) but "
+            f"{wanted} = {asked} were asked for"
         )
     out, start = {}, 0
     for name, n in sizes:

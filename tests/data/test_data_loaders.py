@@ -185,6 +185,12 @@ def test_unknown_extension(tmp_path):
         load_corpus(DataConfig(corpus=str(path)))
 
 
+def test_a_misspelt_corpus_name_is_named_as_such():
+    # it was "cannot tell the format of chitchatt from its extension"
+    with pytest.raises(CorpusError, match="unknown corpus 'chitchatt': neither 'chitchat' nor an existing file"):
+        load_corpus(DataConfig(corpus="chitchatt"))
+
+
 # --- In-process cache --------------------------------------------------------------------------------------------
 
 
