@@ -102,13 +102,13 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         overrides.update({f"privacy__{name}": value for name, value in privacy.items()})
     if "privacy__epsilon" in overrides:
         overrides["privacy__epsilon"] = parse_number(overrides["privacy__epsilon"], "epsilon")
-    cfg = validate(preset_config(preset, **overrides))
-    unread = _unread_flags(cfg, flagged)
+    # which fields a method reads depends on the method alone: ask before validating, so that a value the
+    # method never reads (`--epochs 0` for SeqPATE) is noted and dropped rather than refused
+    unread = _unread_flags(preset_config(preset, method=method), flagged)
     if unread:  # as for --epsilon above: say so, and keep the preset's value rather than store an unused one
-        print(f"note: {cfg.method} does not use {', '.join('--' + f.replace('_', '-') for f in unread)}: "
+        print(f"note: {method} does not use {', '.join('--' + f.replace('_', '-') for f in unread)}: "
               "ignored", file=sys.stderr)
-        cfg = validate(preset_config(preset, **{k: v for k, v in overrides.items() if k not in unread.values()}))
-    return cfg
+    return validate(preset_config(preset, **{k: v for k, v in overrides.items() if k not in unread.values()}))
 
 
 # how teachers run, not what they compute: effective_config leaves them out for every method
@@ -116,7 +116,8 @@ EXECUTION_KEYS = ("seqpate__executor", "seqpate__ray_address")
 
 
 def _unread_flags(cfg: RunConfig, flagged: dict[str, str]) -> dict[str, str]:
-    """The flags (flag -> section__field) whose field cfg's method never reads (core.config.effective_config)."""
+    """The flags (flag -> section__field) whose field cfg's method never reads (core.config.effective_config);
+    any config of that method answers the same."""
     read = effective_config(cfg.to_dict())
     unread = {}
     for flag, key in flagged.items():

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from core.config import preset_config
+from core.config import ConfigError, preset_config
 from core.runs.store import REQUIRED_FILES, RunDir
 from tests.conftest import micro_config
 
@@ -200,6 +200,14 @@ def test_flags_the_method_never_reads_are_noted_and_not_stored(capsys):
     config_from_args(build_parser().parse_args(["run", "--method", "pub-gpt", "--executor", "process",
                                                 "--run-dir", "x"]))  # no teachers to run anywhere
     assert "note: pub-gpt does not use --executor: ignored" in capsys.readouterr().err
+    # a value the method could not run with, in a field it never reads, is noted like any other (it was refused)
+    cfg = config_from_args(build_parser().parse_args(["run", "--method", "seqpate", "--epochs", "0",
+                                                      "--run-dir", "x"]))
+    assert "note: seqpate does not use --epochs: ignored" in capsys.readouterr().err
+    assert cfg == preset_config("tiny", method="seqpate")
+    with pytest.raises(ConfigError, match="dpsgd.epochs must be at least 1"):  # where it is read, refused
+        config_from_args(build_parser().parse_args(["run", "--method", "noisysgd", "--epochs", "0",
+                                                    "--run-dir", "x"]))
 
 
 def test_compare_and_report_say_what_is_wrong(tmp_path):
