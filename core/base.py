@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 from transformers import GPT2LMHeadModel
 
-from core.config import RunConfig, stable_hash
+from core.config import MODEL_WEIGHT_FILES, RunConfig, stable_hash
 from core.data import PreparedData
 from core.models import build_tiny_gpt2, cache_root, load_local_model
 from core.tokenizer import encode_sentences, load_tokenizer, train_tokenizer
@@ -28,10 +28,9 @@ def base_key(cfg: RunConfig) -> str:
 
 
 def loaded_weight_files(folder: Path) -> list[Path]:
-    """The files from_pretrained reads, in its order of preference: safetensors before pickles, a sharded
-    checkpoint's shards as its index names them. (A checkout often holds both formats; only one is read.)"""
-    for single, index in (("model.safetensors", "model.safetensors.index.json"),
-                          ("pytorch_model.bin", "pytorch_model.bin.index.json")):
+    """The files from_pretrained reads (core.config.MODEL_WEIGHT_FILES): a sharded checkpoint's shards as its index
+    names them. (A checkout often holds both formats; only one is read.)"""
+    for single, index in MODEL_WEIGHT_FILES:
         if (folder / single).is_file():
             return [folder / single]
         if (folder / index).is_file():

@@ -493,8 +493,10 @@ def check_private_size(cfg: RunConfig, n_private_train: int) -> None:
         raise ConfigError(f"{cfg.seqpate.teachers} teachers but only {n} private training sentences")
 
 
-MODEL_WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json",
-                      "pytorch_model.bin.index.json")
+# A checkout's weights as from_pretrained looks for them, in its order of preference: (one file, a sharded
+# checkpoint's index), safetensors before pickles
+MODEL_WEIGHT_FILES = (("model.safetensors", "model.safetensors.index.json"),
+                      ("pytorch_model.bin", "pytorch_model.bin.index.json"))
 
 
 def _check_model_dir(source: str) -> None:
@@ -508,8 +510,8 @@ def _check_model_dir(source: str) -> None:
     if model_config["model_type"] != "gpt2":  # the engine builds GPT2LMHeadModel (ghost clipping, PPLM's cache)
         raise ConfigError(f"model {source} is a {model_config['model_type']!r} model; a GPT-2 checkout is needed")
     folder = Path(source)
-    if not any((folder / name).is_file() for name in MODEL_WEIGHT_FILES):
-        raise ConfigError(f"model {source} holds no weights ({' or '.join(MODEL_WEIGHT_FILES[:2])})")
+    if not any((folder / name).is_file() for pair in MODEL_WEIGHT_FILES for name in pair):
+        raise ConfigError(f"model {source} holds no weights ({' or '.join(single for single, _ in MODEL_WEIGHT_FILES)})")
     # without these transformers builds an empty tokenizer and the run completes every prefix with nothing
     if not ((folder / "tokenizer.json").is_file() or all((folder / n).is_file() for n in ("vocab.json", "merges.txt"))):
         raise ConfigError(f"model {source} holds no tokenizer (tokenizer.json, or vocab.json and merges.txt)")

@@ -140,7 +140,7 @@ class BleuComparison:
 
     @property
     def verdict(self) -> str:
-        if self.p_value >= 0.05 or self.bleu_a == self.bleu_b:
+        if self.p_value >= 0.05:  # equal scores have p = 1 (compare_bleu)
             return "no clear difference"
         return "A is higher" if self.bleu_a > self.bleu_b else "B is higher"
 
