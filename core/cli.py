@@ -280,11 +280,13 @@ def cmd_runs(args) -> int:
 def cmd_compare(args) -> int:
     from core.runs.compare import NotComparableError, compare_runs, compare_runs_bleu
     from core.runs.registry import resolve_run
-    from core.runs.store import is_synth
+    from core.runs.store import RunError, is_synth
 
     run_a, run_b = resolve_run(args.run_a), resolve_run(args.run_b)
     if args.resamples < 1:
         raise ConfigError(f"--resamples must be at least 1, got {args.resamples}")
+    if args.draws < 1:
+        raise ConfigError(f"--draws must be at least 1, got {args.draws}")
     for name, run in (("A", run_a), ("B", run_b)):
         if not run.is_complete():  # its missing completions read as 'different test prefixes'
             raise ConfigError(f"run {name} ({run.run_id}) is not a finished run (state {run.state()}): nothing to "
@@ -301,7 +303,12 @@ def cmd_compare(args) -> int:
     except NotComparableError as exc:  # older runs keep no per-sentence NLL; BLEU may still be comparable
         out["perplexity"] = {"error": str(exc)}
         lines.append(f"perplexity: not compared ({exc})")
-    bleu = compare_runs_bleu(run_a, run_b)
+    try:
+        bleu = compare_runs_bleu(run_a, run_b, draws=args.draws)
+    except NotComparableError:
+        raise
+    except RunError as exc:  # --draws on a run that kept no model (shipped runs keep none)
+        raise ConfigError(f"--draws {args.draws} needs both runs' saved models: {exc}") from None
     out["bleu4"] = {**bleu.__dict__, "verdict": bleu.verdict}
     lines.append(bleu.summary())
     if args.json:
@@ -442,6 +449,10 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("run_b", help="run id or run directory")
     compare.add_argument("--confidence", type=float, default=0.95)
     compare.add_argument("--resamples", type=int, default=5000)
+    compare.add_argument("--draws", type=int, default=1,
+                         help="BLEU-4 over this many sampled completions of each test prefix per run (default 1: the "
+                              "runs' completions.jsonl); more draws average out sampling noise and need both runs' "
+                              "saved models")
     compare.add_argument("--json", action="store_true")
     compare.set_defaults(func=cmd_compare)
 

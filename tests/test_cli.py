@@ -106,6 +106,29 @@ def test_compare_says_which_run_is_lower(pub_gpt_run, tmp_path):
     assert other.returncode == 2 and "different test prefixes" in other.stderr and other.stderr.count("\n") == 1
 
 
+def test_compare_draws_more_completions_from_the_saved_models(pub_gpt_run, tmp_path):
+    from core.runs.live import resample_completions
+
+    run_dir, _ = pub_gpt_run
+    run = RunDir(run_dir)
+    draws = resample_completions(run, 3)
+    # draw 0 is the run's own completions; the others are new samples of the same prefixes
+    assert draws[0] == [row["completion"] for row in run.completions()]
+    assert len(draws) == 3 and all(len(d) == 30 for d in draws) and draws[1] != draws[0] != draws[2]
+    out = cli("compare", str(run_dir), str(run_dir), "--draws", "3", "--json")
+    assert out.returncode == 0, out.stderr
+    bleu4 = json.loads(out.stdout)["bleu4"]
+    assert bleu4["draws"] == 3 and bleu4["n_completions"] == 90 and bleu4["verdict"] == "no clear difference"
+    shipped = tmp_path / "shipped"  # shipped runs keep no weights: one line, not a traceback
+    shipped_source = Path(__file__).resolve().parents[1] / "cached_runs" / "tiny-pub-gpt"
+    shutil.copytree(shipped_source, shipped)
+    refused = cli("compare", str(shipped), str(shipped_source), "--draws", "2")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert refused.stderr.startswith("error: --draws 2 needs both runs' saved models: shipped kept no model weights")
+    zero = cli("compare", str(run_dir), str(run_dir), "--draws", "0")
+    assert zero.returncode == 2 and "--draws must be at least 1, got 0" in zero.stderr
+
+
 def test_a_run_keeps_its_weights_and_completes_a_typed_prefix(pub_gpt_run, tmp_path):
     from core.config import RunConfig
     from core.data import load_prepared

@@ -1,5 +1,5 @@
 from core.evaluation.bleu import bleu_scores
-from core.evaluation.completions import complete
+from core.evaluation.completions import complete, completion_seed
 from core.evaluation.perplexity import (
     corpus_nll,
     corpus_perplexity,
@@ -8,4 +8,4 @@ from core.evaluation.perplexity import (
     total_nll,
 )
 
-__all__ = ["bleu_scores", "complete", "corpus_nll", "corpus_perplexity", "perplexity_from_nll", "sentence_nll", "total_nll"]
+__all__ = ["bleu_scores", "complete", "completion_seed", "corpus_nll", "corpus_perplexity", "perplexity_from_nll", "sentence_nll", "total_nll"]

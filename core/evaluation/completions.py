@@ -78,6 +78,12 @@ def sample_batch(model, ids: torch.Tensor, mask: torch.Tensor, decode: DecodeCon
     return torch.stack(steps, dim=1) if steps else ids.new_zeros((ids.size(0), 0))
 
 
+def completion_seed(run_seed: int, draw: int = 0) -> int:
+    """The sampling seed of a run's test completions (draw 0: completions.jsonl; further draws for comparisons that
+    average out sampling noise)."""
+    return run_seed + 1 + draw
+
+
 def complete(model, tokenizer, prefixes: Sequence[str], decode: DecodeConfig, seed: int, batch_size: int = 256) -> list[str]:
     """Sample a continuation for each prefix; returns only the generated continuation text."""
     model.eval()

@@ -4,7 +4,7 @@ Perplexity: two runs scored on the same private test sentences (same data config
 sentence by sentence; resampling whole sentences, with each sentence's NLL from both runs kept together, gives a
 confidence interval for the ratio of their corpus perplexities that accounts for which sentences happen to be in
 the test set. BLEU-4: sacrebleu's paired approximate randomization test on the two runs' completions of the same
-test prefixes. Neither says anything about training randomness (a rerun with another seed); see
+test prefixes (the one each run saved, or several drawn from the runs' saved models). Neither says anything about training randomness (a rerun with another seed); see
 cached_runs/NOTES.md for that spread.
 """
 
@@ -135,8 +135,9 @@ class BleuComparison:
     bleu_a: float
     bleu_b: float
     p_value: float  # two-sided, paired approximate randomization (sacrebleu)
-    n_completions: int
+    n_completions: int  # completions scored per run (test prefixes x draws)
     trials: int
+    draws: int = 1  # completions of each test prefix per run
 
     @property
     def verdict(self) -> str:
@@ -145,14 +146,17 @@ class BleuComparison:
         return "A is higher" if self.bleu_a > self.bleu_b else "B is higher"
 
     def summary(self) -> str:
+        scored = f"{self.n_completions} completions"
+        if self.draws > 1:
+            scored = f"{self.n_completions // self.draws} test prefixes x {self.draws} draws ({scored})"
         return (
             f"BLEU-4 A {self.bleu_a:.2f} vs B {self.bleu_b:.2f}, paired approximate randomization p = "
-            f"{self.p_value:.3f} over {self.n_completions} completions: {self.verdict}"
+            f"{self.p_value:.3f} over {scored}: {self.verdict}"
         )
 
 
 def compare_bleu(
-    hyps_a: Sequence[str], hyps_b: Sequence[str], references: Sequence[str], trials: int = 10_000
+    hyps_a: Sequence[str], hyps_b: Sequence[str], references: Sequence[str], trials: int = 10_000, draws: int = 1
 ) -> BleuComparison:
     """sacrebleu's PairedTest (BLEU-4 as the runs' metrics compute it; seeded by SACREBLEU_SEED, 12345 unless set).
 
@@ -172,13 +176,38 @@ def compare_bleu(
     # so two identical runs read "p = 0.000 ... no clear difference"
     p_value = 1.0 if system.score == baseline.score else float(system.p_value)
     return BleuComparison(bleu_a=float(system.score), bleu_b=float(baseline.score), p_value=p_value,
-                          n_completions=len(references), trials=trials)
+                          n_completions=len(references), trials=trials, draws=draws)
 
 
-def compare_runs_bleu(run_a: RunDir, run_b: RunDir, trials: int = 10_000) -> BleuComparison:
-    """compare_bleu on two runs' completions.jsonl, refusing runs that completed different test prefixes."""
+def compare_bleu_draws(
+    draws_a: Sequence[Sequence[str]], draws_b: Sequence[Sequence[str]], references: Sequence[str],
+    trials: int = 10_000,
+) -> BleuComparison:
+    """compare_bleu over several sampled completions of each test prefix (one list per draw, each in the order of
+    `references`): corpus BLEU-4 over every draw, each completion scored against its prefix's reference. A shuffle
+    swaps the two runs' completions of one prefix in one draw, which under the null (the two runs sample from the
+    same distribution) leaves the statistics' distribution unchanged. More draws average out the sampling noise
+    of a single completion per prefix, which dominates BLEU-4 differences of a point or less."""
+    if len(draws_a) != len(draws_b) or not draws_a:
+        raise ValueError("need the same number (>= 1) of draws from both runs")
+    if any(len(d) != len(references) for d in (*draws_a, *draws_b)):
+        raise ValueError("every draw must complete every test prefix once")
+    flat_a = [h for draw in draws_a for h in draw]
+    flat_b = [h for draw in draws_b for h in draw]
+    return compare_bleu(flat_a, flat_b, list(references) * len(draws_a), trials=trials, draws=len(draws_a))
+
+
+def compare_runs_bleu(run_a: RunDir, run_b: RunDir, trials: int = 10_000, draws: int = 1) -> BleuComparison:
+    """compare_bleu on two runs' completions.jsonl, refusing runs that completed different test prefixes. With
+    draws > 1, each run's saved model completes every prefix `draws` times (draw 0 is completions.jsonl)."""
     rows_a, rows_b = run_a.completions(), run_b.completions()
     if [(r.get("prefix"), r.get("reference")) for r in rows_a] != [(r.get("prefix"), r.get("reference")) for r in rows_b]:
         raise NotComparableError("the runs completed different test prefixes (another data config, seed or size)")
-    return compare_bleu([r["completion"] for r in rows_a], [r["completion"] for r in rows_b],
-                        [r["reference"] for r in rows_a], trials=trials)
+    references = [r["reference"] for r in rows_a]
+    if draws == 1:
+        return compare_bleu([r["completion"] for r in rows_a], [r["completion"] for r in rows_b], references,
+                            trials=trials)
+    from core.runs.live import resample_completions  # loads the models: torch only when asked for
+
+    return compare_bleu_draws(resample_completions(run_a, draws), resample_completions(run_b, draws), references,
+                              trials=trials)

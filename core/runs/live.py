@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shutil
 
-from core.evaluation import complete
+from core.evaluation import complete, completion_seed
 from core.models import load_local_model
 from core.runs.store import MODEL, RunDir, RunError, is_synth
 from core.tokenizer import encode_prefixes, load_tokenizer
@@ -26,11 +26,8 @@ def save_model(model, tokenizer, run: RunDir) -> None:
     tmp.rename(final)
 
 
-def complete_prefix(run: RunDir, prefix: str, seed: int = 0) -> str:
-    """One seeded completion of `prefix` by the run's saved model, decoded with the run's own settings."""
-    text = " ".join(prefix.split())
-    if not text:
-        raise ValueError("type a prefix to complete")
+def saved_model(run: RunDir):
+    """(model, tokenizer) a finished run saved in run/model/; RunError when it kept none."""
     folder = run.path / MODEL
     if not run.is_complete():  # a failed or unfinished run has no final model, whatever it kept
         raise RunError(f"{run.run_id} is not a finished run (state {run.state()})")
@@ -38,9 +35,28 @@ def complete_prefix(run: RunDir, prefix: str, seed: int = 0) -> str:
         raise RunError(f"{run.run_id} is a synthetic-data run: it keeps no model (its samples are in samples.jsonl)")
     if not (folder / "config.json").is_file():
         raise RunError(f"{run.run_id} kept no model weights (shipped runs and the blacklist baseline keep none)")
-    cfg = run.run_config()
-    model, tokenizer = load_local_model(folder), load_tokenizer(folder)
+    return load_local_model(folder), load_tokenizer(folder)
+
+
+def complete_prefix(run: RunDir, prefix: str, seed: int = 0) -> str:
+    """One seeded completion of `prefix` by the run's saved model, decoded with the run's own settings."""
+    text = " ".join(prefix.split())
+    if not text:
+        raise ValueError("type a prefix to complete")
+    model, tokenizer = saved_model(run)
     length = len(encode_prefixes(tokenizer, [text])[0])
     if length >= model.config.n_positions:
         raise ValueError(f"the prefix is {length} tokens; this model reads at most {model.config.n_positions - 1}")
-    return complete(model, tokenizer, [text], cfg.decode, seed=seed)[0]
+    return complete(model, tokenizer, [text], run.run_config().decode, seed=seed)[0]
+
+
+def resample_completions(run: RunDir, samples: int) -> list[list[str]]:
+    """`samples` seeded completions of every test prefix the run completed, by its saved model with its own
+    decoding settings: one list per draw, in completions.jsonl's order. Draw 0 repeats completions.jsonl."""
+    if samples < 1:
+        raise ValueError(f"samples must be at least 1, got {samples}")
+    model, tokenizer = saved_model(run)
+    cfg = run.run_config()
+    prefixes = [row["prefix"] for row in run.completions()]
+    return [complete(model, tokenizer, prefixes, cfg.decode, seed=completion_seed(cfg.seed, draw))
+            for draw in range(samples)]

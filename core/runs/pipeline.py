@@ -18,7 +18,14 @@ from typing import TextIO
 from core.base import base_is_cached, base_key, load_or_train_base
 from core.config import RunConfig, check_private_size
 from core.data import PreparedData, load_prepared, split_prefix
-from core.evaluation import bleu_scores, complete, perplexity_from_nll, sentence_nll, total_nll
+from core.evaluation import (
+    bleu_scores,
+    complete,
+    completion_seed,
+    perplexity_from_nll,
+    sentence_nll,
+    total_nll,
+)
 from core.models import clone, set_threads
 from core.runs.store import RunDir
 from core.tokenizer import encode_sentences
@@ -175,7 +182,7 @@ def evaluate(
     pairs = [split_prefix(s.text, cfg.data.prefix_words) for s in chosen]
     prefixes = [p for p, _ in pairs]
     references = [r for _, r in pairs]
-    hyps = complete(model, ws.tokenizer, prefixes, cfg.decode, seed=cfg.seed + 1)
+    hyps = complete(model, ws.tokenizer, prefixes, cfg.decode, seed=completion_seed(cfg.seed))
     if postprocess is not None:
         hyps = [postprocess(h) for h in hyps]
     metrics = {

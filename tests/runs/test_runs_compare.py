@@ -9,7 +9,13 @@ import numpy as np
 import pytest
 
 from core.evaluation.bleu import bleu_scores
-from core.runs.compare import NotComparableError, compare_bleu, compare_perplexity, compare_runs
+from core.runs.compare import (
+    NotComparableError,
+    compare_bleu,
+    compare_bleu_draws,
+    compare_perplexity,
+    compare_runs,
+)
 from core.runs.store import RunDir, RunFormatError
 from tests.dashboard.fake_runs import write_run
 
@@ -133,3 +139,28 @@ def test_bleu_comparison_scores_as_the_runs_do_and_tests_the_difference():
     assert compare_bleu(good, good, REFERENCES, trials=2000).verdict == "no clear difference"
     with pytest.raises(ValueError, match="same number"):
         compare_bleu(good, poor[:-1], REFERENCES)
+
+
+def sampled_system(copy_rate: float, draws: int, seed: int) -> list[list[str]]:
+    """A stand-in for a sampling model: each completion copies its reference with probability copy_rate, else
+    says something unrelated."""
+    rng = np.random.default_rng(seed)
+    return [[ref if rng.random() < copy_rate else f"i think {i} is a number" for i, ref in enumerate(REFERENCES)]
+            for _ in range(draws)]
+
+
+def test_more_draws_find_a_difference_that_one_draw_leaves_to_sampling_noise():
+    better, worse = sampled_system(0.12, 40, seed=5), sampled_system(0.09, 40, seed=6)
+    one = compare_bleu_draws(better[:1], worse[:1], REFERENCES, trials=2000)
+    many = compare_bleu_draws(better, worse, REFERENCES, trials=2000)
+    assert one.verdict == "no clear difference" and one.draws == 1 and one.n_completions == 60
+    assert many.verdict == "A is higher" and many.p_value < 0.01
+    # corpus BLEU-4 over every draw, each completion against its own prefix's reference
+    flat = [h for draw in better for h in draw]
+    assert many.bleu_a == pytest.approx(bleu_scores(flat, REFERENCES * 40)["bleu4"], rel=1e-12)
+    assert many.n_completions == 2400 and many.draws == 40
+    assert "60 test prefixes x 40 draws (2400 completions)" in many.summary()
+    with pytest.raises(ValueError, match="same number"):
+        compare_bleu_draws(better, worse[:3], REFERENCES)
+    with pytest.raises(ValueError, match="every test prefix"):
+        compare_bleu_draws(better[:1], [worse[0][:-1]], REFERENCES)
