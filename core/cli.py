@@ -303,12 +303,17 @@ def cmd_compare(args) -> int:
     except NotComparableError as exc:  # older runs keep no per-sentence NLL; BLEU may still be comparable
         out["perplexity"] = {"error": str(exc)}
         lines.append(f"perplexity: not compared ({exc})")
-    try:
-        bleu = compare_runs_bleu(run_a, run_b, draws=args.draws)
-    except NotComparableError:
-        raise
-    except RunError as exc:  # --draws on a run that kept no model (shipped runs keep none)
-        raise ConfigError(f"--draws {args.draws} needs both runs' saved models: {exc}") from None
+    if args.draws > 1:
+        from core.runs.live import check_saved_model
+
+        for run in (run_a, run_b):
+            try:
+                check_saved_model(run)
+            except RunError as exc:  # shipped runs keep no weights
+                raise ConfigError(f"--draws {args.draws} needs both runs' saved models: {exc}") from None
+        print(f"drawing {args.draws} completions of each test prefix with each run's saved model "
+              f"({2 * args.draws} passes over the prefixes, a few seconds each on the tiny model)", file=sys.stderr)
+    bleu = compare_runs_bleu(run_a, run_b, draws=args.draws)
     out["bleu4"] = {**bleu.__dict__, "verdict": bleu.verdict}
     lines.append(bleu.summary())
     if args.json:

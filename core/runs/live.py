@@ -26,16 +26,20 @@ def save_model(model, tokenizer, run: RunDir) -> None:
     tmp.rename(final)
 
 
-def saved_model(run: RunDir):
-    """(model, tokenizer) a finished run saved in run/model/; RunError when it kept none."""
-    folder = run.path / MODEL
+def check_saved_model(run: RunDir) -> None:
+    """RunError unless the run is finished and kept its model in run/model/."""
     if not run.is_complete():  # a failed or unfinished run has no final model, whatever it kept
         raise RunError(f"{run.run_id} is not a finished run (state {run.state()})")
     if is_synth(run.config() or {}):
         raise RunError(f"{run.run_id} is a synthetic-data run: it keeps no model (its samples are in samples.jsonl)")
-    if not (folder / "config.json").is_file():
+    if not (run.path / MODEL / "config.json").is_file():
         raise RunError(f"{run.run_id} kept no model weights (shipped runs and the blacklist baseline keep none)")
-    return load_local_model(folder), load_tokenizer(folder)
+
+
+def saved_model(run: RunDir):
+    """(model, tokenizer) a finished run saved in run/model/."""
+    check_saved_model(run)
+    return load_local_model(run.path / MODEL), load_tokenizer(run.path / MODEL)
 
 
 def complete_prefix(run: RunDir, prefix: str, seed: int = 0) -> str:
@@ -50,13 +54,13 @@ def complete_prefix(run: RunDir, prefix: str, seed: int = 0) -> str:
     return complete(model, tokenizer, [text], run.run_config().decode, seed=seed)[0]
 
 
-def resample_completions(run: RunDir, samples: int) -> list[list[str]]:
-    """`samples` seeded completions of every test prefix the run completed, by its saved model with its own
+def resample_completions(run: RunDir, draws: int) -> list[list[str]]:
+    """`draws` seeded completions of every test prefix the run completed, by its saved model with its own
     decoding settings: one list per draw, in completions.jsonl's order. Draw 0 repeats completions.jsonl."""
-    if samples < 1:
-        raise ValueError(f"samples must be at least 1, got {samples}")
+    if draws < 1:
+        raise ValueError(f"draws must be at least 1, got {draws}")
     model, tokenizer = saved_model(run)
     cfg = run.run_config()
     prefixes = [row["prefix"] for row in run.completions()]
     return [complete(model, tokenizer, prefixes, cfg.decode, seed=completion_seed(cfg.seed, draw))
-            for draw in range(samples)]
+            for draw in range(draws)]
