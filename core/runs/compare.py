@@ -137,6 +137,8 @@ class BleuComparison:
     p_value: float  # two-sided, paired approximate randomization (sacrebleu)
     n_completions: int  # completions scored per run (test prefixes x draws)
     trials: int
+    fourgrams_a: int  # 4-grams of A's completions found in their references (clipped counts, as BLEU counts them)
+    fourgrams_b: int
     draws: int = 1  # completions of each test prefix per run
 
     @property
@@ -149,9 +151,11 @@ class BleuComparison:
         scored = f"{self.n_completions} completions"
         if self.draws > 1:
             scored = f"{self.n_completions // self.draws} test prefixes x {self.draws} draws ({scored})"
+        # a handful of matching 4-grams (none at all is smoothed): BLEU-4 then mostly reflects length and smoothing
         return (
-            f"BLEU-4 A {self.bleu_a:.2f} vs B {self.bleu_b:.2f}, paired approximate randomization p = "
-            f"{self.p_value:.3f} over {scored}: {self.verdict}"
+            f"BLEU-4 A {self.bleu_a:.2f} ({self.fourgrams_a} matching 4-grams) vs B {self.bleu_b:.2f} "
+            f"({self.fourgrams_b}), paired approximate randomization p = {self.p_value:.3f} over {scored}: "
+            f"{self.verdict}"
         )
 
 
@@ -172,11 +176,13 @@ def compare_bleu(
                       test_type="ar", n_samples=trials)
     _, scores = test()
     baseline, system = scores["BLEU"]
+    fourgrams = [BLEU().corpus_score(list(h), [list(references)]).counts[3] for h in (hyps_a, hyps_b)]
     # equal scores: every shuffle differs by at least as much (p = 1); sacrebleu's strict count gave 1/(trials+1),
     # so two identical runs read "p = 0.000 ... no clear difference"
     p_value = 1.0 if system.score == baseline.score else float(system.p_value)
     return BleuComparison(bleu_a=float(system.score), bleu_b=float(baseline.score), p_value=p_value,
-                          n_completions=len(references), trials=trials, draws=draws)
+                          n_completions=len(references), trials=trials, fourgrams_a=fourgrams[0],
+                          fourgrams_b=fourgrams[1], draws=draws)
 
 
 def compare_bleu_draws(

@@ -130,6 +130,10 @@ def test_bleu_comparison_scores_as_the_runs_do_and_tests_the_difference():
     assert result.bleu_a == pytest.approx(bleu_scores(good, REFERENCES)["bleu4"], rel=1e-12)
     assert result.bleu_b == pytest.approx(bleu_scores(poor, REFERENCES)["bleu4"], rel=1e-12)
     assert result.p_value < 0.01 and result.verdict == "A is higher"
+    # 8 of each near copy's 9 4-grams match (all but the one ending in "pal"); the poor ones share none
+    assert (result.fourgrams_a, result.fourgrams_b) == (8 * 60, 0)
+    # no matching 4-gram at all still scores above 0 (sacrebleu's exp smoothing): the count says what it rests on
+    assert result.bleu_b > 0.1 and "(480 matching 4-grams) vs B 0.16 (0)" in result.summary()
     assert compare_bleu(poor, good, REFERENCES, trials=2000).verdict == "B is higher"
     # two halves of the same quality, swapped: no difference the test can see
     mixed_a = good[:30] + poor[30:]
