@@ -107,6 +107,10 @@ def test_compare_says_which_run_is_lower(pub_gpt_run, tmp_path):
 
 
 def test_compare_draws_more_completions_from_the_saved_models(pub_gpt_run, tmp_path):
+    import torch
+
+    from core.evaluation import bleu_scores
+    from core.models import load_local_model
     from core.runs.live import resample_completions
 
     run_dir, _ = pub_gpt_run
@@ -114,11 +118,26 @@ def test_compare_draws_more_completions_from_the_saved_models(pub_gpt_run, tmp_p
     draws = resample_completions(run, 3)
     # draw 0 is the run's own completions; the others are new samples of the same prefixes
     assert draws[0] == [row["completion"] for row in run.completions()]
-    assert len(draws) == 3 and all(len(d) == 30 for d in draws) and draws[1] != draws[0] != draws[2]
-    out = cli("compare", str(run_dir), str(run_dir), "--draws", "3", "--json")
+    assert len(draws) == 3 and all(len(d) == 30 for d in draws)
+    assert draws[1] != draws[0] and draws[2] not in (draws[0], draws[1])
+    # another run: the same one with its weights nudged, so it samples other completions
+    other = tmp_path / "nudged"
+    shutil.copytree(run_dir, other)
+    model = load_local_model(other / "model")
+    with torch.no_grad():
+        for weight in model.parameters():
+            weight.add_(0.05 * torch.randn_like(weight))
+    model.save_pretrained(other / "model")
+    out = cli("compare", str(run_dir), str(other), "--draws", "3", "--json")
     assert out.returncode == 0, out.stderr
+    assert "drawing 3 completions of each of the 30 test prefixes" in out.stderr
     bleu4 = json.loads(out.stdout)["bleu4"]
-    assert bleu4["draws"] == 3 and bleu4["n_completions"] == 90 and bleu4["verdict"] == "no clear difference"
+    expected = [sum(bleu_scores(d, [r["reference"] for r in run.completions()])["bleu4"] for d in drawn) / 3
+                for drawn in (draws, resample_completions(RunDir(other), 3))]
+    assert [bleu4["bleu_a"], bleu4["bleu_b"]] == pytest.approx(expected, rel=1e-12)
+    assert bleu4["draws"] == 3 and bleu4["n_completions"] == 90 and 0 < bleu4["p_value"] <= 1
+    same = cli("compare", str(run_dir), str(run_dir), "--draws", "3", "--json")
+    assert json.loads(same.stdout)["bleu4"]["p_value"] == 1.0  # one run against itself: the same draws
     shipped = tmp_path / "shipped"  # shipped runs keep no weights: one line, not a traceback
     shipped_source = Path(__file__).resolve().parents[1] / "cached_runs" / "tiny-pub-gpt"
     shutil.copytree(shipped_source, shipped)

@@ -10,6 +10,7 @@ cached_runs/NOTES.md for that spread.
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -132,9 +133,9 @@ def compare_runs(run_a: RunDir, run_b: RunDir, confidence: float = 0.95, n_resam
 
 @dataclass(frozen=True)
 class BleuComparison:
-    bleu_a: float
+    bleu_a: float  # corpus BLEU-4 of each draw, averaged over the draws (with one draw: the run's own BLEU-4)
     bleu_b: float
-    p_value: float  # two-sided, paired approximate randomization (sacrebleu)
+    p_value: float  # two-sided, paired approximate randomization over test prefixes
     n_completions: int  # completions scored per run (test prefixes x draws)
     trials: int
     fourgrams_a: int  # 4-grams of A's completions found in their references (clipped counts, as BLEU counts them)
@@ -143,77 +144,103 @@ class BleuComparison:
 
     @property
     def verdict(self) -> str:
-        if self.p_value >= 0.05:  # equal scores have p = 1 (compare_bleu)
+        if self.p_value >= 0.05:  # equal scores have p = 1 (compare_bleu_draws)
             return "no clear difference"
         return "A is higher" if self.bleu_a > self.bleu_b else "B is higher"
 
     def summary(self) -> str:
         scored = f"{self.n_completions} completions"
         if self.draws > 1:
-            scored = f"{self.n_completions // self.draws} test prefixes x {self.draws} draws ({scored})"
+            scored = f"{self.n_completions // self.draws} test prefixes x {self.draws} draws ({scored}; BLEU-4: mean of the draws')"
+        grams = "4-gram" if self.fourgrams_a == 1 else "4-grams"
         # a handful of matching 4-grams (none at all is smoothed): BLEU-4 then mostly reflects length and smoothing
         return (
-            f"BLEU-4 A {self.bleu_a:.2f} ({self.fourgrams_a} matching 4-grams) vs B {self.bleu_b:.2f} "
+            f"BLEU-4 A {self.bleu_a:.2f} ({self.fourgrams_a} matching {grams}) vs B {self.bleu_b:.2f} "
             f"({self.fourgrams_b}), paired approximate randomization p = {self.p_value:.3f} over {scored}: "
             f"{self.verdict}"
         )
 
 
-def compare_bleu(
-    hyps_a: Sequence[str], hyps_b: Sequence[str], references: Sequence[str], trials: int = 10_000, draws: int = 1
-) -> BleuComparison:
-    """sacrebleu's PairedTest (BLEU-4 as the runs' metrics compute it; seeded by SACREBLEU_SEED, 12345 unless set).
-
-    sacrebleu counts only shuffles whose difference is strictly larger than the observed one (multeval's
-    convention), so ties make p too small: with a handful of completions, or many with identical statistics, a
-    one-sentence lead can get p near 0. On 100-300 varied completions of different lengths ties are rare."""
-    from sacrebleu.metrics import BLEU
-    from sacrebleu.significance import PairedTest
-
-    if not (len(hyps_a) == len(hyps_b) == len(references)) or not references:
-        raise ValueError("need the same number (>= 1) of completions from both runs and references")
-    test = PairedTest([("B", list(hyps_b)), ("A", list(hyps_a))], {"BLEU": BLEU()}, [list(references)],
-                      test_type="ar", n_samples=trials)
-    _, scores = test()
-    baseline, system = scores["BLEU"]
-    fourgrams = [BLEU().corpus_score(list(h), [list(references)]).counts[3] for h in (hyps_a, hyps_b)]
-    # equal scores: every shuffle differs by at least as much (p = 1); sacrebleu's strict count gave 1/(trials+1),
-    # so two identical runs read "p = 0.000 ... no clear difference"
-    p_value = 1.0 if system.score == baseline.score else float(system.p_value)
-    return BleuComparison(bleu_a=float(system.score), bleu_b=float(baseline.score), p_value=p_value,
-                          n_completions=len(references), trials=trials, fourgrams_a=fourgrams[0],
-                          fourgrams_b=fourgrams[1], draws=draws)
+def _ar_seed() -> int | None:
+    """The shuffles' seed as sacrebleu's own tests take it: SACREBLEU_SEED, 12345 unless set ('none': unseeded)."""
+    seed = os.environ.get("SACREBLEU_SEED", "12345")
+    return None if seed.lower() == "none" else int(seed)
 
 
 def compare_bleu_draws(
     draws_a: Sequence[Sequence[str]], draws_b: Sequence[Sequence[str]], references: Sequence[str],
     trials: int = 10_000,
 ) -> BleuComparison:
-    """compare_bleu over several sampled completions of each test prefix (one list per draw, each in the order of
-    `references`): corpus BLEU-4 over every draw, each completion scored against its prefix's reference. A shuffle
-    swaps the two runs' completions of one prefix in one draw, which under the null (the two runs sample from the
-    same distribution) leaves the statistics' distribution unchanged. More draws average out the sampling noise
-    of a single completion per prefix, which dominates BLEU-4 differences of a point or less."""
+    """Is A's BLEU-4 higher than B's? Each run completed every test prefix once per draw (one list per draw, in the
+    order of `references`); a run's score is its draws' corpus BLEU-4 (as the runs' metrics compute it), averaged.
+
+    Paired approximate randomization over test prefixes: a shuffle swaps everything the two runs wrote for one
+    prefix (all its draws), so the test asks whether the difference could come from which prefix each completion
+    happens to belong to, as the perplexity bootstrap asks of test sentences; swapping single completions instead
+    would count a prefix's draws as independent evidence. With one draw this is sacrebleu's PairedTest (the same
+    shuffles from the same seed, so the same p). More draws average out the sampling noise of a single completion
+    per prefix, which dominates BLEU-4 differences of a point or less.
+
+    Like sacrebleu, it counts only shuffles whose difference is strictly larger than the observed one (multeval's
+    convention), so ties make p too small: with a handful of completions, or many with identical statistics, a
+    one-sentence lead can get p near 0. On 100-300 varied completions of different lengths ties are rare."""
+    from sacrebleu.metrics import BLEU
+
     if len(draws_a) != len(draws_b) or not draws_a:
         raise ValueError("need the same number (>= 1) of draws from both runs")
-    if any(len(d) != len(references) for d in (*draws_a, *draws_b)):
-        raise ValueError("every draw must complete every test prefix once")
-    flat_a = [h for draw in draws_a for h in draw]
-    flat_b = [h for draw in draws_b for h in draw]
-    return compare_bleu(flat_a, flat_b, list(references) * len(draws_a), trials=trials, draws=len(draws_a))
+    if not references or any(len(d) != len(references) for d in (*draws_a, *draws_b)):
+        raise ValueError("need the same number (>= 1) of completions from both runs and references in every draw")
+    metric = BLEU()
+    refs = [list(references)]
+    # sufficient statistics (lengths, n-gram matches and totals) per draw and prefix: (draws, prefixes, stats)
+    stats_a, stats_b = (np.array([metric._extract_corpus_statistics(list(d), refs) for d in draws], dtype=np.int64)
+                        for draws in (draws_a, draws_b))
+
+    def mean_bleu(per_draw_totals: np.ndarray) -> float:
+        return float(np.mean([metric._compute_score_from_stats(total).score for total in per_draw_totals]))
+
+    bleu_a, bleu_b = mean_bleu(stats_a.sum(1)), mean_bleu(stats_b.sum(1))
+    observed = abs(bleu_a - bleu_b)
+    # the shuffles sacrebleu draws (baseline B first): row t keeps prefix i's roles when take_b[t, i]
+    take_b = np.random.default_rng(_ar_seed()).integers(2, size=(trials, len(references)), dtype=bool)
+    draws, prefixes, width = stats_a.shape
+    by_prefix_a, by_prefix_b = (x.transpose(1, 0, 2).reshape(prefixes, draws * width).astype(float) for x in (stats_a, stats_b))
+    shuffled_a = np.rint(take_b @ by_prefix_b + ~take_b @ by_prefix_a).astype(np.int64).reshape(trials, draws, width)
+    shuffled_b = stats_a.sum(1) + stats_b.sum(1) - shuffled_a  # each prefix's statistics go to one side or the other
+    larger = sum(abs(mean_bleu(sa) - mean_bleu(sb)) > observed for sa, sb in zip(shuffled_a, shuffled_b, strict=True))
+    # equal scores: every shuffle differs by at least as much (p = 1); the strict count would give 1/(trials+1),
+    # so two identical runs read "p = 0.000 ... no clear difference"
+    p_value = 1.0 if bleu_a == bleu_b else (larger + 1) / (trials + 1)
+    fourgrams = [int(metric._compute_score_from_stats(s.sum((0, 1))).counts[3]) for s in (stats_a, stats_b)]
+    return BleuComparison(bleu_a=bleu_a, bleu_b=bleu_b, p_value=p_value, n_completions=draws * prefixes,
+                          trials=trials, fourgrams_a=fourgrams[0], fourgrams_b=fourgrams[1], draws=len(draws_a))
+
+
+def compare_bleu(
+    hyps_a: Sequence[str], hyps_b: Sequence[str], references: Sequence[str], trials: int = 10_000
+) -> BleuComparison:
+    """compare_bleu_draws with one completion of each test prefix per run: sacrebleu's paired approximate
+    randomization test on BLEU-4."""
+    return compare_bleu_draws([hyps_a], [hyps_b], references, trials=trials)
+
+
+def shared_references(run_a: RunDir, run_b: RunDir) -> list[str]:
+    """The references of the test prefixes both runs completed; NotComparableError when the prefixes differ."""
+    rows_a, rows_b = run_a.completions(), run_b.completions()
+    if [(r.get("prefix"), r.get("reference")) for r in rows_a] != [(r.get("prefix"), r.get("reference")) for r in rows_b]:
+        raise NotComparableError("the runs completed different test prefixes (another data config, seed or size)")
+    return [r["reference"] for r in rows_a]
 
 
 def compare_runs_bleu(run_a: RunDir, run_b: RunDir, trials: int = 10_000, draws: int = 1) -> BleuComparison:
     """compare_bleu on two runs' completions.jsonl, refusing runs that completed different test prefixes. With
     draws > 1, each run's saved model completes every prefix `draws` times (draw 0 is completions.jsonl)."""
-    rows_a, rows_b = run_a.completions(), run_b.completions()
-    if [(r.get("prefix"), r.get("reference")) for r in rows_a] != [(r.get("prefix"), r.get("reference")) for r in rows_b]:
-        raise NotComparableError("the runs completed different test prefixes (another data config, seed or size)")
-    references = [r["reference"] for r in rows_a]
+    references = shared_references(run_a, run_b)
     if draws == 1:
-        return compare_bleu([r["completion"] for r in rows_a], [r["completion"] for r in rows_b], references,
-                            trials=trials)
+        return compare_bleu([r["completion"] for r in run_a.completions()],
+                            [r["completion"] for r in run_b.completions()], references, trials=trials)
     from core.runs.live import resample_completions  # loads the models: torch only when asked for
 
-    return compare_bleu_draws(resample_completions(run_a, draws), resample_completions(run_b, draws), references,
-                              trials=trials)
+    drawn_a = resample_completions(run_a, draws)
+    drawn_b = drawn_a if run_b.path.resolve() == run_a.path.resolve() else resample_completions(run_b, draws)
+    return compare_bleu_draws(drawn_a, drawn_b, references, trials=trials)

@@ -145,12 +145,28 @@ def test_bleu_comparison_scores_as_the_runs_do_and_tests_the_difference():
         compare_bleu(good, poor[:-1], REFERENCES)
 
 
-def sampled_system(copy_rate: float, draws: int, seed: int) -> list[list[str]]:
-    """A stand-in for a sampling model: each completion copies its reference with probability copy_rate, else
-    says something unrelated."""
+def test_one_draw_is_sacrebleus_own_paired_test():
+    from sacrebleu.metrics import BLEU
+    from sacrebleu.significance import PairedTest
+
+    rng = np.random.default_rng(3)
+    words = "the a cat dog went to market on day with friend i think is number".split()
+    noisy = [[" ".join(rng.choice(words, size=rng.integers(4, 12))) for _ in REFERENCES] for _ in range(2)]
+    for hyps_a, hyps_b in [(noisy[0], noisy[1]), ([r.replace("friend", "pal") for r in REFERENCES], noisy[0])]:
+        ours = compare_bleu(hyps_a, hyps_b, REFERENCES, trials=500)
+        theirs = PairedTest([("B", hyps_b), ("A", hyps_a)], {"BLEU": BLEU()}, [REFERENCES], test_type="ar",
+                            n_samples=500)()[1]["BLEU"]
+        assert (ours.bleu_b, ours.bleu_a) == (theirs[0].score, theirs[1].score)
+        assert ours.p_value == theirs[1].p_value  # the same shuffles from the same seed
+
+
+def sampled_system(copy_rates, draws: int, seed: int) -> list[list[str]]:
+    """A stand-in for a sampling model: each completion of prefix i copies its reference with probability
+    copy_rates[i] (one number: every prefix alike), else says something unrelated."""
     rng = np.random.default_rng(seed)
-    return [[ref if rng.random() < copy_rate else f"i think {i} is a number" for i, ref in enumerate(REFERENCES)]
-            for _ in range(draws)]
+    rates = np.broadcast_to(copy_rates, len(REFERENCES))
+    return [[ref if rng.random() < rate else f"i think {i} is a number" for i, (ref, rate) in
+             enumerate(zip(REFERENCES, rates, strict=True))] for _ in range(draws)]
 
 
 def test_more_draws_find_a_difference_that_one_draw_leaves_to_sampling_noise():
@@ -159,12 +175,27 @@ def test_more_draws_find_a_difference_that_one_draw_leaves_to_sampling_noise():
     many = compare_bleu_draws(better, worse, REFERENCES, trials=2000)
     assert one.verdict == "no clear difference" and one.draws == 1 and one.n_completions == 60
     assert many.verdict == "A is higher" and many.p_value < 0.01
-    # corpus BLEU-4 over every draw, each completion against its own prefix's reference
-    flat = [h for draw in better for h in draw]
-    assert many.bleu_a == pytest.approx(bleu_scores(flat, REFERENCES * 40)["bleu4"], rel=1e-12)
+    # a run's score: each draw's corpus BLEU-4 (every completion against its own prefix's reference), averaged
+    mean_bleu = np.mean([bleu_scores(draw, REFERENCES)["bleu4"] for draw in better])
+    assert many.bleu_a == pytest.approx(mean_bleu, rel=1e-12)
     assert many.n_completions == 2400 and many.draws == 40
-    assert "60 test prefixes x 40 draws (2400 completions)" in many.summary()
+    assert "60 test prefixes x 40 draws (2400 completions; BLEU-4: mean of the draws')" in many.summary()
+    # two draws sets of one system: no difference
+    again = sampled_system(0.12, 40, seed=7)
+    assert compare_bleu_draws(better, again, REFERENCES, trials=2000).verdict == "no clear difference"
     with pytest.raises(ValueError, match="same number"):
         compare_bleu_draws(better, worse[:3], REFERENCES)
-    with pytest.raises(ValueError, match="every test prefix"):
+    with pytest.raises(ValueError, match="every draw"):
         compare_bleu_draws(better[:1], [worse[0][:-1]], REFERENCES)
+
+
+def test_a_lead_from_which_prefixes_favour_a_run_is_not_evidence_however_many_draws():
+    # each prefix favours one run (a fair coin: neither run is better on a new prefix); here 33 of the 60 favour A
+    favours_a = np.zeros(len(REFERENCES), dtype=bool)
+    favours_a[np.random.default_rng(0).permutation(len(REFERENCES))[:33]] = True
+    a = sampled_system(np.where(favours_a, 0.5, 0.0), 40, seed=8)
+    b = sampled_system(np.where(favours_a, 0.0, 0.5), 40, seed=9)
+    assert compare_bleu_draws(a, b, REFERENCES, trials=2000).verdict == "no clear difference"
+    # counting each completion as its own evidence (as if every draw were a new prefix) calls it a clear lead
+    flat = [h for draw in a for h in draw], [h for draw in b for h in draw]
+    assert compare_bleu(*flat, REFERENCES * 40, trials=2000).verdict == "A is higher"
