@@ -144,7 +144,7 @@ class BleuComparison:
 
     @property
     def verdict(self) -> str:
-        if self.p_value >= 0.05:  # equal scores have p = 1 (compare_bleu_draws)
+        if self.p_value >= 0.05:  # equal scores have p = 1: every shuffle ties or beats them
             return "no clear difference"
         return "A is higher" if self.bleu_a > self.bleu_b else "B is higher"
 
@@ -162,7 +162,8 @@ class BleuComparison:
 
 
 def _ar_seed() -> int | None:
-    """The shuffles' seed as sacrebleu's own tests take it: SACREBLEU_SEED, 12345 unless set ('none': unseeded)."""
+    """The shuffles' seed as sacrebleu's tests take it: SACREBLEU_SEED, 12345 unless set ('none': unseeded). Unlike
+    sacrebleu, which ignores a seed of 0, 0 seeds."""
     seed = os.environ.get("SACREBLEU_SEED", "12345")
     return None if seed.lower() == "none" else int(seed)
 
@@ -174,22 +175,25 @@ def compare_bleu_draws(
     """Is A's BLEU-4 higher than B's? Each run completed every test prefix once per draw (one list per draw, in the
     order of `references`); a run's score is its draws' corpus BLEU-4 (as the runs' metrics compute it), averaged.
 
-    Paired approximate randomization over test prefixes: a shuffle swaps everything the two runs wrote for one
-    prefix (all its draws), so the test asks whether the difference could come from which prefix each completion
-    happens to belong to, as the perplexity bootstrap asks of test sentences; swapping single completions instead
-    would count a prefix's draws as independent evidence. With one draw this is sacrebleu's PairedTest (the same
-    shuffles from the same seed, so the same p). More draws average out the sampling noise of a single completion
-    per prefix, which dominates BLEU-4 differences of a point or less.
+    Paired approximate randomization over test prefixes: could the difference arise if, prefix by prefix, which
+    run wrote that prefix's completions were a coin flip? (Null: for each prefix the two runs' sets of completions
+    are exchangeable.) A shuffle swaps everything the two runs wrote for one prefix, all its draws at once, so the
+    prefix, not the completion, is the unit of evidence, as the sentence is in the perplexity bootstrap; swapping
+    single completions would count a prefix's draws as independent evidence. More draws average out the sampling
+    noise of a single completion per prefix, which dominates BLEU-4 differences of a point or less.
 
-    Like sacrebleu, it counts only shuffles whose difference is strictly larger than the observed one (multeval's
-    convention), so ties make p too small: with a handful of completions, or many with identical statistics, a
-    one-sentence lead can get p near 0. On 100-300 varied completions of different lengths ties are rare."""
+    With one draw these are sacrebleu's PairedTest shuffles (same seed, same mask), with one change: a shuffle
+    whose difference ties the observed one counts as at least as large. sacrebleu counts only strictly larger ones
+    (multeval's convention), which with ties gives p = 1/(trials+1) whatever the evidence: two identical runs, or a
+    lead resting on one prefix of three, read as 'clearly different'. Without ties the p is sacrebleu's."""
     from sacrebleu.metrics import BLEU
 
     if len(draws_a) != len(draws_b) or not draws_a:
         raise ValueError("need the same number (>= 1) of draws from both runs")
     if not references or any(len(d) != len(references) for d in (*draws_a, *draws_b)):
         raise ValueError("need the same number (>= 1) of completions from both runs and references in every draw")
+    if trials < 1:
+        raise ValueError(f"need at least 1 shuffle, got {trials}")
     metric = BLEU()
     refs = [list(references)]
     # sufficient statistics (lengths, n-gram matches and totals) per draw and prefix: (draws, prefixes, stats)
@@ -201,19 +205,21 @@ def compare_bleu_draws(
 
     bleu_a, bleu_b = mean_bleu(stats_a.sum(1)), mean_bleu(stats_b.sum(1))
     observed = abs(bleu_a - bleu_b)
-    # the shuffles sacrebleu draws (baseline B first): row t keeps prefix i's roles when take_b[t, i]
-    take_b = np.random.default_rng(_ar_seed()).integers(2, size=(trials, len(references)), dtype=bool)
+    # sacrebleu's shuffles (baseline B first): in shuffle t, A's side takes B's statistics for prefix i when
+    # swap[t, i], and B's side takes A's
+    swap = np.random.default_rng(_ar_seed()).integers(2, size=(trials, len(references)), dtype=bool)
     draws, prefixes, width = stats_a.shape
-    by_prefix_a, by_prefix_b = (x.transpose(1, 0, 2).reshape(prefixes, draws * width).astype(float) for x in (stats_a, stats_b))
-    shuffled_a = np.rint(take_b @ by_prefix_b + ~take_b @ by_prefix_a).astype(np.int64).reshape(trials, draws, width)
+    by_prefix_a, by_prefix_b = (x.transpose(1, 0, 2).reshape(prefixes, draws * width).astype(float)
+                                for x in (stats_a, stats_b))
+    shuffled_a = np.rint(swap @ by_prefix_b + ~swap @ by_prefix_a).astype(np.int64).reshape(trials, draws, width)
     shuffled_b = stats_a.sum(1) + stats_b.sum(1) - shuffled_a  # each prefix's statistics go to one side or the other
-    larger = sum(abs(mean_bleu(sa) - mean_bleu(sb)) > observed for sa, sb in zip(shuffled_a, shuffled_b, strict=True))
-    # equal scores: every shuffle differs by at least as much (p = 1); the strict count would give 1/(trials+1),
-    # so two identical runs read "p = 0.000 ... no clear difference"
-    p_value = 1.0 if bleu_a == bleu_b else (larger + 1) / (trials + 1)
+    differences = np.array([abs(mean_bleu(sa) - mean_bleu(sb)) for sa, sb in zip(shuffled_a, shuffled_b, strict=True)])
+    # a tie is a swap of equal scores, recomputed in another order: equal up to rounding
+    at_least = np.sum(differences >= observed - 1e-9 * max(observed, 1.0))
     fourgrams = [int(metric._compute_score_from_stats(s.sum((0, 1))).counts[3]) for s in (stats_a, stats_b)]
-    return BleuComparison(bleu_a=bleu_a, bleu_b=bleu_b, p_value=p_value, n_completions=draws * prefixes,
-                          trials=trials, fourgrams_a=fourgrams[0], fourgrams_b=fourgrams[1], draws=len(draws_a))
+    return BleuComparison(bleu_a=bleu_a, bleu_b=bleu_b, p_value=float((at_least + 1) / (trials + 1)),
+                          n_completions=draws * prefixes, trials=trials, fourgrams_a=fourgrams[0],
+                          fourgrams_b=fourgrams[1], draws=draws)
 
 
 def compare_bleu(

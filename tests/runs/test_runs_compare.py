@@ -139,8 +139,8 @@ def test_bleu_comparison_scores_as_the_runs_do_and_tests_the_difference():
     mixed_a = good[:30] + poor[30:]
     mixed_b = poor[:30] + good[30:]
     assert compare_bleu(mixed_a, mixed_b, REFERENCES, trials=2000).verdict == "no clear difference"
-    # the same completions twice: sacrebleu's strict count gives p = 1 / (trials + 1), yet there is no difference
-    assert compare_bleu(good, good, REFERENCES, trials=2000).verdict == "no clear difference"
+    # the same completions twice: every shuffle ties (sacrebleu's strict count gave p = 1 / (trials + 1))
+    assert compare_bleu(good, good, REFERENCES, trials=2000).p_value == 1.0
     with pytest.raises(ValueError, match="same number"):
         compare_bleu(good, poor[:-1], REFERENCES)
 
@@ -158,6 +158,55 @@ def test_one_draw_is_sacrebleus_own_paired_test():
                             n_samples=500)()[1]["BLEU"]
         assert (ours.bleu_b, ours.bleu_a) == (theirs[0].score, theirs[1].score)
         assert ours.p_value == theirs[1].p_value  # the same shuffles from the same seed
+
+
+def test_a_lead_resting_on_one_prefix_of_a_few_is_not_clear():
+    good, poor = REFERENCES[0].replace("friend", "pal"), "i think 0 is a number"
+    # one prefix: every shuffle either keeps the difference or mirrors it, a tie (sacrebleu: p = 1 / (trials + 1))
+    assert compare_bleu([good], [poor], REFERENCES[:1], trials=500).p_value == 1.0
+    assert compare_bleu_draws([[good]] * 5, [[poor]] * 5, REFERENCES[:1], trials=500).p_value == 1.0
+    # three prefixes, A ahead on one and the same on the others: every shuffle keeps or mirrors the lead
+    others = [r.replace("friend", "pal") for r in REFERENCES[1:3]]
+    result = compare_bleu([good, *others], [poor, *others], REFERENCES[:3], trials=2000)
+    assert result.p_value == 1.0 and result.verdict == "no clear difference"
+
+
+def naive_p_value(draws_a, draws_b, references, trials: int) -> float:
+    """The test written out on strings: each shuffle builds both runs' swapped completions and scores every draw
+    with sacrebleu's corpus_score (slow; for checking compare_bleu_draws on small inputs)."""
+    from sacrebleu.metrics import BLEU
+
+    def score(draws):
+        return np.mean([BLEU().corpus_score(list(d), [list(references)]).score for d in draws])
+
+    observed = abs(score(draws_a) - score(draws_b))
+    swap = np.random.default_rng(12345).integers(2, size=(trials, len(references)), dtype=bool)
+    at_least = 0
+    for row in swap:
+        a = [[db[i] if row[i] else da[i] for i in range(len(references))] for da, db in zip(draws_a, draws_b, strict=True)]
+        b = [[da[i] if row[i] else db[i] for i in range(len(references))] for da, db in zip(draws_a, draws_b, strict=True)]
+        at_least += abs(score(a) - score(b)) >= observed - 1e-9
+    return (at_least + 1) / (trials + 1)
+
+
+@pytest.mark.parametrize("prefixes, draws, seed", [(6, 1, 0), (12, 3, 1), (20, 4, 2)])
+def test_draws_test_is_the_test_written_out_on_strings(prefixes, draws, seed, monkeypatch):
+    monkeypatch.delenv("SACREBLEU_SEED", raising=False)
+    rng = np.random.default_rng(seed)
+    words = "the a cat dog man went to market on day with friend i think is number".split()
+    refs = REFERENCES[:prefixes]
+
+    def system():
+        return [[" ".join(rng.choice(words, size=rng.integers(3, 12))) if rng.random() < 0.7 else ref
+                 for ref in refs] for _ in range(draws)]
+
+    a, b = system(), system()
+    result = compare_bleu_draws(a, b, refs, trials=150)
+    assert result.p_value == pytest.approx(naive_p_value(a, b, refs, trials=150), abs=1e-12)
+    # matching 4-grams summed over every draw, as BLEU clips them per completion
+    from sacrebleu.metrics import BLEU
+
+    assert result.fourgrams_a == sum(BLEU().corpus_score(d, [refs]).counts[3] for d in a) > 0
 
 
 def sampled_system(copy_rates, draws: int, seed: int) -> list[list[str]]:
