@@ -226,7 +226,7 @@ def compare_bleu(
     hyps_a: Sequence[str], hyps_b: Sequence[str], references: Sequence[str], trials: int = 10_000
 ) -> BleuComparison:
     """compare_bleu_draws with one completion of each test prefix per run: sacrebleu's paired approximate
-    randomization test on BLEU-4."""
+    randomization test on BLEU-4, with ties counted as reaching the observed difference."""
     return compare_bleu_draws([hyps_a], [hyps_b], references, trials=trials)
 
 
