@@ -3,9 +3,10 @@
 Perplexity: two runs scored on the same private test sentences (same data config, seed and tokenizer) differ
 sentence by sentence; resampling whole sentences, with each sentence's NLL from both runs kept together, gives a
 confidence interval for the ratio of their corpus perplexities that accounts for which sentences happen to be in
-the test set. BLEU-4: sacrebleu's paired approximate randomization test on the two runs' completions of the same
-test prefixes (the one each run saved, or several drawn from the runs' saved models). Neither says anything about training randomness (a rerun with another seed); see
-cached_runs/NOTES.md for that spread.
+the test set. BLEU-4: a paired approximate randomization test over the test prefixes both runs completed (the
+completion each run saved, or several drawn from the runs' saved models), with sacrebleu's statistics and shuffles.
+Neither says anything about training randomness (a rerun with another seed); see cached_runs/NOTES.md for that
+spread.
 """
 
 from __future__ import annotations

@@ -56,9 +56,9 @@ def complete_prefix(run: RunDir, prefix: str, seed: int = 0) -> str:
 
 def resample_completions(run: RunDir, draws: int) -> list[list[str]]:
     """`draws` seeded completions of every test prefix the run completed, by its saved model with its own
-    decoding settings: one list per draw, in completions.jsonl's order. Draw 0 repeats completions.jsonl (sampled
-    in the pipeline's batches, so it does; at another torch thread count than the run's, float rounding can change
-    a rare token)."""
+    decoding settings: one list per draw, in completions.jsonl's order. Draw 0 repeats completions.jsonl (the same
+    seed and batches as the pipeline; at another torch thread count than the run's, float rounding can change a rare
+    token)."""
     if draws < 1:
         raise ValueError(f"draws must be at least 1, got {draws}")
     model, tokenizer = saved_model(run)
