@@ -313,7 +313,7 @@ def cmd_compare(args) -> int:
                 raise ConfigError(f"--draws {args.draws} needs both runs' saved models: {exc}") from None
         prefixes = len(shared_references(run_a, run_b))
         print(f"drawing {args.draws} completions of each of the {prefixes} test prefixes with each run's saved model "
-              f"({2 * args.draws} passes over them; about 10 s each for quick's 1,000 on 2 cores)", file=sys.stderr)
+              f"(one pass over them per draw and run; about 10 s each for quick's 1,000 on 2 cores)", file=sys.stderr)
     bleu = compare_runs_bleu(run_a, run_b, draws=args.draws)
     out["bleu4"] = {**bleu.__dict__, "verdict": bleu.verdict}
     lines.append(bleu.summary())

@@ -231,21 +231,27 @@ def compare_bleu(
     return compare_bleu_draws([hyps_a], [hyps_b], references, trials=trials)
 
 
-def shared_references(run_a: RunDir, run_b: RunDir) -> list[str]:
-    """The references of the test prefixes both runs completed; NotComparableError when the prefixes differ."""
+def _paired_rows(run_a: RunDir, run_b: RunDir) -> tuple[list[dict], list[dict]]:
+    """Both runs' completions.jsonl rows; NotComparableError when they completed different test prefixes."""
     rows_a, rows_b = run_a.completions(), run_b.completions()
     if [(r.get("prefix"), r.get("reference")) for r in rows_a] != [(r.get("prefix"), r.get("reference")) for r in rows_b]:
         raise NotComparableError("the runs completed different test prefixes (another data config, seed or size)")
-    return [r["reference"] for r in rows_a]
+    return rows_a, rows_b
+
+
+def shared_references(run_a: RunDir, run_b: RunDir) -> list[str]:
+    """The references of the test prefixes both runs completed; NotComparableError when the prefixes differ."""
+    return [r["reference"] for r in _paired_rows(run_a, run_b)[0]]
 
 
 def compare_runs_bleu(run_a: RunDir, run_b: RunDir, trials: int = 10_000, draws: int = 1) -> BleuComparison:
     """compare_bleu on two runs' completions.jsonl, refusing runs that completed different test prefixes. With
     draws > 1, each run's saved model completes every prefix `draws` times (draw 0 is completions.jsonl)."""
-    references = shared_references(run_a, run_b)
+    rows_a, rows_b = _paired_rows(run_a, run_b)
+    references = [r["reference"] for r in rows_a]
     if draws == 1:
-        return compare_bleu([r["completion"] for r in run_a.completions()],
-                            [r["completion"] for r in run_b.completions()], references, trials=trials)
+        return compare_bleu([r["completion"] for r in rows_a], [r["completion"] for r in rows_b], references,
+                            trials=trials)
     from core.runs.live import resample_completions  # loads the models: torch only when asked for
 
     drawn_a = resample_completions(run_a, draws)
