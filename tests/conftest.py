@@ -35,3 +35,18 @@ def micro_config(**overrides):
 @pytest.fixture
 def micro():
     return micro_config
+
+
+# What a progress line of DP-SGD's or ADP's private training may say: where the run is, and what was fixed before
+# it began. A batch's size or loss is computed from the private sentences without noise: outside any epsilon.
+PRIVATE_TRAINING_STAGES = {"noisysgd": "dp-train", "noisysgd+pseudo": "dp-train", "noisysgd-gc+pseudo": "dp-train",
+                           "adp": "adp-train"}
+PUBLIC_PROGRESS_FIELDS = {"time", "stage", "progress", "step", "steps", "epoch", "message", "noise_multiplier"}
+
+
+def check_private_training_releases_nothing_unaccounted(progress: list[dict], metrics: dict, method: str) -> None:
+    stage = PRIVATE_TRAINING_STAGES[method]
+    fields = set().union(*(line.keys() for line in progress if line.get("stage") == stage))
+    assert "step" in fields, f"no progress line of stage {stage}"
+    assert fields <= PUBLIC_PROGRESS_FIELDS, fields - PUBLIC_PROGRESS_FIELDS
+    assert "epoch_losses" not in metrics

@@ -124,7 +124,7 @@ def adp(ws: Workspace) -> MethodResult:
     # 3. Adaptive-DP-Adam: noise std gamma_t * sigma * C at step t
     t0 = time.time()
     plan = Plan(schedule, len(loader), sigma, q)
-    taken, epoch_losses = run_schedule(ws, model, optimizer, seqs, plan, "adp-train",
+    taken = run_schedule(ws, model, optimizer, seqs, plan, "adp-train",
                                        multiplier_of_step=lambda t: float(gammas[t]) * sigma)
     timings["train_s"] = time.time() - t0
 
@@ -141,7 +141,6 @@ def adp(ws: Workspace) -> MethodResult:
         "rho": {"min": float(rho.min()), "mean": float(rho.mean()), "median": float(np.median(rho)),
                 "max": float(rho.max())},
         "epsilon_claimed": privacy["epsilon_claimed"],
-        "epoch_losses": epoch_losses,
         "dp_timings": {**timings, "step_ms": 1000 * timings["train_s"] / max(taken, 1)},
     }
     return MethodResult(unwrap(model), privacy, metrics)

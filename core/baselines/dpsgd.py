@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from opacus import PrivacyEngine
@@ -223,15 +222,16 @@ def calibrate(ws: Workspace, sampling_rate: float | None, steps: int, batch_of: 
 
 
 def run_schedule(ws: Workspace, model, optimizer, seqs, plan: Plan, stage: str,
-                 multiplier_of_step: Callable[[int], float] | None = None) -> tuple[int, list[float]]:
-    """Train on the planned batches; returns (steps taken, mean loss per epoch).
+                 multiplier_of_step: Callable[[int], float] | None = None) -> int:
+    """Train on the planned batches; returns the number of steps taken.
 
     `multiplier_of_step` overrides the noise multiplier step by step (adaptive DP); None keeps the plan's.
+    Progress lines carry the step and epoch only: a batch's size and loss are computed from the private
+    sentences without noise (the size says whether a sentence was sampled), so no epsilon covers them and
+    they are never released.
     """
     steps = len(plan.schedule)
     log_every = max(1, steps // 50)
-    epoch_losses: list[float] = []
-    running: list[float] = []
     model.train()
     taken = 0
     for t, idx in enumerate(plan.schedule):
@@ -239,19 +239,12 @@ def run_schedule(ws: Workspace, model, optimizer, seqs, plan: Plan, stage: str,
             break
         if multiplier_of_step is not None:
             optimizer.noise_multiplier = multiplier_of_step(t)
-        loss = dp_step(model, optimizer, [seqs[i] for i in idx], ws.pad_id)
+        dp_step(model, optimizer, [seqs[i] for i in idx], ws.pad_id)
         taken = t + 1
-        if not math.isnan(loss):
-            running.append(loss)
-        end_of_epoch = taken % plan.steps_per_epoch == 0 or taken == steps
-        if end_of_epoch:
-            epoch_losses.append(float(np.mean(running)) if running else math.nan)
-            running = []
-        if end_of_epoch or taken % log_every == 0:
+        if taken % plan.steps_per_epoch == 0 or taken == steps or taken % log_every == 0:
             ws.log(stage, ws.method_progress(taken / steps), step=taken, steps=steps,
-                   epoch=math.ceil(taken / plan.steps_per_epoch), batch=len(idx),
-                   loss=round(loss, 4) if not math.isnan(loss) else None)
-    return taken, epoch_losses
+                   epoch=math.ceil(taken / plan.steps_per_epoch))
+    return taken
 
 
 def train_dp(ws: Workspace, model, *, ghost: bool, batch_size: int, stage: str) -> tuple[object, dict, dict]:
@@ -283,7 +276,7 @@ def train_dp(ws: Workspace, model, *, ghost: bool, batch_size: int, stage: str) 
            f"for epsilon {eps} over {len(plan.schedule)} steps", noise_multiplier=plan.noise_multiplier)
 
     t0 = time.time()
-    taken, epoch_losses = run_schedule(ws, model, optimizer, seqs, plan, stage)
+    taken = run_schedule(ws, model, optimizer, seqs, plan, stage)
     train_s = time.time() - t0
 
     events = plan.events(taken)
@@ -309,7 +302,6 @@ def train_dp(ws: Workspace, model, *, ghost: bool, batch_size: int, stage: str) 
         "sampling_rate": plan.sampling_rate,
         "logical_batch": batch_size,
         "batching": dp.batching,
-        "epoch_losses": epoch_losses,
         "dp_timings": {"calibrate_s": calibrate_s, "train_s": train_s,
                        "step_ms": 1000 * train_s / max(taken, 1)},
     }

@@ -7,7 +7,11 @@ import pytest
 
 from core.runs.pipeline import execute
 from core.runs.store import RunDir
-from tests.conftest import micro_config
+from tests.conftest import (
+    PRIVATE_TRAINING_STAGES,
+    check_private_training_releases_nothing_unaccounted,
+    micro_config,
+)
 
 # smaller than the micro preset: these runs check the plumbing, not the quality (a 1-layer, 32-wide model)
 FAST = dict(data__private_train=160, data__private_test=20, data__public_train=160, decode__n_completions=8,
@@ -20,6 +24,8 @@ def run_method(tmp_path, method, **overrides):
     run = RunDir.create(tmp_path / method.replace("+", "_"), cfg.to_dict(), cfg.seed)
     metrics = execute(cfg, run)
     privacy = json.loads((run.path / "privacy.json").read_text())
+    if method in PRIVATE_TRAINING_STAGES:
+        check_private_training_releases_nothing_unaccounted(run.progress(), metrics, method)
     return cfg, privacy, metrics
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from core.config import RunConfig, stable_hash, validate
 from core.runs.store import RunDir
+from tests.conftest import PRIVATE_TRAINING_STAGES, check_private_training_releases_nothing_unaccounted
 
 CACHED = Path(__file__).resolve().parents[2] / "cached_runs"
 ALL_RUNS = sorted(p for p in CACHED.iterdir() if p.is_dir()) if CACHED.is_dir() else []
@@ -60,6 +61,8 @@ def test_cached_run_is_complete_and_matches_its_config(path):
         # the epsilon recomputed from the recorded events never exceeds the target
         assert privacy["epsilon"] <= cfg.privacy.epsilon + 1e-6
         assert privacy["events"], "a DP run must record its mechanism events"
+    if cfg.method in PRIVATE_TRAINING_STAGES:
+        check_private_training_releases_nothing_unaccounted(run.progress(), metrics, cfg.method)
 
 
 @pytest.mark.parametrize("path", SYNTH_RUNS, ids=[p.name for p in SYNTH_RUNS])
