@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from core.config import RunConfig, preset_config
+from core.config import ConfigError, RunConfig, effective_config, preset_config
 
 EPSILONS = (0.5, 1.0, 2.0, 3.0, 5.0, 8.0)
 REFERENCES = ("pri-gpt", "pub-gpt", "pub-gpt+pseudo")
@@ -103,10 +103,24 @@ PLANS: dict[str, Callable[[str], Iterator[tuple[str, dict]]]] = {  # preset name
 
 
 def plan_configs(plan: str, preset: str, seed: int = 0) -> list[tuple[str, RunConfig]]:
+    """(run name, config) of every run of the plan; a seed other than 0 is named (tiny-pub-gpt-seed1), as the
+    shipped runs of seeds 1 and 2 are, so that two seeds never share a folder."""
     if plan not in PLANS:
         raise ValueError(f"unknown plan {plan!r}; choose one of {', '.join(PLANS)}")
-    return [(f"{preset}-{name}", preset_config(preset, seed=seed, **overrides))
+    suffix = f"-seed{seed}" if seed else ""
+    return [(f"{preset}-{name}{suffix}", preset_config(preset, seed=seed, **overrides))
             for name, overrides in PLANS[plan](preset)]
+
+
+def holds_config(run, cfg: RunConfig) -> bool:
+    """Whether a finished run folder holds this config (fields its method never reads aside)."""
+    from core.runs.store import RunFormatError
+
+    try:
+        stored = run.run_config()
+    except (ConfigError, RunFormatError):
+        return False
+    return stored is not None and effective_config(stored.to_dict()) == effective_config(cfg.to_dict())
 
 
 def run_plan(plan: str, preset: str, out: Path, seed: int = 0, execute=None, echo=print) -> list[str]:
@@ -120,8 +134,12 @@ def run_plan(plan: str, preset: str, out: Path, seed: int = 0, execute=None, ech
     for i, (name, cfg) in enumerate(configs, 1):
         path = out / name
         if path.exists() and RunDir(path).is_complete():
-            echo(f"[{i}/{len(configs)}] {name}: already done, skipped")
-            done.append(name)
+            if holds_config(RunDir(path), cfg):
+                echo(f"[{i}/{len(configs)}] {name}: already done, skipped")
+                done.append(name)
+            else:  # never counted as this plan's run, never overwritten: it may be someone's result
+                echo(f"[{i}/{len(configs)}] {name}: NOT RUN: {path} holds a finished run of other settings "
+                     "(move it away, or sweep into another --out)")
             continue
         if path.exists():
             import shutil

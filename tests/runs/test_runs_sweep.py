@@ -39,3 +39,37 @@ def test_sweep_skips_finished_runs_and_redoes_broken_ones(tmp_path):
     run_plan("teachers", "tiny", tmp_path, execute=fake_execute, echo=lines.append)
     assert sum("skipped" in line for line in lines) == 3
     assert any("teachers10: ppl" in line for line in lines)
+
+
+def test_a_seed_other_than_0_is_named_and_never_takes_seed_0s_runs(tmp_path):
+    names = [name for name, _ in plan_configs("adp", "tiny", seed=1)]
+    assert names == ["tiny-adp-eps3-seed1", "tiny-adp-eps8-seed1"]
+    run_plan("adp", "tiny", tmp_path, execute=fake_execute, echo=lambda line: None)
+    lines = []
+    done = run_plan("adp", "tiny", tmp_path, seed=1, execute=fake_execute, echo=lines.append)
+    assert done == names and not any("skipped" in line for line in lines)
+    assert RunDir(tmp_path / "tiny-adp-eps3").run_config().seed == 0
+    assert RunDir(tmp_path / "tiny-adp-eps3-seed1").run_config().seed == 1
+
+
+def test_a_finished_run_of_other_settings_is_neither_skipped_as_done_nor_overwritten(tmp_path):
+    run_plan("adp", "tiny", tmp_path, execute=fake_execute, echo=lambda line: None)
+    other = preset_config("tiny", method="adp", privacy__epsilon=5.0)  # someone's run under the plan's name
+    run = RunDir(tmp_path / "tiny-adp-eps3")
+    (run.path / "config.json").write_text((run.path / "config.json").read_text().replace('"epsilon": 3.0', '"epsilon": 5.0'))
+    assert run.run_config() == other
+    lines = []
+    done = run_plan("adp", "tiny", tmp_path, execute=fake_execute, echo=lines.append)
+    assert done == ["tiny-adp-eps8"]
+    assert "NOT RUN" in lines[0] and "other settings" in lines[0] and "already done" in lines[1]
+    assert run.run_config() == other and run.is_complete()
+
+
+def test_a_run_differing_only_in_fields_its_method_never_reads_counts_as_done(tmp_path):
+    run_plan("adp", "tiny", tmp_path, execute=fake_execute, echo=lambda line: None)
+    run = RunDir(tmp_path / "tiny-adp-eps3")  # ADP never reads the SeqPATE section
+    (run.path / "config.json").write_text((run.path / "config.json").read_text().replace('"teachers": 10', '"teachers": 7'))
+    assert run.run_config().seqpate.teachers == 7
+    lines = []
+    assert run_plan("adp", "tiny", tmp_path, execute=fake_execute, echo=lines.append) == ["tiny-adp-eps3", "tiny-adp-eps8"]
+    assert all("already done" in line for line in lines)
