@@ -138,14 +138,13 @@ def _unread_flags(cfg: RunConfig, flagged: dict[str, str]) -> dict[str, str]:
 
 def cmd_run(args) -> int:
     from core.data import load_prepared
-    from core.runs.store import RunDir, RunExistsError
+    from core.runs.store import RunDir, check_new_run_dir
 
     # Every check the user can act on comes before the run folder is made, so a refusal writes nothing; the
     # engine (torch) is imported only after them, so a refusal is also quick.
     cfg = config_from_args(args)
     run_dir = Path(args.run_dir)
-    if run_dir.exists() and not (run_dir.is_dir() and not any(run_dir.iterdir())):
-        raise RunExistsError(f"run directory already exists: {run_dir}")
+    check_new_run_dir(run_dir)
     data = load_prepared(cfg.data, cfg.seed)  # cached in this process: the pipeline reuses it
     check_private_size(cfg, len(data.private_train))
     thread_setting()  # a SEQPATE_THREADS that is not a number is refused here, not as a failed run

@@ -85,6 +85,22 @@ class RunReadOnlyError(RunError, PermissionError):
     """A write to a shipped (cached) run, or another change the run's state does not allow."""
 
 
+def check_new_run_dir(path: Path) -> None:
+    """RunExistsError unless a new run can be made at path: an absent path or an empty folder, with no file on
+    the way to it. Checked before anything is written, so a refusal leaves everything as it was."""
+    if path.is_dir():
+        if any(path.iterdir()):
+            raise RunExistsError(f"run directory already exists: {path}")
+        return
+    if path.exists():
+        raise RunExistsError(f"run directory already exists: {path} is a file")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise RunExistsError(f"run directory {path} cannot be made: {parent} is a file")
+            return
+
+
 def now_iso() -> str:
     """UTC timestamp with milliseconds; strings of this form sort in time order."""
     return datetime.now(UTC).isoformat(timespec="milliseconds")
@@ -309,10 +325,8 @@ class RunDir:
         """
         run = cls(path)
         path = run.path
-        if path.exists() and not path.is_dir():
-            raise RunExistsError(f"run directory already exists: {path}")
-        if path.is_dir() and any(path.iterdir()) and not exist_ok:
-            raise RunExistsError(f"run directory already exists: {path}")
+        if not (exist_ok and path.is_dir()):
+            check_new_run_dir(path)
         path.mkdir(parents=True, exist_ok=True)
         created = now_iso()
         # status.json first: a folder with a status but no config yet is a run being created, whereas a folder

@@ -87,10 +87,11 @@ def _base_overrides(base: dict) -> dict:
 
 
 def cmd_synth(args) -> int:
-    from core.runs.store import RunDir
+    from core.runs.store import RunDir, check_new_run_dir
     from core.synth.job import prepare_job
 
     cfg, base = config_from_args(args)
+    check_new_run_dir(Path(args.run_dir))  # before the data is read: a refusal is quick
     job = prepare_job(cfg, base)  # data errors end here, before anything is written
     thread_setting()  # so does a SEQPATE_THREADS that is not a number
     run = RunDir.create(Path(args.run_dir), job.config_dict(), cfg.seed)

@@ -207,12 +207,13 @@ def test_an_existing_run_directory_is_left_exactly_as_it_was(tmp_path: Path, nan
                    f"run directory already exists: {existing.path}")
     assert tree_snapshot(existing.path) == before
     a_file = _write(tmp_path / "a-file", b"keep me")
-    one_line_error(cli("run", *TINY, "--run-dir", str(a_file)), "run directory already exists")
+    one_line_error(cli("run", *TINY, "--run-dir", str(a_file)), f"run directory already exists: {a_file} is a file")
     assert a_file.read_bytes() == b"keep me"
     # A run folder that cannot be made (its parent is a file) is one line too, not a traceback.
     config = tmp_path / "nano.json"
     config.write_text(json.dumps(nano(method="pub-gpt").to_dict()))
-    one_line_error(cli("run", "--config", str(config), "--run-dir", str(a_file / "sub")), "Not a directory")
+    one_line_error(cli("run", "--config", str(config), "--run-dir", str(a_file / "sub")),
+                   f"run directory {a_file / 'sub'} cannot be made: {a_file} is a file")
     assert a_file.read_bytes() == b"keep me"
 
 

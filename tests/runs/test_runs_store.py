@@ -150,6 +150,18 @@ def test_create_refuses_an_existing_run(tmp_path: Path) -> None:
     assert RunDir(tmp_path / "r1").config()["config"] == {"method": "x"}
 
 
+
+def test_create_refuses_a_file_and_a_path_under_a_file_in_words_and_writes_nothing(tmp_path: Path) -> None:
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("keep me")
+    with pytest.raises(RunExistsError, match=f"^run directory already exists: {a_file} is a file$"):
+        RunDir.create(a_file, {}, seed=0)
+    with pytest.raises(RunExistsError, match=f"^run directory {a_file}/a/b cannot be made: {a_file} is a file$"):
+        RunDir.create(a_file / "a" / "b", {}, seed=0)
+    assert a_file.read_text() == "keep me" and sorted(tmp_path.iterdir()) == [a_file]
+    RunDir.create(tmp_path / "new" / "deep" / "run", {}, seed=0)  # missing parents are made
+
+
 def test_round_trip_of_every_file(tmp_path: Path) -> None:
     run = _new_run(tmp_path)
     run.set_status(state="running", stage="teachers")

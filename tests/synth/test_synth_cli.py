@@ -96,6 +96,15 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, args,
     assert not run_dir.exists()
 
 
+def test_a_run_dir_under_a_file_is_refused_before_the_data_is_read(tmp_path, capsys):
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("keep me")
+    assert main(["synth", "--corpus", str(tmp_path / "missing.csv"), "--run-dir", str(a_file / "run")]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == f"error: run directory {a_file / 'run'} cannot be made: {a_file} is a file"
+    assert a_file.read_text() == "keep me"
+
+
 def test_unknown_generator_is_refused_by_the_parser(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["synth", "--generator", "gan", "--run-dir", str(tmp_path / "run")])
