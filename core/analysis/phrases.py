@@ -2,7 +2,8 @@
 
 For every secret phrase (core.data.secrets) of the private train set, this run's mechanism gives:
 - SeqPATE: the phrase changes the data of the n_s teachers holding it: Gaussian releases with sensitivity
-  sqrt(2) * n_s (seqpate_phrase_epsilon); Laplace (ablation -gaussian): L1 sensitivity 2 * n_s.
+  sqrt(2) * n_s (the run's recorded events, each through group_release); Laplace (ablation -gaussian): L1
+  sensitivity 2 * n_s.
   n_s comes from the teacher partition, recomputed from the run's config exactly as core/seqpate/run.py does it.
 - DP-SGD (Poisson): group privacy over the n sentences holding it (dpsgd_phrase_epsilon).
 - DP-SGD with batching users: one Gaussian per epoch for each fixed batch that holds it
@@ -28,7 +29,6 @@ from core.privacy import (
     ACCOUNTANT_NONE,
     ACCOUNTANT_PLD,
     GaussianEvent,
-    LaplaceEvent,
     PrivacyReport,
     SubsampledGaussianEvent,
     calibrate_for_average,
@@ -40,11 +40,10 @@ from core.privacy import (
     gaussian_epsilon,
     gaussian_noise_multiplier,
     gaussian_std,
-    seqpate_phrase_epsilon,
+    group_release,
     summarize_phrase_epsilons,
     user_batched_phrase_epsilon,
 )
-from core.privacy.calibrate import SEQPATE_L1_SENSITIVITY as SEQPATE_L1
 from core.privacy.calibrate import SEQPATE_L2_SENSITIVITY as SEQPATE_L2
 
 # dpsgd_phrase_epsilon's coarse pre-pass (fixed 1e-2 grid) costs minutes when a phrase's epsilon is in the
@@ -125,20 +124,15 @@ def teachers_holding(phrases: Sequence[SecretPhrase], teacher_of: np.ndarray) ->
 
 
 def seqpate_phrase_report(privacy: dict[str, Any], n_s: int, delta: float) -> PrivacyReport:
-    """A phrase in n_s teachers: the run's releases with n_s times the per-teacher sensitivity (App. D), with the
-    accountant that produced the epsilon (Laplace releases may fall back to basic composition)."""
-    mech = privacy.get("mechanism", "gaussian")
-    scale = float(privacy.get("noise_scale", 0.0))
-    queries = int(privacy.get("queries_spent", 0))
-    if n_s == 0 or queries == 0:
+    """A phrase in n_s teachers: the run's recorded releases (privacy.json's events) with n_s times their
+    sensitivity (App. D), accounted as the run's epsilon was (Laplace releases may fall back to basic
+    composition)."""
+    if not privacy.get("events"):  # never read as "nothing released": that would print epsilon 0
+        raise ValueError("privacy.json of a SeqPATE run records no mechanism events; its phrase epsilons cannot be computed")
+    events = events_from_dicts(privacy["events"])
+    if n_s == 0 or not any(e.count for e in events):
         return PrivacyReport(0.0, delta, ACCOUNTANT_NONE)
-    default = SEQPATE_L1 if mech == "laplace" else SEQPATE_L2
-    sens = float(privacy.get("sensitivity") or default)
-    if mech == "laplace":
-        return epsilon_from_events([LaplaceEvent(scale, sens * n_s, queries)], delta)
-    if math.isclose(sens, SEQPATE_L2, rel_tol=1e-12):
-        return PrivacyReport(seqpate_phrase_epsilon(scale, queries, n_s, delta), delta, ACCOUNTANT_EXACT_GAUSSIAN)
-    return epsilon_from_events([GaussianEvent(scale, sens * n_s, queries)], delta)
+    return epsilon_from_events([group_release(e, n_s) for e in events], delta)
 
 
 def dpsgd_phrase_eps(events: Sequence[SubsampledGaussianEvent], occurrences: int, delta: float) -> float:

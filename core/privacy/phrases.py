@@ -9,11 +9,12 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from core.privacy._validate import check_delta, check_int, check_nonneg_finite, check_rate
 from core.privacy.accountant import _epsilon, _plan, epsilon_from_events
 from core.privacy.calibrate import SEQPATE_L2_SENSITIVITY
-from core.privacy.events import GaussianEvent, SubsampledGaussianEvent
+from core.privacy.events import GaussianEvent, LaplaceEvent, SubsampledGaussianEvent
 
 
 def seqpate_phrase_epsilon(noise_std: float, queries: int, teachers_holding: int, delta: float) -> float:
@@ -29,6 +30,17 @@ def seqpate_phrase_epsilon(noise_std: float, queries: int, teachers_holding: int
     if teachers_holding == 0 or queries == 0:
         return 0.0
     return epsilon_from_events([GaussianEvent(noise_std, SEQPATE_L2_SENSITIVITY * teachers_holding, queries)], delta).epsilon
+
+
+def group_release(event: GaussianEvent | LaplaceEvent, members: int) -> GaussianEvent | LaplaceEvent:
+    """The same releases seen by a group of `members` units: each unit moves the released sum by at most the
+    event's sensitivity, so the group moves it by at most `members` times that (triangle inequality)."""
+    check_int("members", members, 0)
+    if isinstance(event, GaussianEvent):
+        return replace(event, sensitivity=event.sensitivity * members)
+    if isinstance(event, LaplaceEvent):
+        return replace(event, sensitivity_l1=event.sensitivity_l1 * members)
+    raise ValueError(f"group_release takes Gaussian or Laplace releases, got {event.mechanism}")
 
 
 _ROUGH_INTERVAL = 1e-2

@@ -34,6 +34,8 @@ from core.privacy import (
     ACCOUNTANT_BASIC_LAPLACE,
     ACCOUNTANT_EXACT_GAUSSIAN,
     ACCOUNTANT_PLD,
+    GaussianEvent,
+    LaplaceEvent,
     SubsampledGaussianEvent,
     dpsgd_phrase_epsilon,
     gaussian_epsilon,
@@ -57,7 +59,7 @@ def closed_form_epsilon(mu: float, delta: float) -> float:
 
 @pytest.mark.parametrize("n_s", [1, 2, 3, 5])
 def test_seqpate_phrase_epsilon_is_the_gaussian_closed_form(n_s):
-    privacy = {"mechanism": "gaussian", "noise_scale": STD, "queries_spent": QUERIES}
+    privacy = {"events": [GaussianEvent(STD, math.sqrt(2), QUERIES).to_dict()]}
     mu = math.sqrt(QUERIES) * math.sqrt(2) * n_s / STD  # sensitivity sqrt(2) * n_s, Q releases composed
     report = seqpate_phrase_report(privacy, n_s, DELTA)
     assert report.epsilon == pytest.approx(closed_form_epsilon(mu, DELTA), rel=1e-6)
@@ -68,11 +70,29 @@ def test_seqpate_phrase_epsilon_is_the_gaussian_closed_form(n_s):
 def test_seqpate_laplace_phrase_names_the_accountant_that_gave_its_epsilon():
     """Laplace releases (ablation -gaussian) go to the PLD accountant, but where basic composition of pure DP is
     smaller it is the bound reported, and the phrase row must name it rather than 'pld'."""
-    privacy = {"mechanism": "laplace", "noise_scale": 0.5, "queries_spent": 3, "sensitivity": 2.0}
-    basic = seqpate_phrase_report(privacy, 1, DELTA)
+    basic = seqpate_phrase_report({"events": [LaplaceEvent(0.5, 2.0, 3).to_dict()]}, 1, DELTA)
     assert basic.epsilon == pytest.approx(3 * 2.0 / 0.5) and basic.accountant == ACCOUNTANT_BASIC_LAPLACE
-    pld = seqpate_phrase_report({**privacy, "noise_scale": 1.0, "queries_spent": 1}, 1, DELTA)
+    pld = seqpate_phrase_report({"events": [LaplaceEvent(1.0, 2.0, 1).to_dict()]}, 1, DELTA)
     assert pld.epsilon == pytest.approx(2.0, abs=1e-4) and pld.accountant == ACCOUNTANT_PLD
+    two = seqpate_phrase_report({"events": [LaplaceEvent(1.0, 2.0, 1).to_dict()]}, 2, DELTA)  # L1 2 * n_s
+    assert two.epsilon == pytest.approx(4.0, abs=1e-4)
+
+
+def test_seqpate_phrase_epsilon_is_computed_from_the_recorded_events_not_the_summary_fields():
+    """privacy.json also states noise_scale and queries_spent; the events are what was released, and only they
+    are accounted (a summary field that disagreed would otherwise set the phrase table)."""
+    events = [GaussianEvent(STD, math.sqrt(2), QUERIES).to_dict()]
+    stale = {"mechanism": "gaussian", "noise_scale": 10 * STD, "queries_spent": 1, "sensitivity": 1.0,
+             "events": events}
+    for n_s in (1, 3):
+        assert seqpate_phrase_report(stale, n_s, DELTA).epsilon == seqpate_phrase_epsilon(STD, QUERIES, n_s, DELTA)
+    # releases recorded in two events compose: the same as one event with their counts added
+    split = {"events": [GaussianEvent(STD, math.sqrt(2), 400).to_dict(), GaussianEvent(STD, math.sqrt(2), 600).to_dict()]}
+    assert seqpate_phrase_report(split, 3, DELTA).epsilon == pytest.approx(seqpate_phrase_epsilon(STD, QUERIES, 3, DELTA), rel=1e-12)
+    assert seqpate_phrase_report({"events": [GaussianEvent(STD, math.sqrt(2), 0).to_dict()]}, 3, DELTA).epsilon == 0.0
+    for missing in ({}, {"events": []}, {"noise_scale": STD, "queries_spent": QUERIES}):  # never "nothing released"
+        with pytest.raises(ValueError, match="records no mechanism events"):
+            seqpate_phrase_report(missing, 3, DELTA)
 
 
 def _phrase(name, indices, users, kind="name", inserted=0):
@@ -87,7 +107,8 @@ def test_seqpate_table_uses_the_runs_partition():
     same = [i for i in range(40) if teacher_of[i] == teacher_of[0]][:2]
     spread = [int(np.flatnonzero(teacher_of == t)[0]) for t in range(4)]
     phrases = [_phrase("A", [5], ["u5"]), _phrase("B", same, ["u0", "u0"]), _phrase("C", spread, ["u1"] * 4)]
-    privacy = {"epsilon": 3.0, "delta": DELTA, "mechanism": "gaussian", "noise_scale": STD, "queries_spent": QUERIES}
+    privacy = {"epsilon": 3.0, "delta": DELTA, "mechanism": "gaussian", "noise_scale": STD, "queries_spent": QUERIES,
+               "events": [GaussianEvent(STD, math.sqrt(2), QUERIES).to_dict()]}
     table = phrase_table(cfg, privacy, phrases, train)
     assert table.kind == KIND_SEQPATE
     assert [r["teachers"] for r in table.rows] == [1, 1, 4]

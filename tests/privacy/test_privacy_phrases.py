@@ -9,6 +9,7 @@ from scipy.stats import norm
 
 from core.privacy import (
     GaussianEvent,
+    LaplaceEvent,
     SubsampledGaussianEvent,
     calibrate_for_average,
     dpsgd_epsilon,
@@ -16,6 +17,7 @@ from core.privacy import (
     dpsgd_phrase_group_events,
     epsilon_for_gaussian,
     epsilon_from_events,
+    group_release,
     seqpate_phrase_epsilon,
     summarize_phrase_epsilons,
     user_batched_phrase_epsilon,
@@ -33,6 +35,17 @@ def test_seqpate_phrase_in_one_teacher_costs_the_sample_level_epsilon():
     assert sample == pytest.approx(3.0, abs=1e-3)
     assert seqpate_phrase_epsilon(STD, QUERIES, 1, DELTA) == sample
     assert seqpate_phrase_epsilon(STD, QUERIES, 0, DELTA) == 0.0
+
+
+def test_group_release_multiplies_the_sensitivity_by_the_group_size():
+    assert group_release(GaussianEvent(STD, math.sqrt(2), QUERIES), 3) == GaussianEvent(STD, 3 * math.sqrt(2), QUERIES)
+    assert group_release(LaplaceEvent(97.1, 2.0, QUERIES), 4) == LaplaceEvent(97.1, 8.0, QUERIES)
+    assert epsilon_from_events([group_release(GaussianEvent(STD, math.sqrt(2), QUERIES), 2)], DELTA).epsilon == \
+        seqpate_phrase_epsilon(STD, QUERIES, 2, DELTA)
+    with pytest.raises(ValueError, match="subsampled_gaussian"):  # DP-SGD's groups need their own bounds
+        group_release(SubsampledGaussianEvent(1.0, 0.01, 100), 2)
+    with pytest.raises(ValueError):
+        group_release(GaussianEvent(STD, math.sqrt(2), QUERIES), -1)
 
 
 def test_seqpate_phrase_in_two_teachers_is_a_gaussian_with_half_the_std():
