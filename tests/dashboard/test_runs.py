@@ -269,6 +269,16 @@ def test_progress_chart_on_request(some_runs, app_page):
     (some_runs["live"] / "live-seq" / "progress.jsonl").write_text("")  # a finished run that logged none
     at.run()
     assert "This run logged no loss or ε lines in progress.jsonl." in texts(at)
+    assert "DP-SGD and ADP log no loss" not in texts(at)
+
+
+def test_progress_of_a_dp_sgd_run_says_why_its_private_training_shows_no_loss(some_runs, app_page):
+    write_run(some_runs["live"], "live-dpsgd", "noisysgd", epsilon=3.0)
+    at = app_page("runs")
+    at.selectbox(key="runs_selected").set_value("live-dpsgd").run()
+    at.toggle(key="runs_show_progress").set_value(True).run()
+    assert not at.exception
+    assert "DP-SGD and ADP log no loss of their private training" in texts(at)
 
 
 def test_progress_chart_spans_the_run_and_names_its_long_stages():
