@@ -51,11 +51,23 @@ def _as_run_dir(run_dir: RunDir | str | os.PathLike[str]) -> RunDir:
 
 
 def max_parallel_jobs() -> int:
-    """$SEQPATE_MAX_JOBS (default 1): how many jobs may run at once."""
+    """$SEQPATE_MAX_JOBS (default 1): how many jobs may run at once; 1 where it is not a whole number >= 1 (the
+    Launch page says so: max_jobs_problem), since a running dashboard has no command line to refuse it on."""
     try:
         return max(1, int(os.environ.get("SEQPATE_MAX_JOBS", "1")))
     except ValueError:
         return 1
+
+
+def max_jobs_problem() -> str | None:
+    """Why SEQPATE_MAX_JOBS is not used as set, in one line; None when it is unset or a whole number >= 1."""
+    value = os.environ.get("SEQPATE_MAX_JOBS", "").strip()
+    try:
+        if not value or int(value) >= 1:
+            return None
+    except ValueError:
+        pass
+    return f"SEQPATE_MAX_JOBS={value!r} is not a whole number of at least 1: jobs run one at a time"
 
 
 def job_threads(max_parallel: int, cpus: int | None = None) -> int:

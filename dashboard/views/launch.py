@@ -26,6 +26,8 @@ st.caption("Each selected method becomes one background job (`python -m core job
 ignored = c.init_launch_settings()
 if ignored:
     st.warning("Ignored URL parameter(s): " + ", ".join(ignored))
+if problem := jobs.max_jobs_problem():
+    st.warning(problem)
 
 left, right = st.columns([1, 1], gap="large")
 with left:

@@ -204,3 +204,13 @@ def test_an_impossible_by_user_partition_is_an_error_not_a_crash(roots, app_page
     assert not at.exception
     assert any("90000 teachers but only" in e.value for e in at.error)
     assert at.button(key="launch_button").disabled
+
+
+@pytest.mark.parametrize("value, problem", [("abc", True), ("0", True), ("-2", True), ("3", False), ("", False)])
+def test_a_max_jobs_setting_that_cannot_be_used_is_said_on_the_launch_page(roots, app_page, monkeypatch, value, problem):
+    monkeypatch.setenv("SEQPATE_MAX_JOBS", value)
+    at = app_page("launch")
+    assert not at.exception
+    warned = f"SEQPATE_MAX_JOBS={value!r} is not a whole number of at least 1: jobs run one at a time"
+    assert (warned in texts(at)) is problem
+    assert jobs.max_parallel_jobs() == (3 if value == "3" else 1)
