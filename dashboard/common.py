@@ -830,13 +830,28 @@ def shown_run_ids(table: pd.DataFrame) -> set[str]:
 
 def replaced_copies_note(pool: pd.DataFrame, table: pd.DataFrame) -> str:
     """Which rows of a headline table (built from pool) show a run made here in place of a shipped copy, or ""."""
-    shown = shown_run_ids(table)
-    pairs = [f"{run} for {', '.join(shipped)}" for run, shipped in replaced_shipped_copies(pool).items() if run in shown]
+    return stand_in_note(pool, shown_run_ids(table))
+
+
+def stand_in_note(pool: pd.DataFrame, shown: set[str]) -> str:
+    """Which of the shown runs are runs made here standing in for shipped copies of their settings, with both
+    perplexities, or "". A fresh clone retrains the base model, and the shipped runs' bases (trained before
+    seeding) cannot be remade, so such a run can differ from its copy by more than the methods differ."""
+    ppl = dict(zip(pool["run_id"], pool["ppl"], strict=True)) if "ppl" in pool else {}
+
+    def named(run_id: str) -> str:
+        value = ppl.get(run_id)
+        return f"{run_id} (PPL {value:.2f})" if isinstance(value, (int, float)) and math.isfinite(value) else run_id
+
+    pairs = [f"{named(run)} for {', '.join(named(s) for s in shipped)}"
+             for run, shipped in replaced_shipped_copies(pool).items() if run in shown]
     if not pairs:
         return ""
     return ("Runs made here stand in for shipped runs of the same settings and seed: " + "; ".join(pairs)
-            + ". The report above quotes the shipped ones (they can differ a little: another base model or thread "
-            "count trains to other last bits).")
+            + ". REPORT.md quotes the shipped ones. A run made here trains on this machine's base model "
+            "(`.cache/base/`; a fresh clone trains a new one, and the shipped runs' base models, trained before "
+            "seeding, cannot be remade), so it can differ from its shipped copy by more than the methods differ: "
+            "compare it with runs made on the same base model (rerun the references here too).")
 
 
 def shipped_copies_note(pool: pd.DataFrame, table: pd.DataFrame) -> str:

@@ -22,7 +22,10 @@ if df.empty:
 
 preset = c.preset_picker(df, key="pu_preset")
 # several sweep plans share a run: one copy of each config; one seed at a time unless the reader asks for every seed
-runs = c.distinct_configs(c.seed_picker(df[df["preset"] == preset], key="pu_seed"))
+pool = c.seed_picker(df[df["preset"] == preset], key="pu_seed")
+runs = c.distinct_configs(pool)
+if stand_in := c.stand_in_note(pool, set(runs["run_id"])):
+    st.info(stand_in, icon=":material/content_copy:")
 variants = st.toggle("Include experiment variants", key="pu_variants",
                      help="Off: every method at its preset's defaults (the paper's Fig. 2). On: also runs with another "
                           "teacher count, candidate filter, partition, phrase-level target, canaries or any other "
