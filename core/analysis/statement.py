@@ -137,7 +137,9 @@ def privacy_statement(
         if kind == KIND_SEQPATE:
             lines += [
                 f"- Mechanism: {privacy.get('mechanism', 'gaussian')} noise with scale "
-                f"{_num(privacy.get('noise_scale'), 5)} on the averaged teacher distributions, fixed before the "
+                f"{_num(privacy.get('noise_scale'), 5)} on the sum of the {privacy.get('teachers')} teachers' "
+                "next-token distributions over the student's candidates (their votes in the voting ablation), "
+                "fixed before the "
                 f"first query for a budget of {privacy.get('query_budget')} queries; "
                 f"{privacy.get('queries_spent')} answers were released. One sentence sits in one teacher's data, "
                 "so it moves one teacher's distribution: sensitivity "

@@ -23,7 +23,7 @@ def test_seqpate_by_user_states_the_sample_unit_and_phrase_protection():
     cfg = micro_config(method="seqpate", seqpate__partition="by-user")
     privacy = {"epsilon": 3.0, "delta": 1e-6, "accountant": "analytic-gaussian (exact composition)", "unit": "sample",
                "mechanism": "gaussian", "noise_scale": 69.0, "query_budget": 1000, "queries_spent": 1000,
-               "teachers_per_user": {"1": 50, "2": 2, "3": 0, ">3": 0}}
+               "teachers": 10, "teachers_per_user": {"1": 50, "2": 2, "3": 0, ">3": 0}}
     metrics = {"phrase_summary": SUMMARY, "r_name": 0.01, "r_name_counts": {"completions": 100, "names": 5},
                "exposure": {"10": 1.5},
                "exposure_detail": [{"inserted": 10, "method": "exact", "candidates": 10_000}]}
@@ -34,6 +34,8 @@ def test_seqpate_by_user_states_the_sample_unit_and_phrase_protection():
     # sqrt(2) holds with the partition of the others fixed: content removed or replaced, not the data's shape
     assert "removing its content or replacing it by any other sentence changes the probability" in text
     assert "every other sentence keeps its teacher" in text and "treated as public" in text
+    # the noise goes on the teachers' SUM (core.seqpate.aggregate): said of the average, it would read 10x larger
+    assert "noise with scale 69 on the sum of the 10 teachers' next-token distributions" in text
 
 
 def test_non_private_public_and_blacklist_runs():
