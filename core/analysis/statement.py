@@ -321,9 +321,13 @@ def synth_statement(synth: dict[str, Any], privacy: dict[str, Any], metrics: dic
             f"{round(100 * float(synth.get('test_fraction', 0.2)))} train/test split. Adding or removing one utterance "
             "of the corpus can move other utterances in or out of the training set, so the guarantee is about the "
             "training set as drawn, and the per-label counts are public.",
+            "- One sentence is the unit, not one person: a user who wrote k training sentences is protected only as "
+            "a group of k (group privacy), at an epsilon that grows quickly with k; in the chitchat corpus a user "
+            "writes many utterances.",
             SEEDED_NOISE,
         ]
     private = isinstance(eps, (int, float)) and math.isfinite(eps)
+    chosen_here = synth.get("corpus", "chitchat") == "chitchat"
     lines += [
         "",
         "## Released outside the epsilon" if private else "## Other outputs computed from the private data",
@@ -336,11 +340,17 @@ def synth_statement(synth: dict[str, Any], privacy: dict[str, Any], metrics: dic
         "- metrics.json: the reference classifier's accuracy and its agreement with the synthetic labels (trained "
         "without noise on the private training set), the n-gram ratios (synthetic against training n-grams, and "
         "test against training), the separability, discriminator accuracy and language-model loss on the private "
-        "test sentences, and the label counts;",
+        "test sentences, the accuracy on the private test sentences of the classifier trained on the synthetic "
+        "samples (accuracy_synthetic, also in progress.jsonl's last line and on the command's output), and the "
+        "label counts;",
         "- the training loss per epoch (metrics.json, progress.jsonl), averaged over private batches.",
+        *(["- the presets' generation settings (PPLM's step size and step count, quick's base model) were chosen "
+           "on scores measured without noise on a validation slice of this corpus's training texts "
+           "(cached_runs/SYNTH_NOTES.md): a choice made on the private data that no epsilon covers."]
+          if chosen_here else []),
         "",
         "Share these files as you would the private data"
-        + ("; share samples.jsonl and the model under the guarantee above." if private else "."),
+        + ("; share samples.jsonl under the guarantee above." if private else "."),
         "",
     ]
     return "\n".join(lines)
