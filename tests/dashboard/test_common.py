@@ -235,8 +235,9 @@ def test_privacy_cards_describe_a_method_by_its_dp_runs_and_flag_adp():
     synth = cards["synth-filter"]
     assert synth["kind"] == "private" and synth["epsilon"] == "3, 8" and synth["accountant"] == "pld"
     assert synth["note"].startswith("also 1 run(s) at ε = ∞") and synth["runs"] == 4
+    assert synth["caveat"].startswith("δ = 1/|train|, the paper's setting, is a weak δ")  # shown on a warning card
     assert cards["adp"]["kind"] == "private" and "heuristic" in cards["adp"]["caveat"]
-    assert cards["pri-gpt"]["kind"] == "not-private" and cards["pri-gpt"]["note"] == ""
+    assert cards["pri-gpt"]["kind"] == "not-private" and cards["pri-gpt"]["note"] == "" and not cards["pri-gpt"]["caveat"]
 
 
 def test_own_prefix_completion_failures_are_reported_not_cached(roots, monkeypatch):
