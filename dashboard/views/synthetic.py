@@ -71,7 +71,9 @@ if synth.empty:
     st.stop()
 
 preset = c.preset_picker(synth, key="synth_preset")
-runs = synth[synth["preset"] == preset]
+# one seed at a time, as on the other pages: a cell averaging seeds 0-2 beside one of seed 0 alone compared two
+# different things (filter and PPLM share one model, yet their separability columns differed)
+runs = c.seed_picker(synth[synth["preset"] == preset], key="synth_seed")
 rows = []
 label_counts = set()  # number of labels of each run's data set: chance level = 1 / that
 for record in runs.to_dict("records"):

@@ -144,6 +144,11 @@ def test_accuracy_cells_say_which_seeds_they_average(roots):
     write_synth_run(roots["live"], "s-filter-3", "filter", 3.0, 0.35)
     at = open_page("synthetic")
     assert not at.exception, at.exception
+    # one seed at a time, the lowest first, as on the other pages: no cell mixes three seeds with one
+    assert at.selectbox(key="synth_seed").value == 0
+    assert at.dataframe[0].value.loc["3", "multitask"] == pytest.approx(0.30)
+    assert "averages seeds" not in texts(at)
+    at.selectbox(key="synth_seed").set_value("every seed (mean)").run()
     assert "Cells average the runs of one setting (multitask at ε = 3 averages seeds 0, 1, 2)." in texts(at)
     assert at.dataframe[0].value.loc["3", "multitask"] == pytest.approx(0.40)
 
@@ -154,6 +159,7 @@ def test_runs_of_several_seeds_are_told_apart_and_the_lowest_seed_opens(roots):
         write_synth_run(roots["live"], name, "filter", 3.0, accuracy, separability=0.3 + seed / 10)
         _edit_json(roots["live"] / name / "config.json", lambda c, seed=seed: c["config"].update(seed=seed))
     at = open_page("synthetic")
+    at.selectbox(key="synth_seed").set_value("every seed (mean)").run()
     # the separability table says which seeds its cells average, as the accuracy table does
     assert "Cells average the same runs as the accuracy table (filter at ε = 3 averages seeds 0, 1, 2)." in texts(at)
     (ngrams,) = plotly_specs(open_tab(at, "synth_tab", "Memorisation (n-grams)"))
