@@ -201,7 +201,7 @@ def epsilon_reading(epsilon: float, delta: float, unit: str = "training sentence
         f"Whatever anyone can observe about the result is at most e^ε ≈ {ratio_text}× more likely with any one "
         f"{unit} in the private data than without it, except with probability δ = {fmt_delta(delta)}. "
         f"An attacker who starts 50/50 unsure whether a given {unit} was used can end at most "
-        f"{posterior:.1%} sure. Protection: {tier}."
+        f"{posterior:.1%} sure, again except with probability δ. Protection: {tier}."
     )
 
 

@@ -107,7 +107,8 @@ def live_view() -> None:
         "error": view["error"].fillna(""),
     })
     st.dataframe(table, hide_index=True, width="stretch", column_config={
-        "ε": st.column_config.NumberColumn(format="%.3g", help="accounted ε; Infinity: not private"),
+        "ε": st.column_config.NumberColumn(format="%.3g", help="accounted ε (a run not yet finished: the ε it is "
+                                           "calibrated for); Infinity: not private"),
         "elapsed": st.column_config.NumberColumn(format="%.1f min"),
         "remaining": st.column_config.NumberColumn(format="%.1f min", help="estimated from the progress so far"),
         "progress": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="percent"),

@@ -161,7 +161,7 @@ def test_plain_language_reading():
 
     assert "no formal protection" in epsilon_reading(math.inf, 1e-6)
     text = epsilon_reading(1.0, 1e-6)
-    assert "2.72×" in text and "73.1% sure" in text and "strong" in text
+    assert "2.72×" in text and "73.1% sure, again except with probability δ." in text and "strong" in text
     # e^1000 = 10^434.29 = 1.97e+434: written out, not capped at a float's range
     assert "e^ε ≈ 2.0e+434×" in epsilon_reading(1000.0, 1e-6) and "100.0% sure" in epsilon_reading(1000.0, 1e-6)
     assert "e^ε ≈ 8.0e+434294481×" in epsilon_reading(1e9, 1e-6)
