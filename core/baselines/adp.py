@@ -125,7 +125,7 @@ def adp(ws: Workspace) -> MethodResult:
     t0 = time.time()
     plan = Plan(schedule, len(loader), sigma, q)
     taken = run_schedule(ws, model, optimizer, seqs, plan, "adp-train",
-                                       multiplier_of_step=lambda t: float(gammas[t]) * sigma)
+                         multiplier_of_step=lambda t: float(gammas[t]) * sigma)
     timings["train_s"] = time.time() - t0
 
     used = gammas[:taken]

@@ -124,7 +124,8 @@ def holds_config(run, cfg: RunConfig) -> bool:
 
 
 def run_plan(plan: str, preset: str, out: Path, seed: int = 0, execute=None, echo=print) -> list[str]:
-    """Run every config of the plan into out/<name>; a finished run is skipped, a broken one is redone."""
+    """Run every config of the plan into out/<name>; a finished run of the same settings is skipped, one of other
+    settings is left as it is (reported NOT RUN), a broken one is redone."""
     from core.runs.pipeline import execute as default_execute
     from core.runs.store import RunDir
 

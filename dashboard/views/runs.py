@@ -7,7 +7,6 @@ from core.config import ConfigError, effective_hash
 from core.runs import RunError, jobs
 from dashboard import common as c
 
-DP_SGD_METHODS = ("noisysgd", "noisysgd+pseudo", "noisysgd-gc+pseudo", "adp")
 DP_SGD_PROGRESS_NOTE = ("DP-SGD and ADP log no loss of their private training: a batch's loss is computed from "
                         "private sentences without noise, so no epsilon would cover it. Losses shown come from "
                         "public stages (base model, pseudo-data warm-up).")
@@ -214,7 +213,7 @@ def live_view() -> None:
                        else "This run logged no loss or ε lines in progress.jsonl.")
         else:
             st.plotly_chart(figure, width="stretch", key="runs_progress_chart")
-        if record["method"] in DP_SGD_METHODS:
+        if record["method"] in c.DPSGD_METHODS:
             st.caption(DP_SGD_PROGRESS_NOTE)
 
 
