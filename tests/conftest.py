@@ -37,8 +37,9 @@ def micro():
     return micro_config
 
 
-# What a progress line of DP-SGD's or ADP's private training may say: where the run is, and what was fixed before
-# it began. A batch's size or loss is computed from the private sentences without noise: outside any epsilon.
+# What a progress line of DP-SGD's or ADP's private training may say: where the run is, and the noise set before it
+# began. A batch's size or loss is computed from the private sentences without noise: outside any epsilon. (ADP's
+# noise levels themselves come from the private sentences: its disclosed heuristic, not checked here.)
 PRIVATE_TRAINING_STAGES = {"noisysgd": "dp-train", "noisysgd+pseudo": "dp-train", "noisysgd-gc+pseudo": "dp-train",
                            "adp": "adp-train"}
 PUBLIC_PROGRESS_FIELDS = {"time", "stage", "progress", "step", "steps", "epoch", "message", "noise_multiplier"}

@@ -127,7 +127,9 @@ def seqpate_phrase_report(privacy: dict[str, Any], n_s: int, delta: float) -> Pr
     """A phrase in n_s teachers: the run's recorded releases (privacy.json's events) with n_s times their
     sensitivity (App. D), accounted as the run's epsilon was (Laplace releases may fall back to basic
     composition)."""
-    if not privacy.get("events"):  # never read as "nothing released": that would print epsilon 0
+    # no events is "nothing released" only where the run says so (the oracle records none before its first
+    # answer); a file without them is never read as epsilon 0
+    if "events" not in privacy or (not privacy["events"] and privacy.get("queries_spent", 0) != 0):
         raise ValueError("privacy.json of a SeqPATE run records no mechanism events; its phrase epsilons cannot be computed")
     events = events_from_dicts(privacy["events"])
     if n_s == 0 or not any(e.count for e in events):

@@ -137,7 +137,7 @@ def privacy_statement(
         if kind == KIND_SEQPATE:
             lines += [
                 f"- Mechanism: {privacy.get('mechanism', 'gaussian')} noise with scale "
-                f"{_num(privacy.get('noise_scale'), 5)} on the sum of the {privacy.get('teachers')} teachers' "
+                f"{_num(privacy.get('noise_scale'), 5)} on the sum of the {privacy.get('teachers', cfg.seqpate.teachers)} teachers' "
                 "next-token distributions over the student's candidates (their votes in the voting ablation), "
                 "fixed before the "
                 f"first query for a budget of {privacy.get('query_budget')} queries; "

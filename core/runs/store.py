@@ -92,13 +92,17 @@ def check_new_run_dir(path: Path) -> None:
         if any(path.iterdir()):
             raise RunExistsError(f"run directory already exists: {path}")
         return
-    if path.exists():
-        raise RunExistsError(f"run directory already exists: {path} is a file")
+    if os.path.lexists(path):  # lexists: a link pointing nowhere is in the way too
+        raise RunExistsError(f"run directory already exists: {path} is {_what_is(path)}")
     for parent in path.parents:
-        if parent.exists():
+        if os.path.lexists(parent):
             if not parent.is_dir():
-                raise RunExistsError(f"run directory {path} cannot be made: {parent} is a file")
+                raise RunExistsError(f"run directory {path} cannot be made: {parent} is {_what_is(parent)}")
             return
+
+
+def _what_is(path: Path) -> str:
+    return "a link to nothing" if path.is_symlink() and not path.exists() else "a file"
 
 
 def now_iso() -> str:

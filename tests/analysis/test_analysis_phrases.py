@@ -90,8 +90,10 @@ def test_seqpate_phrase_epsilon_is_computed_from_the_recorded_events_not_the_sum
     split = {"events": [GaussianEvent(STD, math.sqrt(2), 400).to_dict(), GaussianEvent(STD, math.sqrt(2), 600).to_dict()]}
     assert seqpate_phrase_report(split, 3, DELTA).epsilon == pytest.approx(seqpate_phrase_epsilon(STD, QUERIES, 3, DELTA), rel=1e-12)
     assert seqpate_phrase_report({"events": [GaussianEvent(STD, math.sqrt(2), 0).to_dict()]}, 3, DELTA).epsilon == 0.0
-    for missing in ({}, {"events": []}, {"noise_scale": STD, "queries_spent": QUERIES}):  # never "nothing released"
-        with pytest.raises(ValueError, match="records no mechanism events"):
+    # a run whose student asked nothing records no events (TeacherOracle.events() before its first answer)
+    assert seqpate_phrase_report({"events": [], "queries_spent": 0}, 3, DELTA).epsilon == 0.0
+    for missing in ({}, {"events": [], "queries_spent": 5}, {"noise_scale": STD, "queries_spent": QUERIES}):
+        with pytest.raises(ValueError, match="records no mechanism events"):  # never read as "nothing released"
             seqpate_phrase_report(missing, 3, DELTA)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -150,15 +151,20 @@ def test_create_refuses_an_existing_run(tmp_path: Path) -> None:
     assert RunDir(tmp_path / "r1").config()["config"] == {"method": "x"}
 
 
-
 def test_create_refuses_a_file_and_a_path_under_a_file_in_words_and_writes_nothing(tmp_path: Path) -> None:
     a_file = tmp_path / "notes.txt"
     a_file.write_text("keep me")
-    with pytest.raises(RunExistsError, match=f"^run directory already exists: {a_file} is a file$"):
+    with pytest.raises(RunExistsError, match=f"^{re.escape(f'run directory already exists: {a_file} is a file')}$"):
         RunDir.create(a_file, {}, seed=0)
-    with pytest.raises(RunExistsError, match=f"^run directory {a_file}/a/b cannot be made: {a_file} is a file$"):
+    message = f"run directory {a_file / 'a' / 'b'} cannot be made: {a_file} is a file"
+    with pytest.raises(RunExistsError, match=f"^{re.escape(message)}$"):
         RunDir.create(a_file / "a" / "b", {}, seed=0)
     assert a_file.read_text() == "keep me" and sorted(tmp_path.iterdir()) == [a_file]
+    dangling = tmp_path / "gone"
+    dangling.symlink_to(tmp_path / "nowhere")
+    for path in (dangling, dangling / "run"):  # not exists(), yet in the way
+        with pytest.raises(RunExistsError, match=f"{re.escape(str(dangling))} is a link to nothing$"):
+            RunDir.create(path, {}, seed=0)
     RunDir.create(tmp_path / "new" / "deep" / "run", {}, seed=0)  # missing parents are made
 
 
