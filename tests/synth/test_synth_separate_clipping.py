@@ -162,3 +162,22 @@ def test_train_lm_releases_are_the_lm_loss_then_the_discriminator_loss(monkeypat
         batches.generator.set_state(random_labels)
         torch.testing.assert_close(lm_release.losses(model, idx), expected_lm)
         torch.testing.assert_close(disc_release.losses(model, idx), expected_disc)
+
+
+def test_the_label_tokens_do_not_replay_the_stream_that_draws_the_batches():
+    """The accounting takes the Poisson batches (and the noise), drawn from torch's global generator after
+    torch.manual_seed(seed), to be independent of everything else. The random tokens standing in for the label
+    used to come from a generator seeded with the same seed: token k and the k-th example's inclusion were read
+    off one random word."""
+    from core.synth import train
+    from core.synth.model import Formatter
+
+    fmt = Formatter(bos=0, sep=1, eos=0, pad=2, vocab_size=1 << 13, labels=("a", "b"), label_ids=((5,), (6,)),
+                    max_tokens=16)
+    n = 640
+    for seed in (0, 1, 2):
+        batches = train.Batches(fmt, [[7, 8]] * n, [0, 1] * (n // 2), seed=seed)
+        tokens = [row[1] for row in batches.disc_rows(range(n))]  # "BOS rand SEP text": the stand-in is second
+        replayed = fmt.random_tokens(n, torch.Generator().manual_seed(seed))  # the old, shared stream
+        assert tokens != replayed
+        assert len(set(tokens)) > n // 2  # still uniform-looking draws, not a constant
