@@ -54,6 +54,13 @@ SEEDED_NOISE = ("- Randomness: the noise and the sampling were drawn from pseudo
                 "data could re-derive the noise. Before a model trained here leaves the lab, train it with a secret "
                 "seed and keep its config.json private.")
 
+# Wall-clock time is measured, not noised: how long a private step took depends on the private data.
+TIMING_CHANNEL = ("- Timing: each progress line's time (progress.jsonl) and the durations in metrics.json measure how "
+                  "long the private computations took, which depends on the private data (how many sentences a "
+                  "sampled batch holds, how long the sentences of a batch or a teacher's share are). No epsilon "
+                  "covers that side channel; it is coarse, but drop the times before handing a run's logs to "
+                  "someone the epsilon is meant to hold against.")
+
 
 def _num(x: Any, digits: int = 3) -> str:
     if x is None:
@@ -133,6 +140,7 @@ def privacy_statement(
             "the guarantee is about the prepared set: a sentence put into or taken out of the raw corpus can "
             "change which other sentences were selected.",
             SEEDED_NOISE,
+            TIMING_CHANNEL,
         ]
         if kind == KIND_SEQPATE:
             lines += [
@@ -343,7 +351,10 @@ def synth_statement(synth: dict[str, Any], privacy: dict[str, Any], metrics: dic
         "test sentences, the accuracy on the private test sentences of the classifier trained on the synthetic "
         "samples (accuracy_synthetic, also in progress.jsonl's last line and on the command's output), and the "
         "label counts;",
-        "- the training loss per epoch (metrics.json, progress.jsonl), averaged over private batches.",
+        "- the training loss per epoch (metrics.json, progress.jsonl), averaged over private batches;",
+        "- the times: each progress line's time (progress.jsonl) and the durations in metrics.json measure how long "
+        "the private computations took, which depends on the private data (how many sentences a sampled batch "
+        "holds, how long they are).",
         *(["- the presets' generation settings (PPLM's step size and step count, quick's base model) were chosen "
            "on scores measured without noise on a validation slice of this corpus's training texts "
            "(cached_runs/SYNTH_NOTES.md): a choice made on the private data that no epsilon covers."]

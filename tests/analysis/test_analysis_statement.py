@@ -59,6 +59,8 @@ def test_dpsgd_and_adp_runs():
     # the guarantee is about the prepared set, drawn from the corpus without privacy, with seeded noise
     assert "Which data set: the private training set as prepared" in text
     assert "seeded with the run's seed" in text and "secret seed" in text
+    # wall-clock times depend on each Poisson batch's size: a side channel no epsilon covers, so said so
+    assert "Timing: each progress line's time" in text and "No epsilon covers that side channel" in text
 
 
 def test_user_batches_state_zero_out_neighbours():
@@ -121,7 +123,8 @@ def test_synth_statement_names_its_steps_weak_delta_and_what_it_releases_outside
     assert "(200 per label, or fewer if a label has fewer), then a seeded 75/25" in capped
     own = synth_statement({"generator": "filter", "corpus": "/data/sst2.csv"}, SYNTH_PRIVACY, SYNTH_METRICS)
     assert "validation slice" not in own  # the presets were chosen on chitchat, not on the user's own data
-    assert "private batches.\n\nShare these files" in own  # its own paragraph, not part of the last item
+    assert "how long they are).\n\nShare these files" in own  # its own paragraph, not part of the last item
+    assert "progress line's time (progress.jsonl) and the durations in metrics.json" in released  # a side channel
 
 
 def test_synth_statement_of_a_multitask_and_a_non_private_run():
