@@ -134,6 +134,19 @@ def privacy_utility_panels(df: pd.DataFrame) -> go.Figure:
     return fig
 
 
+def span_at_least(values: Sequence[float], relative: float = 0.1) -> list[float] | None:
+    """A y range around values at least `relative` of their middle wide, or None (plotly's own) when they already
+    spread wider: autoscaled, a 0.1% spread of perplexities fills the plot and reads as a real effect."""
+    finite = [float(v) for v in values if v is not None and math.isfinite(v)]
+    if not finite:
+        return None
+    low, high = min(finite), max(finite)
+    middle, need = (low + high) / 2, relative * abs((low + high) / 2)
+    if high - low >= need or need == 0:
+        return None
+    return [middle - need / 2, middle + need / 2]
+
+
 def teacher_curve_figure(df: pd.DataFrame, metric: str = "bleu4") -> go.Figure:
     """SeqPATE metric vs teacher count, one line per epsilon through the mean at each M (App. H), runs as points."""
     fig = go.Figure()
@@ -153,6 +166,8 @@ def teacher_curve_figure(df: pd.DataFrame, metric: str = "bleu4") -> go.Figure:
     fig.update_layout(title=f"SeqPATE: {label} vs number of teachers", xaxis_title="teachers (M)",
                       yaxis_title=label, showlegend=True, **LAYOUT)
     fig.update_xaxes(type="log")
+    if (y_range := span_at_least(df[metric].tolist() if metric in df else [])) is not None:
+        fig.update_yaxes(range=y_range)
     return fig
 
 
