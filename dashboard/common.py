@@ -557,19 +557,21 @@ def lowest_seed_first(run_ids: Sequence[str], records: dict[str, dict[str, Any]]
     return sorted(run_ids, key=lambda i: records[i].get("seed") != lowest)  # stable: ties keep their order
 
 
-def seed_picker(df: pd.DataFrame, key: str) -> pd.DataFrame:
-    """The runs of one seed, the lowest by default (as REPORT.md's tables), or of every seed; only asked when df
-    holds several. Another seed is another user split and base model (quick's Pub-GPT: 223.8, 198.3, 202.3), a
-    spread larger than most gaps between methods, so numbers are compared within a seed unless the reader asks."""
+def seed_picker(df: pd.DataFrame, key: str, every: bool = True) -> pd.DataFrame:
+    """The runs of one seed, the lowest by default (as REPORT.md's tables), or (every=True) of every seed; only asked
+    when df holds several. Another seed is another user split and base model (quick's Pub-GPT: 223.8, 198.3, 202.3),
+    a spread larger than most gaps between methods, so numbers are compared within a seed unless the reader asks."""
     seeds = seeds_of(df)
     if len(seeds) < 2:
         return df
-    options = [*seeds, EVERY_SEED]
+    options = [*seeds, EVERY_SEED] if every else seeds
     last = st.session_state.get(_LAST_SEED)  # the seed last chosen on any page, where these runs have it
     choice = st.selectbox("Seed", options, index=options.index(last) if last in options else 0, key=key,
                           on_change=_remember, args=(key, _LAST_SEED),
                           help="Another seed splits the users anew and trains another base model: compare methods "
-                               "within one seed. 'Every seed' averages the seeds each row has (see its seeds).")
+                               "within one seed."
+                               + (" 'Every seed' averages the seeds each row has (see its seeds)." if every else
+                                  " Its runs completed other test prefixes."))
     return df if choice == EVERY_SEED else df[df["seed"] == choice]
 
 

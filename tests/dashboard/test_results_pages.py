@@ -95,6 +95,22 @@ def test_privacy_utility_chart_has_points_and_reference_lines(results, app_page)
     assert line["name"] == "ε=3" and len(line["x"]) == 2  # one point per teacher count
 
 
+def test_teacher_curve_does_not_blow_a_tiny_spread_up_into_a_peak():
+    """The shipped tiny curve: perplexities 908.1 to 909.3 over M = 1..1000 filled the plot autoscaled."""
+    import pandas as pd
+
+    from dashboard.charts import span_at_least, teacher_curve_figure
+
+    low, high = span_at_least([908.6, 908.4, 908.1, 909.3])
+    assert high - low == pytest.approx(0.1 * 908.7) and low < 908.1 and high > 909.3
+    assert span_at_least([0.21, 0.37]) is None  # a spread of more than 10% keeps plotly's autoscale
+    assert span_at_least([float("nan"), None]) is None and span_at_least([0.0, 0.0]) is None
+    runs = pd.DataFrame({"epsilon_target": [3.0] * 4, "teachers": [1, 10, 100, 1000], "run_id": list("abcd"),
+                         "ppl": [908.6, 908.4, 908.1, 909.3], "bleu4": [0.23, 0.21, 0.37, 0.21]})
+    assert list(teacher_curve_figure(runs, "ppl").layout.yaxis.range) == pytest.approx([low, high])
+    assert teacher_curve_figure(runs, "bleu4").layout.yaxis.range is None
+
+
 def test_privacy_utility_shows_one_seed_unless_every_seed_is_asked_for(results, app_page):
     write_run(results, "seq-eps3-seed1", "seqpate", epsilon=3.0, bleu4=9.0, seed=1)
     privacy = results / "seq-eps3-seed1" / "privacy.json"  # accounted 1.3e-7 off seed 0's, as quick's NoisySGD runs
@@ -280,23 +296,34 @@ def test_completions_side_by_side_with_highlights_and_leak_rate(results, app_pag
     assert "SeqPATE · ε 3 · seq-eps3" in html and "SeqPATE · ε 3 · seq-topk" in html
 
 
-def test_completions_default_to_runs_of_one_seed(results, app_page):
-    # another seed splits the users anew: its runs completed other test prefixes, so they are not in the default
+def test_completions_show_runs_of_one_seed(results, app_page):
+    # another seed splits the users anew: its runs completed other test prefixes, so seeds are shown one at a time
     for run_id, method in (("a-seq-seed1", "seqpate"), ("a-pub-seed1", "pub-gpt"), ("a-pri-seed1", "pri-gpt")):
         write_run(results, run_id, method, seed=1)
     at = app_page("completions")
-    runs = at.multiselect(key="comp_runs_tiny")
-    assert any(option.startswith("a-seq-seed1 ") for option in runs.options)  # offered, not chosen
-    assert len(runs.value) == 4 and not [r for r in runs.value if r.endswith("seed1")]
-    at.multiselect(key="comp_runs_tiny").set_value(["seq-eps3", "a-seq-seed1"]).run()
+    seed = at.selectbox(key="comp_seed")
+    assert seed.value == 0 and seed.options == ["0", "1"]  # no "every seed": their prefixes differ
+    runs = at.multiselect(key="comp_runs_tiny_seed0")
+    assert len(runs.value) == 4 and not [r for r in runs.options if "seed1" in r]
+    runs.set_value(["seq-eps3", "pub"]).run()
+    at.selectbox(key="comp_seed").set_value(1).run()
+    runs = at.multiselect(key="comp_runs_tiny_seed1")
+    assert sorted(runs.value) == ["a-pri-seed1", "a-pub-seed1", "a-seq-seed1"]  # SeqPATE and the references
     at.multiselect(key="comp_prefixes_").set_value([0]).run()
-    html = texts(at)
-    assert "SeqPATE · ε 3 · seed 1" in html  # the header and the cell name the seed
-    assert "this run's prefix at #0 is another" not in html  # fake runs share prefixes ...
-    run = RunDir(results / "a-seq-seed1")  # ... unless another split gave this run other test sentences
-    run.write_completions([{**row, "prefix": f"seed one's prefix {row['index']}"} for row in run.completions()])
-    at.multiselect(key="comp_runs_tiny").set_value(["seq-eps3", "a-seq-seed1"]).run()
-    assert "(this run's prefix at #0 is another: “seed one&#x27;s prefix 0”; another seed or data config)" in texts(at)
+    assert "SeqPATE · ε 3 · seed 1" in texts(at)  # the header and the cell name the seed
+    at.selectbox(key="comp_seed").set_value(0).run()
+    assert at.multiselect(key="comp_runs_tiny_seed0").value == ["seq-eps3", "pub"]  # seed 0's choice kept
+
+
+def test_completions_say_when_a_run_completed_other_prefixes(results, app_page):
+    at = app_page("completions")
+    at.multiselect(key="comp_runs_tiny").set_value(["seq-eps3", "seq-topk"]).run()
+    at.multiselect(key="comp_prefixes_").set_value([0]).run()
+    assert "this run's prefix at #0 is another" not in texts(at)  # fake runs share prefixes ...
+    run = RunDir(results / "seq-topk")  # ... unless another data config gave this run other test sentences
+    run.write_completions([{**row, "prefix": f"other data's prefix {row['index']}"} for row in run.completions()])
+    at.multiselect(key="comp_runs_tiny").set_value(["seq-eps3", "seq-topk"]).run()
+    assert "(this run's prefix at #0 is another: “other data&#x27;s prefix 0”; another data config)" in texts(at)
 
 
 def test_completions_default_to_the_overviews_runs(results, app_page):
