@@ -18,7 +18,7 @@ import re
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
@@ -266,12 +266,55 @@ def _parse_time(text: str | None) -> datetime | None:
     return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
 
 
-def timing(status: dict[str, Any], now: datetime | None = None) -> tuple[float | None, float | None]:
+def progress_profile(lines: Sequence[Mapping[str, Any]], started: str | None) -> list[tuple[float, float]]:
+    """A finished run's pace from its progress.jsonl: (progress, seconds after its start) where it first reached
+    each progress value below 1, rising in both, then (1, its last line's time). [] without a start or times."""
+    start = _parse_time(started)
+    profile: list[tuple[float, float]] = []
+    end = None
+    for line in lines if start else []:
+        stamp = _parse_time(line.get("time"))
+        if stamp is None:
+            continue
+        seconds = max(0.0, (stamp - start).total_seconds())
+        end = seconds if end is None else max(end, seconds)
+        progress = _as_float(line.get("progress"))
+        if progress is not None and progress < 1.0 and (not profile or progress > profile[-1][0]):
+            profile.append((progress, seconds))
+    return [*profile, (1.0, end)] if end is not None else []
+
+
+# Below this many seconds to reach a progress value, the ratio of two runs' times says more about clock and
+# start-up jitter than about their speed: they are taken as equally fast.
+MIN_PACE_S = 10.0
+
+
+def paced_remaining(progress: float, at: float, elapsed: float, profile: Sequence[tuple[float, float]]) -> float | None:
+    """Remaining seconds of a run that reached `progress` `at` seconds in (`elapsed` seconds now), paced on a
+    finished run of the same kind (its progress_profile): the time that run still took after the same progress,
+    scaled by how long each took to get there, less the time since the progress moved; None once past it.
+
+    Progress fractions are not proportional to time (a run's last 10% evaluates for minutes): on the shipped runs,
+    each paced on another of its preset, method and setting, at a fifth of their time t (1 - p) / p was within 1.5x
+    of the time they still took for 28% of them (median 0.51x), this for 85% (median 1.01x); at four fifths, 61%
+    against 79%."""
+    reached = [seconds for value, seconds in profile if value >= progress]
+    if not reached:
+        return None
+    ref_at, total = reached[0], profile[-1][1]
+    scale = at / ref_at if ref_at >= MIN_PACE_S and at >= MIN_PACE_S else 1.0
+    estimate = scale * (total - ref_at) - (elapsed - at)
+    return estimate if estimate >= 0 else None
+
+
+def timing(status: dict[str, Any], now: datetime | None = None,
+           profile: Sequence[tuple[float, float]] | None = None) -> tuple[float | None, float | None]:
     """(elapsed seconds, estimated remaining seconds) from status.json.
 
-    The pace is read where the progress last moved (t seconds in, at fraction p): t * (1 - p) / p remain from
-    there, less the time since. A stage that writes no progress (tokenizer training, say) so counts the estimate
-    down instead of stretching it, and once it runs past the estimate the remaining time is unknown (None)."""
+    The pace is read where the progress last moved (t seconds in, at fraction p): with a finished run of the same
+    kind (profile), paced_remaining; without, t * (1 - p) / p remain from there, less the time since. A stage that
+    writes no progress (tokenizer training, say) so counts the estimate down instead of stretching it, and once it
+    runs past the estimate the remaining time is unknown (None)."""
     now = now or datetime.now(UTC)
     started = _parse_time(status.get("started"))
     if started is None:
@@ -284,8 +327,11 @@ def timing(status: dict[str, Any], now: datetime | None = None) -> tuple[float |
     if state == "running" and 0.01 <= progress < 1.0:
         moved = _parse_time(status.get("progressed"))  # absent in status files written before it was recorded
         at = min(elapsed, max(0.0, (moved - started).total_seconds())) if moved else elapsed
-        estimate = at * (1.0 - progress) / progress - (elapsed - at)
-        remaining = estimate if estimate >= 0 else None
+        if profile:
+            remaining = paced_remaining(progress, at, elapsed, profile)
+        else:
+            estimate = at * (1.0 - progress) / progress - (elapsed - at)
+            remaining = estimate if estimate >= 0 else None
     elif state == "done":
         remaining = 0.0
     return elapsed, remaining
@@ -460,7 +506,31 @@ def run_records(infos: Sequence[RunInfo]) -> list[dict[str, Any]]:
     """run_record for many runs with one cache lookup when nothing changed (the usual page load)."""
     items = tuple((str(i.path), i.source, _digest((str(i.path), i.source, file_signature(i.path)))) for i in infos)
     records = _cached_records(_digest(items), items)
-    return [_fresh_times(record, info) for record, info in zip(records, infos, strict=True)]
+    fresh = [_fresh_times(record, info) for record, info in zip(records, infos, strict=True)]
+    return _paced(fresh, infos) if any(r["state"] == "running" for r in fresh) else fresh
+
+
+def pace_run(record: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> int | None:
+    """Index in records of the finished run a running one's remaining time is paced on: of its preset and method,
+    at its settings (variant) if one is, the most recently finished; None when there is none."""
+    kin = [i for i, r in enumerate(records) if r["state"] == "done" and r is not record and r.get("started")
+           and r["preset"] == record["preset"] and r["method"] == record["method"]]
+    alike = [i for i in kin if (records[i].get("variant") or "") == (record.get("variant") or "")] or kin
+    return max(alike, key=lambda i: (records[i].get("finished") or "", records[i]["run_id"])) if alike else None
+
+
+def _paced(records: list[dict[str, Any]], infos: Sequence[RunInfo]) -> list[dict[str, Any]]:
+    """Running runs' remaining times paced on a finished run of their kind (paced_remaining), which is named."""
+    out = []
+    for record, info in zip(records, infos, strict=True):
+        ref = pace_run(record, records) if record["state"] == "running" else None
+        if ref is not None:
+            lines = read_run(infos[ref].run_dir, "progress") or []
+            if profile := progress_profile(lines, records[ref]["started"]):
+                record = {**record, "paced_on": records[ref]["run_id"]}
+                record["elapsed_s"], record["remaining_s"] = timing(_safe(info.run_dir.status, {}), profile=profile)
+        out.append(record)
+    return out
 
 
 RECORD_COLUMNS = (

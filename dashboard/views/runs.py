@@ -142,8 +142,13 @@ def live_view() -> None:
                 delta_arrow="off")
     m[1].metric("progress", f"{record['progress']:.0%}")
     m[2].metric("elapsed", c.fmt_duration(record["elapsed_s"]))
+    paced_on = record.get("paced_on") if isinstance(record.get("paced_on"), str) else None
     m[3].metric("remaining (est.)", c.fmt_duration(record["remaining_s"]),
-                help="from the pace so far; unknown (–) once a stage runs longer than that pace predicts")
+                help=(f"paced on {paced_on}, the last finished run of this method and preset (at these settings "
+                      "where one is): the time it still took after this progress, scaled by how long each took to "
+                      "reach it" if paced_on else "from the pace so far (no finished run of this method and preset "
+                      "to pace it on)")
+                + "; unknown (–) once a stage runs longer than that predicts")
     if record["state"] == "failed":
         st.error(f"Failed at stage {record['stage'] or '?'}: {record['error'] or 'no error recorded'}",
                  icon=":material/error:")

@@ -32,6 +32,58 @@ def test_timing_counts_down_while_the_progress_stands_still():
     assert c.timing(status, later) == (90, None)
 
 
+T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+# a finished run whose progress is not proportional to its time: half done at 100 s, its last 10% takes 100 s
+PACE_LINES = [{"time": (T0 + timedelta(seconds=s)).isoformat(), "stage": "x", **({"progress": p} if p else {})}
+              for s, p in ((0, 0.01), (10, 0.1), (20, 0.1), (60, None), (100, 0.5), (300, 0.9), (400, 1.0))]
+
+
+def test_a_finished_runs_pace_is_where_it_first_reached_each_progress():
+    assert c.progress_profile(PACE_LINES, T0.isoformat()) == [(0.01, 0), (0.1, 10), (0.5, 100), (0.9, 300),
+                                                              (1.0, 400)]
+    assert c.progress_profile(PACE_LINES, None) == [] and c.progress_profile([], T0.isoformat()) == []
+
+
+def test_remaining_time_is_paced_on_a_finished_run_of_the_same_kind():
+    profile = c.progress_profile(PACE_LINES, T0.isoformat())
+    # half done 200 s in, 10 s ago: twice as slow as the finished run, which still took 300 s from there
+    assert c.paced_remaining(0.5, 200, 210, profile) == 590
+    status = {"state": "running", "started": T0.isoformat(), "progressed": (T0 + timedelta(seconds=200)).isoformat(),
+              "progress": 0.5}
+    now = T0 + timedelta(seconds=210)
+    assert c.timing(status, now, profile) == (210, 590)
+    assert c.timing(status, now) == (210, 190)  # the pace so far alone: t (1 - p) / p, less the 10 s since
+    assert c.paced_remaining(0.1, 5, 5, profile) == 390  # 5 s against 10 s is jitter, not a speed: taken as equal
+    assert c.paced_remaining(0.5, 200, 900, profile) is None  # past what the pace predicts: unknown
+    assert c.paced_remaining(0.95, 350, 350, profile) == 0  # beyond the finished run's last progress below 1
+
+
+def test_runs_frame_paces_a_running_run_on_the_last_finished_one_at_its_settings(roots):
+    now = datetime.now(UTC)
+
+    def finished(run_id: str, finished_at: datetime, **kwargs) -> None:
+        run = write_run(roots["cached"], run_id, "seqpate", **kwargs)
+        status = json.loads(run.file("status.json").read_text())
+        shift = finished_at - (T0 + timedelta(seconds=400))
+        status.update(started=(T0 + shift).isoformat(), finished=finished_at.isoformat())
+        run.file("status.json").write_text(json.dumps(status))
+        run.file("progress.jsonl").write_text("".join(
+            json.dumps({**line, "time": (datetime.fromisoformat(line["time"]) + shift).isoformat()}) + "\n"
+            for line in PACE_LINES))
+
+    finished("ref", now - timedelta(hours=2))
+    finished("ref-m5", now - timedelta(hours=1), teachers=5)  # newer, but at other settings
+    live = write_run(roots["live"], "live", "seqpate", state="running", progress=0.5)
+    status = json.loads(live.file("status.json").read_text())
+    status.update(started=(now - timedelta(seconds=210)).isoformat(),
+                  progressed=(now - timedelta(seconds=10)).isoformat(), progress=0.5)
+    live.file("status.json").write_text(json.dumps(status))
+    write_run(roots["live"], "other", "noisysgd", state="running", progress=0.5)
+    rows = c.runs_frame().set_index("run_id")
+    assert rows.loc["live", "paced_on"] == "ref" and abs(rows.loc["live", "remaining_s"] - 590) < 5
+    assert not isinstance(rows.loc["other", "paced_on"], str)  # no finished NoisySGD run: the pace so far
+
+
 def test_config_diff_lists_only_differences():
     a = {"method": "seqpate", "privacy": {"epsilon": 3.0, "delta": 1e-6}, "seed": 0}
     b = {"method": "seqpate", "privacy": {"epsilon": math.inf, "delta": 1e-6}, "seed": 0, "extra": 1}
