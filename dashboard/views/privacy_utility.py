@@ -51,6 +51,7 @@ def show_points() -> None:
         "run": main["run_id"],
         "method": main["method"].map(c.method_label),
         "ε": main["epsilon"],
+        "δ": main["delta"].map(c.fmt_delta),
         "setting": main["variant"].fillna("") if not main.empty else [],
         "PPL": main["ppl"],
         "BLEU-4": main["bleu4"],

@@ -97,6 +97,7 @@ def live_view() -> None:
         "preset": view["preset"],
         "seed": view["seed"],
         "ε": view["epsilon"],  # a number, so that the column sorts as one
+        "δ": view["delta"].map(c.fmt_delta),
         "state": view["state"],
         "stage": view["stage"],
         "progress": view["progress"].round(2),  # whole percents, as the run details show
@@ -109,7 +110,11 @@ def live_view() -> None:
         "ε": st.column_config.NumberColumn(format="%.3g", help="accounted ε (a run not yet finished: the ε it is "
                                            "calibrated for); Infinity: not private"),
         "elapsed": st.column_config.NumberColumn(format="%.1f min"),
-        "remaining": st.column_config.NumberColumn(format="%.1f min", help="estimated from the progress so far"),
+        "δ": st.column_config.TextColumn(help="δ of the (ε, δ) guarantee (0: no δ term; –: none at ε = ∞); the "
+                                           "synthetic-data runs' is 1/|train|, as in their paper"),
+        "remaining": st.column_config.NumberColumn(format="%.1f min", help="estimated: paced on the last finished "
+                                                   "run of the same method and preset where there is one (the run's "
+                                                   "details name it), else from the progress so far"),
         "progress": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="percent"),
     })
     counts = view["state"].value_counts().to_dict()  # of the rows shown, as the table

@@ -33,6 +33,7 @@ def test_lists_every_run_with_state_and_progress(some_runs, app_page):
     assert rows["live-running"]["ε"] == 0.0  # Pub-GPT, before its privacy.json: its fixed epsilon, not the config's
     records = {r["run_id"]: r for r in c.runs_frame().to_dict("records")}
     assert records["live-running"]["delta"] == 0.0 and records["live-seq"]["delta"] == 1e-6  # not its config's 1e-6
+    assert rows["live-running"]["δ"] == "0" and rows["live-seq"]["δ"] == "1e-06"  # ε is read with its δ
     assert all(isinstance(row["elapsed"], float) for row in rows.values())  # minutes: sorts as numbers
     assert rows["cached-seq"]["source"] == "cached"
     assert rows["live-failed"]["error"] == "RuntimeError: teacher 3 diverged"
