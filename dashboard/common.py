@@ -467,6 +467,7 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
         "elapsed_s": elapsed,
         "remaining_s": remaining,
         "total_s": _as_float(timings.get("total_s")),
+        "base_weights": _str(_dict(metrics.get("base_model")).get("weights_sha256")),  # runs since 2026-11-25
     }
 
 
@@ -538,7 +539,7 @@ RECORD_COLUMNS = (
     "epsilon_target", "privacy_target", "delta", "accountant", "unit", "has_privacy", "ppl", "bleu1", "bleu2", "bleu3", "bleu4",
     "r_name", "teachers", "filter", "partition", "ablation", "variant", "varied", "query_budget", "queries_spent",
     "teachers_per_user", "has_phrases", "has_completions", "config_hash", "effective_hash", "created", "started", "finished",
-    "elapsed_s", "remaining_s", "total_s",
+    "elapsed_s", "remaining_s", "total_s", "base_weights",
 )
 
 
@@ -908,15 +909,25 @@ def replaced_copies_note(pool: pd.DataFrame, table: pd.DataFrame) -> str:
 def stand_in_note(pool: pd.DataFrame, shown: set[str]) -> str:
     """Which of the shown runs are runs made here standing in for shipped copies of their settings, with both
     perplexities, or "". A fresh clone retrains the base model, and the shipped runs' bases (trained before
-    seeding) cannot be remade, so such a run can differ from its copy by more than the methods differ."""
+    seeding) cannot be remade, so such a run can differ from its copy by more than the methods differ. A pair whose
+    base models' weights digests are both recorded and equal is left out: same base, same settings."""
     ppl = dict(zip(pool["run_id"], pool["ppl"], strict=True)) if "ppl" in pool else {}
+    base = dict(zip(pool["run_id"], pool["base_weights"], strict=True)) if "base_weights" in pool else {}
 
     def named(run_id: str) -> str:
         value = ppl.get(run_id)
         return f"{run_id} (PPL {value:.2f})" if isinstance(value, (int, float)) and math.isfinite(value) else run_id
 
-    pairs = [f"{named(run)} for {', '.join(named(s) for s in shipped)}"
-             for run, shipped in replaced_shipped_copies(pool).items() if run in shown]
+    def same_base(a: str, b: str) -> bool:
+        return isinstance(base.get(a), str) and base.get(a) == base.get(b)
+
+    pairs = []
+    for run, shipped in replaced_shipped_copies(pool).items():
+        other_base = [s for s in shipped if not same_base(run, s)]
+        if run in shown and other_base:
+            known = all(isinstance(base.get(s), str) for s in [run, *other_base])
+            pairs.append(f"{named(run)} for {', '.join(named(s) for s in other_base)}"
+                         + (" (another base model: their weights digests differ)" if known else ""))
     if not pairs:
         return ""
     return ("Runs made here stand in for shipped runs of the same settings and seed: " + "; ".join(pairs)

@@ -86,6 +86,22 @@ def test_a_run_made_here_in_place_of_a_shipped_copy_is_named(roots, app_page):
     assert [i.value[:len(note)] for i in at.info if "stand in for" in i.value] == [note]
 
 
+def test_a_stand_in_on_the_shipped_runs_base_model_is_not_flagged(roots, app_page):
+    """Runs record their base model's weights digest (metrics.json): equal digests, same base and settings."""
+    def with_base(run, digest: str) -> None:
+        metrics = json.loads(run.file("metrics.json").read_text())
+        run.write_metrics({**metrics, "base_model": {"source": "tiny", "weights_sha256": digest}})
+
+    with_base(write_run(roots["cached"], "tiny-pub-gpt", "pub-gpt", ppl=500.0), "aaaa")
+    today = write_run(roots["live"], "pub-gpt-today", "pub-gpt", ppl=500.0)
+    with_base(today, "aaaa")
+    assert not [i for i in app_page().info if "stand in for" in i.value]
+    with_base(today, "bbbb")
+    note = ("Runs made here stand in for shipped runs of the same settings and seed: pub-gpt-today (PPL 500.00) for "
+            "tiny-pub-gpt (PPL 500.00) (another base model: their weights digests differ).")
+    assert [i.value[:len(note)] for i in app_page().info if "stand in for" in i.value] == [note]
+
+
 def test_shipped_copies_of_a_row_are_named(roots, app_page):
     """tiny-seqpate-eps3, -ablationnone and -filter-top-p0.95 are one config run for three sweep plans: the row
     keeps the first id, and the note says where the other two went."""
