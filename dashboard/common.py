@@ -266,43 +266,48 @@ def _parse_time(text: str | None) -> datetime | None:
     return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
 
 
-def progress_profile(lines: Sequence[Mapping[str, Any]], started: str | None) -> list[tuple[float, float]]:
+def progress_profile(lines: Sequence[Any], started: str | None) -> list[tuple[float, float]]:
     """A finished run's pace from its progress.jsonl: (progress, seconds after its start) where it first reached
-    each progress value below 1, rising in both, then (1, its last line's time). [] without a start or times."""
+    each progress value below 1, both rising, then (1, its last line's time). [] without a start or times; lines
+    that are not objects or have no time are skipped."""
     start = _parse_time(started)
     profile: list[tuple[float, float]] = []
     end = None
     for line in lines if start else []:
-        stamp = _parse_time(line.get("time"))
+        stamp = _parse_time(line.get("time")) if isinstance(line, Mapping) else None
         if stamp is None:
             continue
-        seconds = max(0.0, (stamp - start).total_seconds())
-        end = seconds if end is None else max(end, seconds)
+        end = max(0.0, (stamp - start).total_seconds(), end or 0.0)  # a clock set back does not undo time spent
         progress = _as_float(line.get("progress"))
         if progress is not None and progress < 1.0 and (not profile or progress > profile[-1][0]):
-            profile.append((progress, seconds))
+            profile.append((progress, end))
     return [*profile, (1.0, end)] if end is not None else []
 
 
-# Below this many seconds to reach a progress value, the ratio of two runs' times says more about clock and
-# start-up jitter than about their speed: they are taken as equally fast.
+# Times to reach a progress value below this count as this: the ratio of two runs' times of a few seconds says more
+# about start-up jitter than about their speed, and a floor keeps the scale from jumping as one crosses it.
 MIN_PACE_S = 10.0
+
+
+def paces(profile: Sequence[tuple[float, float]], progress: float) -> bool:
+    """A finished run's profile says what is left after `progress`: it logged that progress, or more, below 1."""
+    return any(progress <= value < 1.0 for value, _ in profile)
 
 
 def paced_remaining(progress: float, at: float, elapsed: float, profile: Sequence[tuple[float, float]]) -> float | None:
     """Remaining seconds of a run that reached `progress` `at` seconds in (`elapsed` seconds now), paced on a
-    finished run of the same kind (its progress_profile): the time that run still took after the same progress,
-    scaled by how long each took to get there, less the time since the progress moved; None once past it.
+    finished run of the same kind whose profile paces it (paces()): the time that run still took after the same
+    progress, scaled by how long each took to get there, less the time since the progress moved; None once past it.
 
-    Progress fractions are not proportional to time (a run's last 10% evaluates for minutes): on the shipped runs,
-    each paced on another of its preset, method and setting, at a fifth of their time t (1 - p) / p was within 1.5x
-    of the time they still took for 28% of them (median 0.51x), this for 85% (median 1.01x); at four fifths, 61%
-    against 79%."""
+    Progress fractions are not proportional to time (a run's last 10% evaluates for minutes): replayed on the shipped
+    runs (benchmarks/time_estimate.py), each paced as the dashboard would have paced it then, this was within 1.5x
+    of the time they still took for 70-76% of them at a fifth to four fifths of their time, t (1 - p) / p for
+    27-60% (median 0.51x at a fifth)."""
     reached = [seconds for value, seconds in profile if value >= progress]
     if not reached:
         return None
     ref_at, total = reached[0], profile[-1][1]
-    scale = at / ref_at if ref_at >= MIN_PACE_S and at >= MIN_PACE_S else 1.0
+    scale = max(at, MIN_PACE_S) / max(ref_at, MIN_PACE_S)
     estimate = scale * (total - ref_at) - (elapsed - at)
     return estimate if estimate >= 0 else None
 
@@ -312,7 +317,7 @@ def timing(status: dict[str, Any], now: datetime | None = None,
     """(elapsed seconds, estimated remaining seconds) from status.json.
 
     The pace is read where the progress last moved (t seconds in, at fraction p): with a finished run of the same
-    kind (profile), paced_remaining; without, t * (1 - p) / p remain from there, less the time since. A stage that
+    kind that paces it (profile), paced_remaining; else t * (1 - p) / p remain from there, less the time since. A stage that
     writes no progress (tokenizer training, say) so counts the estimate down instead of stretching it, and once it
     runs past the estimate the remaining time is unknown (None)."""
     now = now or datetime.now(UTC)
@@ -327,7 +332,7 @@ def timing(status: dict[str, Any], now: datetime | None = None,
     if state == "running" and 0.01 <= progress < 1.0:
         moved = _parse_time(status.get("progressed"))  # absent in status files written before it was recorded
         at = min(elapsed, max(0.0, (moved - started).total_seconds())) if moved else elapsed
-        if profile:
+        if profile and paces(profile, progress):
             remaining = paced_remaining(progress, at, elapsed, profile)
         else:
             estimate = at * (1.0 - progress) / progress - (elapsed - at)
@@ -511,25 +516,30 @@ def run_records(infos: Sequence[RunInfo]) -> list[dict[str, Any]]:
     return _paced(fresh, infos) if any(r["state"] == "running" for r in fresh) else fresh
 
 
-def pace_run(record: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> int | None:
-    """Index in records of the finished run a running one's remaining time is paced on: of its preset and method,
-    at its settings (variant) if one is, the most recently finished; None when there is none."""
+def pace_runs(record: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> list[int]:
+    """Indexes in records of the finished runs a running one's remaining time may be paced on, best first: of its
+    preset and method, at its settings (variant) if any run is, else at any; the most recently finished first."""
     kin = [i for i, r in enumerate(records) if r["state"] == "done" and r is not record and r.get("started")
            and r["preset"] == record["preset"] and r["method"] == record["method"]]
     alike = [i for i in kin if (records[i].get("variant") or "") == (record.get("variant") or "")] or kin
-    return max(alike, key=lambda i: (records[i].get("finished") or "", records[i]["run_id"])) if alike else None
+    return sorted(alike, key=lambda i: (records[i].get("finished") or "", records[i]["run_id"]), reverse=True)
 
 
 def _paced(records: list[dict[str, Any]], infos: Sequence[RunInfo]) -> list[dict[str, Any]]:
-    """Running runs' remaining times paced on a finished run of their kind (paced_remaining), which is named."""
+    """Running runs' remaining times paced on a finished run of their kind (paced_remaining), which is named: the
+    first of pace_runs whose progress.jsonl reads and paces the run's progress (a damaged one is passed over)."""
     out = []
     for record, info in zip(records, infos, strict=True):
-        ref = pace_run(record, records) if record["state"] == "running" else None
-        if ref is not None:
-            lines = read_run(infos[ref].run_dir, "progress") or []
-            if profile := progress_profile(lines, records[ref]["started"]):
-                record = {**record, "paced_on": records[ref]["run_id"]}
-                record["elapsed_s"], record["remaining_s"] = timing(_safe(info.run_dir.status, {}), profile=profile)
+        if record["state"] == "running":
+            status = _safe(info.run_dir.status, {})
+            progress = _as_float(status.get("progress")) or 0.0
+            for ref in pace_runs(record, records):
+                lines = _safe(lambda ref=ref: read_run(infos[ref].run_dir, "progress"), [])
+                profile = progress_profile(lines, records[ref]["started"])
+                if paces(profile, progress):
+                    record = {**record, "paced_on": records[ref]["run_id"]}
+                    record["elapsed_s"], record["remaining_s"] = timing(status, profile=profile)
+                    break
         out.append(record)
     return out
 
@@ -642,7 +652,7 @@ def seed_picker(df: pd.DataFrame, key: str, every: bool = True) -> pd.DataFrame:
                           help="Another seed splits the users anew and trains another base model: compare methods "
                                "within one seed."
                                + (" 'Every seed' averages the seeds each row has (see its seeds)." if every else
-                                  " Its runs completed other test prefixes."))
+                                  " Another seed's runs completed other test prefixes."))
     return df if choice == EVERY_SEED else df[df["seed"] == choice]
 
 
@@ -912,20 +922,25 @@ def stand_in_note(pool: pd.DataFrame, shown: set[str]) -> str:
     seeding) cannot be remade, so such a run can differ from its copy by more than the methods differ. A pair whose
     base models' weights digests are both recorded and equal is left out: same base, same settings."""
     ppl = dict(zip(pool["run_id"], pool["ppl"], strict=True)) if "ppl" in pool else {}
-    base = dict(zip(pool["run_id"], pool["base_weights"], strict=True)) if "base_weights" in pool else {}
+    # keyed by (shipped, id): a run made here may carry a shipped run's id (`sweep --out runs` names them alike)
+    base = ({(source == "cached", run_id): digest for run_id, source, digest
+             in zip(pool["run_id"], pool["source"], pool["base_weights"], strict=True)}
+            if {"base_weights", "source"} <= set(pool) else {})
 
     def named(run_id: str) -> str:
         value = ppl.get(run_id)
         return f"{run_id} (PPL {value:.2f})" if isinstance(value, (int, float)) and math.isfinite(value) else run_id
 
-    def same_base(a: str, b: str) -> bool:
-        return isinstance(base.get(a), str) and base.get(a) == base.get(b)
+    def same_base(here: str, shipped: str) -> bool:
+        digest = base.get((False, here))
+        return isinstance(digest, str) and digest == base.get((True, shipped))
 
     pairs = []
     for run, shipped in replaced_shipped_copies(pool).items():
         other_base = [s for s in shipped if not same_base(run, s)]
         if run in shown and other_base:
-            known = all(isinstance(base.get(s), str) for s in [run, *other_base])
+            known = isinstance(base.get((False, run)), str) and all(isinstance(base.get((True, s)), str)
+                                                                    for s in other_base)
             pairs.append(f"{named(run)} for {', '.join(named(s) for s in other_base)}"
                          + (" (another base model: their weights digests differ)" if known else ""))
     if not pairs:

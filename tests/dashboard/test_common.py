@@ -6,6 +6,7 @@ import json
 import math
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from fake_runs import write_run
 
 from dashboard import common as c
@@ -42,6 +43,9 @@ def test_a_finished_runs_pace_is_where_it_first_reached_each_progress():
     assert c.progress_profile(PACE_LINES, T0.isoformat()) == [(0.01, 0), (0.1, 10), (0.5, 100), (0.9, 300),
                                                               (1.0, 400)]
     assert c.progress_profile(PACE_LINES, None) == [] and c.progress_profile([], T0.isoformat()) == []
+    # a line that is no object or has no time is skipped; a clock set back does not make the pace run backwards
+    odd = [3, {"progress": 0.2}, *PACE_LINES[:5], {**PACE_LINES[5], "time": PACE_LINES[1]["time"]}, PACE_LINES[6]]
+    assert c.progress_profile(odd, T0.isoformat()) == [(0.01, 0), (0.1, 10), (0.5, 100), (0.9, 100), (1.0, 400)]
 
 
 def test_remaining_time_is_paced_on_a_finished_run_of_the_same_kind():
@@ -54,8 +58,11 @@ def test_remaining_time_is_paced_on_a_finished_run_of_the_same_kind():
     assert c.timing(status, now, profile) == (210, 590)
     assert c.timing(status, now) == (210, 190)  # the pace so far alone: t (1 - p) / p, less the 10 s since
     assert c.paced_remaining(0.1, 5, 5, profile) == 390  # 5 s against 10 s is jitter, not a speed: taken as equal
+    assert c.paced_remaining(0.1, 100, 100, profile) == 3900  # ten times slower than the finished run's 10 s
     assert c.paced_remaining(0.5, 200, 900, profile) is None  # past what the pace predicts: unknown
-    assert c.paced_remaining(0.95, 350, 350, profile) == 0  # beyond the finished run's last progress below 1
+    # beyond the finished run's last progress below 1 its profile says nothing of what is left: the pace so far
+    late = {**status, "progress": 0.95, "progressed": (T0 + timedelta(seconds=380)).isoformat()}
+    assert not c.paces(profile, 0.95) and c.timing(late, T0 + timedelta(seconds=380), profile) == (380, pytest.approx(20))
 
 
 def test_runs_frame_paces_a_running_run_on_the_last_finished_one_at_its_settings(roots):
@@ -71,8 +78,10 @@ def test_runs_frame_paces_a_running_run_on_the_last_finished_one_at_its_settings
             json.dumps({**line, "time": (datetime.fromisoformat(line["time"]) + shift).isoformat()}) + "\n"
             for line in PACE_LINES))
 
-    finished("ref", now - timedelta(hours=2))
+    finished("ref", now - timedelta(hours=3))
     finished("ref-m5", now - timedelta(hours=1), teachers=5)  # newer, but at other settings
+    finished("ref-damaged", now - timedelta(hours=2))  # newer, at the same settings, but its file is damaged:
+    (roots["cached"] / "ref-damaged" / "progress.jsonl").write_text('{"time": "x"}\n{not json\n')  # passed over
     live = write_run(roots["live"], "live", "seqpate", state="running", progress=0.5)
     status = json.loads(live.file("status.json").read_text())
     status.update(started=(now - timedelta(seconds=210)).isoformat(),

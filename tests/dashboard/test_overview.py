@@ -100,6 +100,9 @@ def test_a_stand_in_on_the_shipped_runs_base_model_is_not_flagged(roots, app_pag
     note = ("Runs made here stand in for shipped runs of the same settings and seed: pub-gpt-today (PPL 500.00) for "
             "tiny-pub-gpt (PPL 500.00) (another base model: their weights digests differ).")
     assert [i.value[:len(note)] for i in app_page().info if "stand in for" in i.value] == [note]
+    # made here under the shipped run's own id (`sweep --out runs` names runs alike): still two base models
+    today.path.rename(roots["live"] / "tiny-pub-gpt")
+    assert [i.value for i in app_page().info if "(another base model: their weights digests differ)" in i.value]
 
 
 def test_shipped_copies_of_a_row_are_named(roots, app_page):
