@@ -317,9 +317,9 @@ def timing(status: dict[str, Any], now: datetime | None = None,
     """(elapsed seconds, estimated remaining seconds) from status.json.
 
     The pace is read where the progress last moved (t seconds in, at fraction p): with a finished run of the same
-    kind that paces it (profile), paced_remaining; else t * (1 - p) / p remain from there, less the time since. A stage that
-    writes no progress (tokenizer training, say) so counts the estimate down instead of stretching it, and once it
-    runs past the estimate the remaining time is unknown (None)."""
+    kind that paces it (profile), paced_remaining; else t * (1 - p) / p remain from there, less the time since. A
+    stage that writes no progress (tokenizer training, say) so counts the estimate down instead of stretching it,
+    and once it runs past the estimate the remaining time is unknown (None)."""
     now = now or datetime.now(UTC)
     started = _parse_time(status.get("started"))
     if started is None:

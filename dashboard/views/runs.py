@@ -152,7 +152,7 @@ def live_view() -> None:
                 help=(f"paced on {paced_on}, the last finished run of this method and preset (at these settings "
                       "where one is): the time it still took after this progress, scaled by how long each took to "
                       "reach it" if paced_on else "from the pace so far (no finished run of this method and preset "
-                      "to pace it on)")
+                      "that got this far to pace it on)")
                 + "; unknown (–) once a stage runs longer than that predicts")
     if record["state"] == "failed":
         st.error(f"Failed at stage {record['stage'] or '?'}: {record['error'] or 'no error recorded'}",
