@@ -170,7 +170,8 @@ def privacy_kind(epsilon: float | None, unit: str | None = None) -> str:
     return "private"
 
 
-def privacy_statement(epsilon: float | None, delta: float | None, unit: str | None) -> str:
+def privacy_statement(epsilon: float | None, delta: float | None, unit: str | None, method: str | None = None) -> str:
+    """One line on a run's guarantee; with the method, ADP's is a heuristic and synthetic data's δ a weak one."""
     kind = privacy_kind(epsilon, unit)
     if kind == "not-private":
         return "NOT PRIVATE: trained on private data without noise (ε = ∞)"
@@ -179,7 +180,11 @@ def privacy_statement(epsilon: float | None, delta: float | None, unit: str | No
     if kind == "unknown":
         return "no privacy record"
     unit_text = {"sample": "one training sentence", "user": "all sentences of one user"}.get(unit or "", unit or "?")
-    return f"(ε = {fmt_eps(epsilon)}, δ = {fmt_delta(delta)})-DP, protecting {unit_text}"
+    if method in HEURISTIC_PRIVACY:  # its noise level is read off the private data: no guarantee to state
+        return (f"ε = {fmt_eps(epsilon)}, δ = {fmt_delta(delta)} as accounted for {unit_text}, but a heuristic, "
+                "not a DP guarantee: its noise level is chosen from the private data")
+    weak = " (δ = 1/|train|, a weak δ)" if is_synth_method(method) else ""
+    return f"(ε = {fmt_eps(epsilon)}, δ = {fmt_delta(delta)})-DP{weak}, protecting {unit_text}"
 
 
 def epsilon_reading(epsilon: float, delta: float, unit: str = "training sentence") -> str:

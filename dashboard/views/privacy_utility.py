@@ -16,6 +16,8 @@ st.caption("Finished runs of one preset. Private methods are points at their acc
            "orderings (`python -m core compare --draws 20` tests BLEU-4 over 20 completions of each prefix).")
 
 df = c.finished_frame()
+# synthetic-data runs have no perplexity or BLEU-4: their accuracy against ε is on the Synthetic data page
+df = df[~df["method"].map(c.is_synth_method)] if not df.empty else df
 if df.empty:
     c.no_runs()
     st.stop()

@@ -148,12 +148,16 @@ def live_view() -> None:
     m[1].metric("progress", f"{record['progress']:.0%}")
     m[2].metric("elapsed", c.fmt_duration(record["elapsed_s"]))
     paced_on = record.get("paced_on") if isinstance(record.get("paced_on"), str) else None
-    m[3].metric("remaining (est.)", c.fmt_duration(record["remaining_s"]),
-                help=(f"paced on {paced_on}, the last finished run of this method and preset (at these settings "
-                      "where one is): the time it still took after this progress, scaled by how long each took to "
-                      "reach it" if paced_on else "from the pace so far (no finished run of this method and preset "
-                      "that got this far to pace it on)")
-                + "; unknown (–) once a stage runs longer than that predicts")
+    if record["state"] != "running":
+        estimate_help = "estimated while the run runs"
+    elif paced_on:
+        estimate_help = (f"paced on {paced_on}, the last finished run of this method and preset (at these settings "
+                         "where one is): the time it still took after this progress, scaled by how long each took "
+                         "to reach it; unknown (–) once a stage runs longer than that predicts")
+    else:
+        estimate_help = ("from the pace so far (no finished run of this method and preset that got this far to pace "
+                         "it on); unknown (–) once a stage runs longer than that predicts")
+    m[3].metric("remaining (est.)", c.fmt_duration(record["remaining_s"]), help=estimate_help)
     if record["state"] == "failed":
         st.error(f"Failed at stage {record['stage'] or '?'}: {record['error'] or 'no error recorded'}",
                  icon=":material/error:")
@@ -168,7 +172,7 @@ def live_view() -> None:
                        f"data: {c.fmt_num(m.get('accuracy_real'), 3)})  ·  Synthetic data page")
         else:
             utility = f"  ·  PPL {c.fmt_num(record['ppl'])}  ·  BLEU-4 {c.fmt_num(record['bleu4'])}"
-        st.caption(c.privacy_statement(record["epsilon"], record["delta"], record["unit"]) + utility)
+        st.caption(c.privacy_statement(record["epsilon"], record["delta"], record["unit"], record["method"]) + utility)
         statement = run.read_text("statement.md")
         if statement:  # the audit's plain-language statement: relation, what stays public, what is released outside ε
             with st.expander("Privacy statement (statement.md)"):

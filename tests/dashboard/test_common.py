@@ -339,3 +339,11 @@ def test_seed_helpers_keep_runs_without_a_seed_apart():
     assert c.lowest_seed_first(list(records), records) == ["c", "d", "a", "b", "e"]
     assert c.same_seed(records["c"], records["d"]) and not c.same_seed(records["a"], records["c"])
     assert c.same_seed(records["b"], records["e"]) and not c.same_seed(records["b"], records["c"])
+
+
+def test_a_runs_one_line_guarantee_names_adps_heuristic_and_synthetic_datas_weak_delta():
+    assert c.privacy_statement(3.0, 1e-6, "sample", "seqpate") == "(ε = 3, δ = 1e-06)-DP, protecting one training sentence"
+    adp = c.privacy_statement(3.0, 1e-6, "sample", "adp")  # its statement.md and Overview card call it a heuristic
+    assert "-DP" not in adp and "a heuristic, not a DP guarantee" in adp
+    assert c.privacy_statement(3.0, 1 / 640, "sample", "synth-filter") == \
+        "(ε = 3, δ = 0.00156)-DP (δ = 1/|train|, a weak δ), protecting one training sentence"

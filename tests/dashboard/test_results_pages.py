@@ -71,6 +71,10 @@ def test_privacy_utility_chart_has_points_and_reference_lines(results, app_page)
     points = at.dataframe[0].value
     assert points.set_index("run").loc["seq-topk", "setting"] == "filter top-k:50"
     assert points.set_index("run").loc["seq-topk", "δ"] == "1e-06"  # each ε with its δ
+    from fake_runs import write_synth_run
+
+    write_synth_run(results, "synth-x", "filter", 3.0, 0.4)  # no PPL or BLEU-4: the Synthetic data page's
+    assert "synth-x" not in set(open_tab(at, "pu_tab", "Points").dataframe[0].value["run"])
     # ablation (Table 3), filter (Table 4) tables and the teacher-count curve (App. H), each in its tab
     write_run(results, "seq-eps3-other-plan", "seqpate", epsilon=3.0, bleu4=2.5)  # the same config, another plan
     ablation = open_tab(at, "pu_tab", "Ablations (Table 3)").dataframe[0].value

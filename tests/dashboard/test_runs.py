@@ -45,6 +45,8 @@ def test_lists_every_run_with_state_and_progress(some_runs, app_page):
     assert "runs shown" not in captions
     # the running run is selected first; its cancel button is enabled, delete is not
     assert at.selectbox(key="runs_selected").value == "live-running"
+    [estimate] = [m for m in at.metric if m.label == "remaining (est.)"]
+    assert estimate.proto.help.startswith("from the pace so far (no finished run")  # no finished Pub-GPT run
     assert not at.button(key="runs_cancel").disabled
     assert at.button(key="runs_delete").disabled
 
