@@ -55,11 +55,21 @@ SEEDED_NOISE = ("- Randomness: the noise and the sampling were drawn from pseudo
                 "seed and keep its config.json private.")
 
 # Wall-clock time is measured, not noised: how long a private step took depends on the private data.
-TIMING_CHANNEL = ("- Timing: each progress line's time (progress.jsonl) and the durations in metrics.json measure how "
-                  "long the private computations took, which depends on the private data (how many sentences a "
-                  "sampled batch holds, how long the sentences of a batch or a teacher's share are). No epsilon "
-                  "covers that side channel; it is coarse, but drop the times before handing a run's logs to "
-                  "someone the epsilon is meant to hold against.")
+TIMED_FILES = ("each line's time in progress.jsonl and (a job's) log.txt, the start, progress and end times in "
+               "status.json and the durations in metrics.json")
+TIMED_BY_KIND = {
+    KIND_SEQPATE: "how long each teacher's share of the sentences is",
+    KIND_DPSGD: "how many sentences each sampled batch holds, and how long they are",
+    KIND_USER_BATCHES: "how long the sentences of each batch are",
+}
+
+
+def timing_channel(kind: str) -> str:
+    """The statement's line on the run's times, a side channel no epsilon covers."""
+    depends = TIMED_BY_KIND.get(kind, "how many and how long the sentences are")
+    return (f"- Timing: {TIMED_FILES} measure how long the private computations took, which depends on the private "
+            f"data ({depends}). No epsilon covers that side channel; it is coarse, but drop the times before handing "
+            "a run's files to someone the epsilon is meant to hold against.")
 
 
 def _num(x: Any, digits: int = 3) -> str:
@@ -140,7 +150,7 @@ def privacy_statement(
             "the guarantee is about the prepared set: a sentence put into or taken out of the raw corpus can "
             "change which other sentences were selected.",
             SEEDED_NOISE,
-            TIMING_CHANNEL,
+            timing_channel(kind),
         ]
         if kind == KIND_SEQPATE:
             lines += [
@@ -352,9 +362,8 @@ def synth_statement(synth: dict[str, Any], privacy: dict[str, Any], metrics: dic
         "samples (accuracy_synthetic, also in progress.jsonl's last line and on the command's output), and the "
         "label counts;",
         "- the training loss per epoch (metrics.json, progress.jsonl), averaged over private batches;",
-        "- the times: each progress line's time (progress.jsonl) and the durations in metrics.json measure how long "
-        "the private computations took, which depends on the private data (how many sentences a sampled batch "
-        "holds, how long they are).",
+        f"- the times: {TIMED_FILES} measure how long the private computations took, which depends on the private "
+        "data (how many sentences each sampled batch holds, and how long they are).",
         *(["- the presets' generation settings (PPLM's step size and step count, quick's base model) were chosen "
            "on scores measured without noise on a validation slice of this corpus's training texts "
            "(cached_runs/SYNTH_NOTES.md): a choice made on the private data that no epsilon covers."]

@@ -36,6 +36,7 @@ def test_seqpate_by_user_states_the_sample_unit_and_phrase_protection():
     assert "every other sentence keeps its teacher" in text and "treated as public" in text
     # the noise goes on the teachers' SUM (core.seqpate.aggregate): said of the average, it would read 10x larger
     assert "noise with scale 69 on the sum of the 10 teachers' next-token distributions" in text
+    assert "(how long each teacher's share of the sentences is)" in text  # SeqPATE samples no batches
 
 
 def test_non_private_public_and_blacklist_runs():
@@ -60,7 +61,9 @@ def test_dpsgd_and_adp_runs():
     assert "Which data set: the private training set as prepared" in text
     assert "seeded with the run's seed" in text and "secret seed" in text
     # wall-clock times depend on each Poisson batch's size: a side channel no epsilon covers, so said so
-    assert "Timing: each progress line's time" in text and "No epsilon covers that side channel" in text
+    assert "Timing: each line's time in progress.jsonl and (a job's) log.txt, the start, progress and end times in " \
+        "status.json and the durations in metrics.json" in text and "No epsilon covers that side channel" in text
+    assert "how many sentences each sampled batch holds" in text
 
 
 def test_user_batches_state_zero_out_neighbours():
@@ -124,7 +127,7 @@ def test_synth_statement_names_its_steps_weak_delta_and_what_it_releases_outside
     own = synth_statement({"generator": "filter", "corpus": "/data/sst2.csv"}, SYNTH_PRIVACY, SYNTH_METRICS)
     assert "validation slice" not in own  # the presets were chosen on chitchat, not on the user's own data
     assert "how long they are).\n\nShare these files" in own  # its own paragraph, not part of the last item
-    assert "progress line's time (progress.jsonl) and the durations in metrics.json" in released  # a side channel
+    assert "- the times: each line's time in progress.jsonl and (a job's) log.txt" in released  # a side channel
 
 
 def test_synth_statement_of_a_multitask_and_a_non_private_run():
