@@ -926,35 +926,52 @@ def stand_in_note(pool: pd.DataFrame, shown: set[str]) -> str:
     perplexities, or "". A fresh clone retrains the base model, and the shipped runs' bases (trained before
     seeding) cannot be remade, so such a run can differ from its copy by more than the methods differ. A pair whose
     base models' weights digests are both recorded and equal is left out: same base, same settings."""
-    ppl = dict(zip(pool["run_id"], pool["ppl"], strict=True)) if "ppl" in pool else {}
     # keyed by (shipped, id): a run made here may carry a shipped run's id (`sweep --out runs` names them alike)
-    base = ({(source == "cached", run_id): digest for run_id, source, digest
-             in zip(pool["run_id"], pool["source"], pool["base_weights"], strict=True)}
-            if {"base_weights", "source"} <= set(pool) else {})
+    rows = {(row.get("source") == "cached", row["run_id"]): row for row in pool.to_dict("records")}
 
-    def named(run_id: str) -> str:
-        value = ppl.get(run_id)
+    def named(run_id: str, shipped: bool) -> str:
+        value = rows.get((shipped, run_id), {}).get("ppl")
         return f"{run_id} (PPL {value:.2f})" if isinstance(value, (int, float)) and math.isfinite(value) else run_id
 
-    def same_base(here: str, shipped: str) -> bool:
-        digest = base.get((False, here))
-        return isinstance(digest, str) and digest == base.get((True, shipped))
+    def digest(run_id: str, shipped: bool) -> str | None:
+        value = rows.get((shipped, run_id), {}).get("base_weights")
+        return value if isinstance(value, str) else None
 
     pairs = []
     for run, shipped in replaced_shipped_copies(pool).items():
-        other_base = [s for s in shipped if not same_base(run, s)]
+        other_base = [s for s in shipped if digest(run, False) is None or digest(run, False) != digest(s, True)]
         if run in shown and other_base:
-            known = isinstance(base.get((False, run)), str) and all(isinstance(base.get((True, s)), str)
-                                                                    for s in other_base)
-            pairs.append(f"{named(run)} for {', '.join(named(s) for s in other_base)}"
+            known = digest(run, False) is not None and all(digest(s, True) is not None for s in other_base)
+            pairs.append(f"{named(run, False)} replaces {', '.join(named(s, True) for s in other_base)}"
                          + (" (another base model: their weights digests differ)" if known else ""))
     if not pairs:
         return ""
-    return ("Runs made here stand in for shipped runs of the same settings and seed: " + "; ".join(pairs)
-            + ". REPORT.md quotes the shipped ones. A run made here trains on this machine's base model "
-            "(`.cache/base/`; a fresh clone trains a new one, and the shipped runs' base models, trained before "
-            "seeding, cannot be remade), so it can differ from its shipped copy by more than the methods differ: "
-            "compare it with runs made on the same base model (rerun the references here too).")
+    return ("Runs made here replace shipped runs of the same settings and seed in this view: " + "; ".join(pairs)
+            + ". A run made here trained on this machine's base model (`.cache/base/`), not on the shipped runs' "
+            "(trained before seeding, they cannot be remade), so it can differ from them by more than the methods "
+            "differ: compare it only with other runs made here, or switch on \"Shipped runs instead\" above to see "
+            "the runs REPORT.md quotes.")
+
+
+_LAST_SHIPPED = "_last_shipped_instead"
+
+
+def shipped_instead(pool: pd.DataFrame, key: str) -> pd.DataFrame:
+    """pool, or, when the reader asks (a toggle shown only where runs made here stand in for shipped copies of
+    their settings; the choice carries to the other pages), pool without those runs made here, so the shipped runs
+    REPORT.md quotes come back. Runs made here at settings no shipped run has stay either way."""
+    replaced = replaced_shipped_copies(pool)
+    if not replaced:
+        return pool
+    instead = st.toggle("Shipped runs instead", value=bool(st.session_state.get(_LAST_SHIPPED)), key=key,
+                        on_change=_remember, args=(key, _LAST_SHIPPED),
+                        help="Show the shipped runs (those REPORT.md quotes) in place of runs made here with the "
+                             "same settings: " + ", ".join(sorted(replaced)) + ".")
+    if not instead:
+        return pool
+    st.caption("Showing the shipped runs; hidden here, made on this machine with their settings: "
+               + ", ".join(sorted(replaced)) + ".")
+    return pool[~((pool["source"] != "cached") & pool["run_id"].isin(list(replaced)))]
 
 
 def shipped_copies_note(pool: pd.DataFrame, table: pd.DataFrame) -> str:

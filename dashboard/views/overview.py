@@ -44,9 +44,11 @@ if df.empty:
 
 preset = c.preset_picker(df, key="overview_preset")
 several_seeds = len(c.seeds_of(df[df["preset"] == preset])) > 1
-pool = c.seed_picker(df[df["preset"] == preset], key="overview_seed")
+pool = c.shipped_instead(c.seed_picker(df[df["preset"] == preset], key="overview_seed"), key="overview_shipped")
 table = c.headline_table(pool)
 seed_note, copies_note = c.seed_mix_note(table), c.replaced_copies_note(pool, table)
+if copies_note:  # above the table it changes
+    st.info(copies_note, icon=":material/content_copy:")
 if (table["setting"] == "").all():
     table = table.drop(columns="setting")  # every row is at the preset's defaults here
 st.dataframe(
@@ -69,9 +71,8 @@ if table.empty:
             "teacher count, ...). Its runs are on the Privacy-utility page with experiment variants on.")
 if seed_note:
     st.warning(seed_note, icon=":material/warning:")
-for note in (copies_note, c.shipped_copies_note(pool, table)):
-    if note:
-        st.info(note, icon=":material/content_copy:")
+if shipped_note := c.shipped_copies_note(pool, table):
+    st.info(shipped_note, icon=":material/content_copy:")
 runs_shown = ("the run of the chosen seed, or with every seed the mean over the seeds in the row's seeds column"
               if several_seeds else "one run each (this preset's runs share one seed)")
 st.caption(f"One row per method and ε at this preset's defaults: {runs_shown}; runs with other settings (teacher "

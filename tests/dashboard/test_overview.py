@@ -76,14 +76,20 @@ def test_a_run_made_here_in_place_of_a_shipped_copy_is_named(roots, app_page):
     at = app_page()
     assert not at.exception
     assert at.dataframe[0].value["run ids"].tolist() == ["pub-gpt-today"]
-    note = ("Runs made here stand in for shipped runs of the same settings and seed: pub-gpt-today (PPL 501.00) for "
-            "tiny-pub-gpt (PPL 500.00). REPORT.md quotes the shipped ones. A run made here trains on this machine's "
-            "base model")
-    assert [i.value[:len(note)] for i in at.info if "stand in for" in i.value] == [note]
-    # the Privacy-utility page, whose curves and tables show the same run, says it too
+    note = ("Runs made here replace shipped runs of the same settings and seed in this view: pub-gpt-today (PPL "
+            "501.00) replaces tiny-pub-gpt (PPL 500.00). A run made here trained on this machine's base model")
+    assert [i.value[:len(note)] for i in at.info if "replace shipped runs" in i.value] == [note]
+    # the reader can have the shipped run back: the one REPORT.md quotes, trained on the shipped base model
+    at.toggle(key="overview_shipped").set_value(True).run()
+    assert at.dataframe[0].value["run ids"].tolist() == ["tiny-pub-gpt"]
+    assert not [i for i in at.info if "replace shipped runs" in i.value]
+    assert [c.value for c in at.caption if c.value.startswith("Showing the shipped runs; hidden here")]
+    # the Privacy-utility page, whose curves and tables show the same run, says it too, and has the same choice
     at = app_page("privacy_utility")
     assert not at.exception
-    assert [i.value[:len(note)] for i in at.info if "stand in for" in i.value] == [note]
+    assert [i.value[:len(note)] for i in at.info if "replace shipped runs" in i.value] == [note]
+    at.toggle(key="pu_shipped").set_value(True).run()
+    assert not [i for i in at.info if "replace shipped runs" in i.value]
 
 
 def test_a_stand_in_on_the_shipped_runs_base_model_is_not_flagged(roots, app_page):
@@ -95,11 +101,11 @@ def test_a_stand_in_on_the_shipped_runs_base_model_is_not_flagged(roots, app_pag
     with_base(write_run(roots["cached"], "tiny-pub-gpt", "pub-gpt", ppl=500.0), "aaaa")
     today = write_run(roots["live"], "pub-gpt-today", "pub-gpt", ppl=500.0)
     with_base(today, "aaaa")
-    assert not [i for i in app_page().info if "stand in for" in i.value]
+    assert not [i for i in app_page().info if "replace shipped runs" in i.value]
     with_base(today, "bbbb")
-    note = ("Runs made here stand in for shipped runs of the same settings and seed: pub-gpt-today (PPL 500.00) for "
-            "tiny-pub-gpt (PPL 500.00) (another base model: their weights digests differ).")
-    assert [i.value[:len(note)] for i in app_page().info if "stand in for" in i.value] == [note]
+    note = ("Runs made here replace shipped runs of the same settings and seed in this view: pub-gpt-today (PPL "
+            "500.00) replaces tiny-pub-gpt (PPL 500.00) (another base model: their weights digests differ).")
+    assert [i.value[:len(note)] for i in app_page().info if "replace shipped runs" in i.value] == [note]
     # made here under the shipped run's own id (`sweep --out runs` names runs alike): still two base models
     today.path.rename(roots["live"] / "tiny-pub-gpt")
     assert [i.value for i in app_page().info if "(another base model: their weights digests differ)" in i.value]
