@@ -36,6 +36,7 @@ def load(folder: Path) -> list[dict]:
             status = json.loads((d / "status.json").read_text())
             cfg = json.loads((d / "config.json").read_text())["config"]
             lines = [json.loads(line) for line in (d / "progress.jsonl").read_text().splitlines() if line.strip()]
+            base = (json.loads((d / "metrics.json").read_text()).get("base_model") or {})
         except (OSError, ValueError, KeyError, TypeError):
             continue
         if status.get("state") != "done" or not status.get("started") or not status.get("finished"):
@@ -44,7 +45,8 @@ def load(folder: Path) -> list[dict]:
         if profile:
             runs.append({"run_id": d.name, "state": "done", "preset": cfg.get("preset"), "method": cfg.get("method"),
                          "variant": c.variant_label(c.variant_settings(cfg)), "started": status["started"],
-                         "finished": status["finished"], "lines": lines, "profile": profile})
+                         "finished": status["finished"], "base_cached": base.get("cached"), "lines": lines,
+                         "profile": profile})
     return runs
 
 
@@ -80,7 +82,8 @@ def main() -> None:
             if status is None:
                 continue
             now = start + timedelta(seconds=point * total)
-            profile = next((then[i]["profile"] for i in c.pace_runs(run, then)
+            so_far = [line for line in run["lines"] if (c._parse_time(line.get("time")) or now) <= now]
+            profile = next((then[i]["profile"] for i in c.pace_runs(run, then, c.trains_its_base(so_far))
                             if c.paces(then[i]["profile"], float(status["progress"]))), None)
             paced[point] = paced.get(point, 0) + (profile is not None)
             truth = total * (1 - point)

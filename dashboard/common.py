@@ -306,7 +306,7 @@ def paced_remaining(progress: float, at: float, elapsed: float, profile: Sequenc
 
     Progress fractions are not proportional to time (a run's last 10% evaluates for minutes): replayed on the shipped
     runs (benchmarks/time_estimate.py), each paced as the dashboard would have paced it then, this was within 1.5x
-    of the time they still took for 70-76% of them at a fifth to four fifths of their time, t (1 - p) / p for
+    of the time they still took for 71-77% of them at a fifth to four fifths of their time, t (1 - p) / p for
     27-60% (median 0.51x at a fifth)."""
     reached = [seconds for value, seconds in profile if value >= progress]
     if not reached:
@@ -478,6 +478,7 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
         "remaining_s": remaining,
         "total_s": _as_float(timings.get("total_s")),
         "base_weights": _str(_dict(metrics.get("base_model")).get("weights_sha256")),  # runs since 2026-11-25
+        "base_cached": _dict(metrics.get("base_model")).get("cached"),  # False: the run trained its base model
     }
 
 
@@ -521,13 +522,22 @@ def run_records(infos: Sequence[RunInfo]) -> list[dict[str, Any]]:
     return _paced(fresh, infos) if any(r["state"] == "running" for r in fresh) else fresh
 
 
-def pace_runs(record: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> list[int]:
+def trains_its_base(lines: Sequence[Any]) -> bool:
+    """A run's progress lines show it training its base model (core.base logs the tokenizer and each epoch)."""
+    return any(isinstance(line, Mapping) and line.get("stage") == "base-model"
+               and ("epoch" in line or str(line.get("message", "")).startswith("training")) for line in lines)
+
+
+def pace_runs(record: Mapping[str, Any], records: Sequence[Mapping[str, Any]], trains_base: bool = False) -> list[int]:
     """Indexes in records of the finished runs a running one's remaining time may be paced on, best first: of its
-    preset and method, at its settings (variant) if any run is, else at any; the most recently finished first."""
+    preset and method, at its settings (variant) if any run is, else at any; those that, like it (trains_base),
+    trained their base model or found it trained (one that trains it spends the first half of its progress bar on
+    that), then the most recently finished."""
     kin = [i for i, r in enumerate(records) if r["state"] == "done" and r is not record and r.get("started")
            and r["preset"] == record["preset"] and r["method"] == record["method"]]
     alike = [i for i in kin if (records[i].get("variant") or "") == (record.get("variant") or "")] or kin
-    return sorted(alike, key=lambda i: (records[i].get("finished") or "", records[i]["run_id"]), reverse=True)
+    return sorted(alike, reverse=True, key=lambda i: ((records[i].get("base_cached") is False) == trains_base,
+                                                      records[i].get("finished") or "", records[i]["run_id"]))
 
 
 def _paced(records: list[dict[str, Any]], infos: Sequence[RunInfo]) -> list[dict[str, Any]]:
@@ -538,7 +548,8 @@ def _paced(records: list[dict[str, Any]], infos: Sequence[RunInfo]) -> list[dict
         if record["state"] == "running":
             status = _safe(info.run_dir.status, {})
             progress = _as_float(status.get("progress")) or 0.0
-            for ref in pace_runs(record, records):
+            trains = trains_its_base(_safe(lambda info=info: read_run(info.run_dir, "progress"), []))
+            for ref in pace_runs(record, records, trains):
                 lines = _safe(lambda ref=ref: read_run(infos[ref].run_dir, "progress"), [])
                 profile = progress_profile(lines, records[ref]["started"])
                 if paces(profile, progress):
@@ -554,7 +565,7 @@ RECORD_COLUMNS = (
     "epsilon_target", "privacy_target", "delta", "accountant", "unit", "has_privacy", "ppl", "bleu1", "bleu2", "bleu3", "bleu4",
     "r_name", "teachers", "filter", "partition", "ablation", "variant", "varied", "query_budget", "queries_spent",
     "teachers_per_user", "has_phrases", "has_completions", "config_hash", "effective_hash", "created", "started", "finished",
-    "elapsed_s", "remaining_s", "total_s", "base_weights",
+    "elapsed_s", "remaining_s", "total_s", "base_weights", "base_cached",
 )
 
 

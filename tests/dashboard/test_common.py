@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from fake_runs import write_run
 
+from core.runs.store import RunDir
 from dashboard import common as c
 
 
@@ -82,14 +83,23 @@ def test_runs_frame_paces_a_running_run_on_the_last_finished_one_at_its_settings
     finished("ref-m5", now - timedelta(hours=1), teachers=5)  # newer, but at other settings
     finished("ref-damaged", now - timedelta(hours=2))  # newer, at the same settings, but its file is damaged:
     (roots["cached"] / "ref-damaged" / "progress.jsonl").write_text('{"time": "x"}\n{not json\n')  # passed over
+    finished("ref-trained-base", now - timedelta(minutes=30))  # the newest, but it trained its base model: half
+    trained = RunDir(roots["cached"] / "ref-trained-base")  # its progress bar paced that, not the method
+    trained.write_metrics({**trained.metrics(), "base_model": {"source": "tiny", "cached": False}})
     live = write_run(roots["live"], "live", "seqpate", state="running", progress=0.5)
     status = json.loads(live.file("status.json").read_text())
     status.update(started=(now - timedelta(seconds=210)).isoformat(),
                   progressed=(now - timedelta(seconds=10)).isoformat(), progress=0.5)
     live.file("status.json").write_text(json.dumps(status))
+    live.file("progress.jsonl").write_text(json.dumps({"time": now.isoformat(), "stage": "base-model",
+                                                       "progress": 0.04}) + "\n")  # found its base model trained
     write_run(roots["live"], "other", "noisysgd", state="running", progress=0.5)
     rows = c.runs_frame().set_index("run_id")
     assert rows.loc["live", "paced_on"] == "ref" and abs(rows.loc["live", "remaining_s"] - 590) < 5
+    # a run that is training its base model is paced on one that trained its own
+    live.file("progress.jsonl").write_text(json.dumps({"time": now.isoformat(), "stage": "base-model",
+                                                       "message": "training tokenizer on public text"}) + "\n")
+    assert c.runs_frame().set_index("run_id").loc["live", "paced_on"] == "ref-trained-base"
     assert not isinstance(rows.loc["other", "paced_on"], str)  # no finished NoisySGD run: the pace so far
 
 
