@@ -613,9 +613,17 @@ def preset_picker(df: pd.DataFrame, key: str, label: str = "Preset", include_all
     default = default if default in options else main_preset(df)
     index = options.index(default) if default in options else 0
     # in the URL, so that a shared link (which also names the open tab) shows the same runs
-    return st.selectbox(label, options, index=index, key=key, bind="query-params", on_change=_remember,
-                        args=(key, _LAST_PRESET),
-                        help="Runs are only comparable within one preset (same data sizes and model).")
+    choice = st.selectbox(label, options, index=index, key=key, bind="query-params", on_change=_remember,
+                          args=(key, _LAST_PRESET),
+                          help="Runs are only comparable within one preset (same data sizes and model).")
+    return _carried(key, choice, _LAST_PRESET)
+
+
+def _carried(key: str, choice: Any, shared: str) -> Any:
+    """choice, remembered for the other pages' pickers also when a link set it (no on_change is called then)."""
+    if key in st.query_params:
+        st.session_state[shared] = choice
+    return choice
 
 
 EVERY_SEED = "every seed (mean)"
@@ -663,12 +671,14 @@ def seed_picker(df: pd.DataFrame, key: str, every: bool = True) -> pd.DataFrame:
         return df
     options = [*seeds, EVERY_SEED] if every else seeds
     last = st.session_state.get(_LAST_SEED)  # the seed last chosen on any page, where these runs have it
+    # in the URL too, so that a shared link shows the same seed
     choice = st.selectbox("Seed", options, index=options.index(last) if last in options else 0, key=key,
-                          on_change=_remember, args=(key, _LAST_SEED),
+                          bind="query-params", on_change=_remember, args=(key, _LAST_SEED),
                           help="Another seed splits the users anew and trains another base model: compare methods "
                                "within one seed."
                                + (" 'Every seed' averages the seeds each row has (see its seeds)." if every else
                                   " Another seed's runs completed other test prefixes."))
+    choice = _carried(key, choice, _LAST_SEED)
     return df if choice == EVERY_SEED else df[df["seed"] == choice]
 
 

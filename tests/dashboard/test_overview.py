@@ -153,3 +153,14 @@ def test_the_preset_and_seed_chosen_on_one_page_carry_to_the_others(roots, app_p
     at.switch_page("views/overview.py").run()  # and back: the Overview's choice was kept too
     assert at.selectbox(key="overview_preset").value == "quick" and at.selectbox(key="overview_seed").value == 1
     assert sorted(at.dataframe[0].value["run ids"]) == ["quick-pub-1", "quick-seq-1"]
+
+
+def test_a_link_names_the_preset_and_seed_and_they_carry_to_the_other_pages(roots, app_page):
+    for preset in ("tiny", "quick"):
+        for seed in (0, 1):
+            write_run(roots["cached"], f"{preset}-seq-{seed}", "seqpate", preset=preset, seed=seed)
+    at = app_page(query={"overview_preset": "quick", "overview_seed": "1"})  # a shared link
+    assert at.selectbox(key="overview_preset").value == "quick" and at.selectbox(key="overview_seed").value == 1
+    assert at.dataframe[0].value["run ids"].tolist() == ["quick-seq-1"]
+    at.switch_page("views/completions.py").run()  # set by the link, not by a click: carried all the same
+    assert at.selectbox(key="comp_preset").value == "quick" and at.selectbox(key="comp_seed").value == 1
