@@ -45,6 +45,18 @@ def _by_method(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
 REFERENCE_DASHES = ("dash", "dot", "dashdot", "longdash", "longdashdot")
 
 
+def _made_here(rows: pd.DataFrame) -> pd.Series:
+    """Per run, " · made here" for runs made on this machine (another base model than the shipped runs'), else ""."""
+    if "source" not in rows:
+        return pd.Series("", index=rows.index)
+    return rows["source"].map(lambda source: "" if source == "cached" else " · made here")
+
+
+def _run_marker(color: str, made_here: pd.Series) -> dict:
+    """Shipped runs as dots, runs made here as diamonds: the two train on different base models."""
+    return dict(color=color, size=9, symbol=["diamond" if tag else "circle" for tag in made_here])
+
+
 def _privacy_utility_traces(df: pd.DataFrame, metric: str, legend: bool = True) -> tuple[list[go.Scatter], list]:
     """The traces of one Fig. 2 panel and its log-x tick values (see privacy_utility_figure)."""
     traces = []
@@ -67,13 +79,13 @@ def _privacy_utility_traces(df: pd.DataFrame, metric: str, legend: bool = True) 
         # one point per target ε: runs of one target are accounted a few 1e-7 apart in different seeds
         target = at_defaults.apply(epsilon_group, axis=1).rename("target")
         mean = at_defaults.groupby(target)[["epsilon", metric]].mean().sort_values("epsilon")
-        rows = rows.assign(setting=settings.replace("", "defaults"))
+        rows = rows.assign(setting=settings.replace("", "defaults") + _made_here(rows))
         traces.append(go.Scatter(
             x=mean["epsilon"], y=mean[metric], mode="lines", line=dict(color=color), name=method_label(method),
             legendgroup=method, hoverinfo="skip", showlegend=False,
         ))
         traces.append(go.Scatter(
-            x=rows["epsilon"], y=rows[metric], mode="markers", marker=dict(color=color, size=9),
+            x=rows["epsilon"], y=rows[metric], mode="markers", marker=_run_marker(color, _made_here(rows)),
             name=method_label(method), legendgroup=method, customdata=rows[["run_id", "setting"]].to_numpy(),
             showlegend=legend,
             hovertemplate=(f"<b>{method_label(method)}</b><br>ε=%{{x:.3g}}<br>{label}=%{{y:.3f}}"
@@ -158,10 +170,11 @@ def teacher_curve_figure(df: pd.DataFrame, metric: str = "bleu4") -> go.Figure:
         fig.add_trace(go.Scatter(x=mean["teachers"], y=mean[metric], mode="lines", line=dict(color=color),
                                  name=f"ε={fmt_eps(eps)}", legendgroup=str(eps), hoverinfo="skip"))
         fig.add_trace(go.Scatter(
-            x=rows["teachers"], y=rows[metric], mode="markers", marker=dict(color=color, size=9),
+            x=rows["teachers"], y=rows[metric], mode="markers", marker=_run_marker(color, _made_here(rows)),
             name=f"ε={fmt_eps(eps)}", legendgroup=str(eps), showlegend=False,
-            customdata=rows[["run_id"]].to_numpy(),
-            hovertemplate=f"teachers=%{{x}}<br>{label}=%{{y:.3f}}<br>run %{{customdata[0]}}<extra></extra>",
+            customdata=np.column_stack([rows["run_id"], _made_here(rows)]) if not rows.empty else [],
+            hovertemplate=f"teachers=%{{x}}<br>{label}=%{{y:.3f}}<br>run %{{customdata[0]}}%{{customdata[1]}}"
+                          "<extra></extra>",
         ))
     fig.update_layout(title=f"SeqPATE: {label} vs number of teachers", xaxis_title="teachers (M)",
                       yaxis_title=label, showlegend=True, **LAYOUT)

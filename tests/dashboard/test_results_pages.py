@@ -100,6 +100,22 @@ def test_privacy_utility_chart_has_points_and_reference_lines(results, app_page)
     assert line["name"] == "ε=3" and len(line["x"]) == 2  # one point per teacher count
 
 
+def test_runs_made_here_are_diamonds_beside_the_shipped_dots():
+    """They train on this machine's base model, not the shipped runs': a reader must tell the two apart."""
+    import pandas as pd
+
+    from dashboard.charts import privacy_utility_figure, teacher_curve_figure
+
+    runs = pd.DataFrame({"run_id": ["shipped", "here"], "method": ["seqpate"] * 2, "epsilon": [3.0, 5.0],
+                         "epsilon_target": [3.0, 5.0], "variant": ["", ""], "source": ["cached", "live"],
+                         "ppl": [909.3, 989.0], "bleu4": [0.2, 0.3], "teachers": [10, 100]})
+    points = next(t for t in privacy_utility_figure(runs, "ppl").data if t.mode == "markers")
+    assert list(points.marker.symbol) == ["circle", "diamond"]
+    assert [row[1] for row in points.customdata] == ["defaults", "defaults · made here"]  # in the hover too
+    teachers = [t for t in teacher_curve_figure(runs, "ppl").data if t.mode == "markers"]
+    assert [list(t.marker.symbol) for t in teachers] == [["circle"], ["diamond"]]
+
+
 def test_teacher_curve_does_not_blow_a_tiny_spread_up_into_a_peak():
     """The shipped tiny curve: perplexities 908.1 to 909.3 over M = 1..1000 filled the plot autoscaled."""
     import pandas as pd
