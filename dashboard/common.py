@@ -608,20 +608,20 @@ def preset_picker(df: pd.DataFrame, key: str, label: str = "Preset", include_all
     if not presets:
         return None
     options = (["all"] if include_all else []) + list(presets)
-    # the preset last chosen on any page, where this page has it: switching pages keeps what the reader looks at
-    default = st.session_state.get(_LAST_PRESET)
-    default = default if default in options else main_preset(df)
-    index = options.index(default) if default in options else 0
-    # in the URL, so that a shared link (which also names the open tab) shows the same runs
-    choice = st.selectbox(label, options, index=index, key=key, bind="query-params", on_change=_remember,
-                          args=(key, _LAST_PRESET),
+    return carried_picker(label, options, main_preset(df), key, _LAST_PRESET,
                           help="Runs are only comparable within one preset (same data sizes and model).")
-    return _carried(key, choice, _LAST_PRESET)
 
 
-def _carried(key: str, choice: Any, shared: str) -> Any:
-    """choice, remembered for the other pages' pickers also when a link set it (no on_change is called then)."""
-    if key in st.query_params:
+def carried_picker(label: str, options: list, default: Any, key: str, shared: str, help: str) -> Any:
+    """A selectbox bound to the URL (a choice made on the page, or named by a link, is in the URL, so a link shows
+    the same runs) that opens on the choice last made on another page (session_state[shared]) where this page has
+    it, else on default. A value carried from another page stays out of the URL: Streamlit writes a bound widget's
+    value there only once the reader changes it, and refuses st.query_params for it."""
+    last = st.session_state.get(shared)
+    opening = last if last in options else default if default in options else options[0]
+    choice = st.selectbox(label, options, index=options.index(opening), key=key, bind="query-params",
+                          on_change=_remember, args=(key, shared), help=help)
+    if key in st.query_params:  # set by a link: no on_change is called, yet the other pages should follow it
         st.session_state[shared] = choice
     return choice
 
@@ -670,15 +670,11 @@ def seed_picker(df: pd.DataFrame, key: str, every: bool = True) -> pd.DataFrame:
     if len(seeds) < 2:
         return df
     options = [*seeds, EVERY_SEED] if every else seeds
-    last = st.session_state.get(_LAST_SEED)  # the seed last chosen on any page, where these runs have it
-    # in the URL too, so that a shared link shows the same seed
-    choice = st.selectbox("Seed", options, index=options.index(last) if last in options else 0, key=key,
-                          bind="query-params", on_change=_remember, args=(key, _LAST_SEED),
-                          help="Another seed splits the users anew and trains another base model: compare methods "
-                               "within one seed."
-                               + (" 'Every seed' averages the seeds each row has (see its seeds)." if every else
-                                  " Another seed's runs completed other test prefixes."))
-    choice = _carried(key, choice, _LAST_SEED)
+    choice = carried_picker("Seed", options, seeds[0], key, _LAST_SEED,
+                            help="Another seed splits the users anew and trains another base model: compare methods "
+                                 "within one seed."
+                                 + (" 'Every seed' averages the seeds each row has (see its seeds)." if every else
+                                    " Another seed's runs completed other test prefixes."))
     return df if choice == EVERY_SEED else df[df["seed"] == choice]
 
 
@@ -979,20 +975,21 @@ _LAST_SHIPPED = "_last_shipped_instead"
 
 def shipped_instead(pool: pd.DataFrame, key: str) -> pd.DataFrame:
     """pool, or, when the reader asks (a toggle shown only where runs made here stand in for shipped copies of
-    their settings; the choice carries to the other pages), pool without those runs made here, so the shipped runs
-    REPORT.md quotes come back. Runs made here at settings no shipped run has stay either way."""
-    replaced = replaced_shipped_copies(pool)
-    if not replaced:
+    their settings; the choice carries to the other pages), pool without any run made here at the settings of a
+    shipped run, so the shipped runs REPORT.md quotes come back. Runs made here at other settings stay either way."""
+    if not replaced_shipped_copies(pool):
         return pool
+    made_here = pool["source"] != "cached"
+    copies = made_here & pool["effective_hash"].isin(set(pool.loc[~made_here, "effective_hash"].dropna()))
+    names = ", ".join(sorted(pool.loc[copies, "run_id"]))
     instead = st.toggle("Shipped runs instead", value=bool(st.session_state.get(_LAST_SHIPPED)), key=key,
                         on_change=_remember, args=(key, _LAST_SHIPPED),
-                        help="Show the shipped runs (those REPORT.md quotes) in place of runs made here with the "
-                             "same settings: " + ", ".join(sorted(replaced)) + ".")
+                        help=f"Show the shipped runs (those REPORT.md quotes) in place of runs made here with the "
+                             f"same settings: {names}.")
     if not instead:
         return pool
-    st.caption("Showing the shipped runs; hidden here, made on this machine with their settings: "
-               + ", ".join(sorted(replaced)) + ".")
-    return pool[~((pool["source"] != "cached") & pool["run_id"].isin(list(replaced)))]
+    st.caption(f"Showing the shipped runs; hidden here, made on this machine with their settings: {names}.")
+    return pool[~copies]
 
 
 def shipped_copies_note(pool: pd.DataFrame, table: pd.DataFrame) -> str:

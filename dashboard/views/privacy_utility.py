@@ -20,7 +20,7 @@ df = c.finished_frame()
 # synthetic-data runs have no perplexity or BLEU-4: their accuracy against ε is on the Synthetic data page
 df = df[~df["method"].map(c.is_synth_method)] if not df.empty else df
 if df.empty:
-    c.no_runs()
+    c.no_runs("finished text-generation runs (synthetic-data runs are on the Synthetic data page)")
     st.stop()
 
 preset = c.preset_picker(df, key="pu_preset")

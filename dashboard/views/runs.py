@@ -152,8 +152,9 @@ def live_view() -> None:
         estimate_help = "estimated while the run runs"
     elif paced_on:
         estimate_help = (f"paced on {paced_on}, the last finished run of this method and preset (at these settings "
-                         "where one is): the time it still took after this progress, scaled by how long each took "
-                         "to reach it; unknown (–) once a stage runs longer than that predicts")
+                         "where one is) that, like this one, trained its base model or found it trained: the time it "
+                         "still took after this progress, scaled by how long each took to reach it; unknown (–) once "
+                         "a stage runs longer than that predicts")
     else:
         estimate_help = ("from the pace so far (no finished run of this method and preset that got this far to pace "
                          "it on); unknown (–) once a stage runs longer than that predicts")

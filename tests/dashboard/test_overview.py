@@ -92,6 +92,17 @@ def test_a_run_made_here_in_place_of_a_shipped_copy_is_named(roots, app_page):
     assert not [i for i in at.info if "replace shipped runs" in i.value]
 
 
+def test_shipped_runs_instead_hides_every_copy_made_here(roots, app_page):
+    write_run(roots["cached"], "tiny-pub-gpt", "pub-gpt", ppl=500.0)
+    write_run(roots["live"], "pub-gpt-a", "pub-gpt", ppl=501.0)
+    write_run(roots["live"], "pub-gpt-b", "pub-gpt", ppl=502.0)  # newer: it is the one shown
+    at = app_page()
+    assert at.dataframe[0].value["run ids"].tolist() == ["pub-gpt-b"]
+    at.toggle(key="overview_shipped").set_value(True).run()
+    assert at.dataframe[0].value["run ids"].tolist() == ["tiny-pub-gpt"]  # not the older copy made here
+    assert [c.value for c in at.caption if c.value.endswith("with their settings: pub-gpt-a, pub-gpt-b.")]
+
+
 def test_a_stand_in_on_the_shipped_runs_base_model_is_not_flagged(roots, app_page):
     """Runs record their base model's weights digest (metrics.json): equal digests, same base and settings."""
     def with_base(run, digest: str) -> None:
