@@ -16,11 +16,12 @@ st.caption("Finished runs of one preset. Private methods are points at their acc
            "quick, for every method but Pri-GPT and its blacklist variant), so it moves with length and sampling luck: read perplexity for "
            "orderings (`python -m core compare --draws 20` tests BLEU-4 over 20 completions of each prefix).")
 
-df = c.finished_frame()
+finished = c.finished_frame()
 # synthetic-data runs have no perplexity or BLEU-4: their accuracy against ε is on the Synthetic data page
-df = df[~df["method"].map(c.is_synth_method)] if not df.empty else df
+df = finished[~finished["method"].map(c.is_synth_method)] if not finished.empty else finished
 if df.empty:
-    c.no_runs("finished text-generation runs (synthetic-data runs are on the Synthetic data page)")
+    c.no_runs("finished text-generation runs (the synthetic-data runs are on the Synthetic data page)"
+              if not finished.empty else "finished runs")
     st.stop()
 
 preset = c.preset_picker(df, key="pu_preset")

@@ -29,6 +29,10 @@ def test_privacy_utility_empty(roots, app_page):
     at = app_page("privacy_utility")
     assert not at.exception
     assert "No finished runs yet" in texts(at)
+    from fake_runs import write_synth_run
+
+    write_synth_run(roots["cached"], "synth-x", "filter", 3.0, 0.4)  # none of its runs has a PPL: not here
+    assert "synthetic-data runs are on the Synthetic data page" in texts(app_page("privacy_utility"))
 
 
 def test_privacy_utility_chart_has_points_and_reference_lines(results, app_page):
