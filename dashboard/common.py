@@ -553,7 +553,9 @@ def _paced(records: list[dict[str, Any]], infos: Sequence[RunInfo]) -> list[dict
                 lines = _safe(lambda ref=ref: read_run(infos[ref].run_dir, "progress"), [])
                 profile = progress_profile(lines, records[ref]["started"])
                 if paces(profile, progress):
-                    record = {**record, "paced_on": records[ref]["run_id"]}
+                    same_base = (records[ref].get("base_cached") is False) == trains
+                    record = {**record, "paced_on": records[ref]["run_id"], "trains_base": trains,
+                              "paced_same_base": same_base}
                     record["elapsed_s"], record["remaining_s"] = timing(status, profile=profile)
                     break
         out.append(record)
@@ -964,31 +966,40 @@ def stand_in_note(pool: pd.DataFrame, shown: set[str]) -> str:
     if not pairs:
         return ""
     return ("Runs made here replace shipped runs of the same settings and seed in this view: " + "; ".join(pairs)
-            + ". A run made here trained on this machine's base model (`.cache/base/`), not on the shipped runs' "
-            "(trained before seeding, they cannot be remade), so it can differ from them by more than the methods "
-            "differ: compare it only with other runs made here, or switch on \"Shipped runs instead\" above to see "
-            "the runs REPORT.md quotes.")
+            + ". A run made here trained on this machine's base model (under `$SEQPATE_CACHE`, `.cache/` by "
+            "default), not on the shipped runs' (trained before seeding, they cannot be remade), so it can differ "
+            "from them by more than the methods differ: compare it only with other runs made here, or switch off "
+            f"\"{MADE_HERE_TOGGLE}\" above to see the runs REPORT.md quotes.")
 
 
-_LAST_SHIPPED = "_last_shipped_instead"
+_LAST_MADE_HERE = "_last_made_here_in_place"
+MADE_HERE_TOGGLE = "Runs made here in place of their shipped copies"
 
 
-def shipped_instead(pool: pd.DataFrame, key: str) -> pd.DataFrame:
-    """pool, or, when the reader asks (a toggle shown only where runs made here stand in for shipped copies of
-    their settings; the choice carries to the other pages), pool without any run made here at the settings of a
-    shipped run, so the shipped runs REPORT.md quotes come back. Runs made here at other settings stay either way."""
-    if not replaced_shipped_copies(pool):
+def made_here_or_shipped(pool: pd.DataFrame, key: str) -> pd.DataFrame:
+    """pool without the runs made here at the settings of a shipped run, so that the pages show the shipped runs
+    REPORT.md quotes, trained on the shipped base models; or, when the reader asks (a toggle shown only where there
+    are such runs, kept across pages), pool as it is, the newest copy made here standing in for the shipped ones
+    (stand_in_note says which). Runs made here at settings no shipped run has are shown either way.
+
+    Shipped first: a run made on a fresh clone trains on another base model, and one such run among the shipped
+    ones turned tiny's flat teacher curve into a peak and made every ablation look like an improvement."""
+    if pool.empty or "source" not in pool or "effective_hash" not in pool:
         return pool
     made_here = pool["source"] != "cached"
     copies = made_here & pool["effective_hash"].isin(set(pool.loc[~made_here, "effective_hash"].dropna()))
-    names = ", ".join(sorted(pool.loc[copies, "run_id"]))
-    instead = st.toggle("Shipped runs instead", value=bool(st.session_state.get(_LAST_SHIPPED)), key=key,
-                        on_change=_remember, args=(key, _LAST_SHIPPED),
-                        help=f"Show the shipped runs (those REPORT.md quotes) in place of runs made here with the "
-                             f"same settings: {names}.")
-    if not instead:
+    if not copies.any():
         return pool
-    st.caption(f"Showing the shipped runs; hidden here, made on this machine with their settings: {names}.")
+    names = ", ".join(sorted(pool.loc[copies, "run_id"]))
+    in_place = st.toggle(MADE_HERE_TOGGLE, value=bool(st.session_state.get(_LAST_MADE_HERE)), key=key,
+                         on_change=_remember, args=(key, _LAST_MADE_HERE),
+                         help=f"Runs made on this machine with the settings of shipped runs: {names}. Off: the "
+                              "shipped runs (those REPORT.md quotes). On: the newest run made here in their place.")
+    if in_place:
+        return pool
+    st.caption(f"Hidden here: {names}, made on this machine with the settings of shipped runs, which are shown "
+               f"instead (a run made here trains on this machine's base model, not the shipped runs'). Switch on "
+               f"\"{MADE_HERE_TOGGLE}\" to see them in their place.")
     return pool[~copies]
 
 

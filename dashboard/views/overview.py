@@ -44,7 +44,7 @@ if df.empty:
 
 preset = c.preset_picker(df, key="overview_preset")
 several_seeds = len(c.seeds_of(df[df["preset"] == preset])) > 1
-pool = c.shipped_instead(c.seed_picker(df[df["preset"] == preset], key="overview_seed"), key="overview_shipped")
+pool = c.made_here_or_shipped(c.seed_picker(df[df["preset"] == preset], key="overview_seed"), key="overview_made_here")
 table = c.headline_table(pool)
 seed_note, copies_note = c.seed_mix_note(table), c.replaced_copies_note(pool, table)
 if copies_note:  # above the table it changes

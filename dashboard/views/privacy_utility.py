@@ -26,7 +26,7 @@ if df.empty:
 
 preset = c.preset_picker(df, key="pu_preset")
 # several sweep plans share a run: one copy of each config; one seed at a time unless the reader asks for every seed
-pool = c.shipped_instead(c.seed_picker(df[df["preset"] == preset], key="pu_seed"), key="pu_shipped")
+pool = c.made_here_or_shipped(c.seed_picker(df[df["preset"] == preset], key="pu_seed"), key="pu_made_here")
 runs = c.distinct_configs(pool)
 if stand_in := c.stand_in_note(pool, set(runs["run_id"])):
     st.info(stand_in, icon=":material/content_copy:")

@@ -151,10 +151,12 @@ def live_view() -> None:
     if record["state"] != "running":
         estimate_help = "estimated while the run runs"
     elif paced_on:
+        base = "trained its base model" if record.get("trains_base") else "found its base model trained"
+        like = (f", which like this one {base}" if record.get("paced_same_base") else
+                f" (unlike it, this one {base}: the estimate is rough until its method starts)")
         estimate_help = (f"paced on {paced_on}, the last finished run of this method and preset (at these settings "
-                         "where one is) that, like this one, trained its base model or found it trained: the time it "
-                         "still took after this progress, scaled by how long each took to reach it; unknown (–) once "
-                         "a stage runs longer than that predicts")
+                         f"where one is){like}: the time it still took after this progress, scaled by how long each "
+                         "took to reach it; unknown (–) once a stage runs longer than that predicts")
     else:
         estimate_help = ("from the pace so far (no finished run of this method and preset that got this far to pace "
                          "it on); unknown (–) once a stage runs longer than that predicts")

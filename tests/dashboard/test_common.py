@@ -99,7 +99,11 @@ def test_runs_frame_paces_a_running_run_on_the_last_finished_one_at_its_settings
     # a run that is training its base model is paced on one that trained its own
     live.file("progress.jsonl").write_text(json.dumps({"time": now.isoformat(), "stage": "base-model",
                                                        "message": "training tokenizer on public text"}) + "\n")
-    assert c.runs_frame().set_index("run_id").loc["live", "paced_on"] == "ref-trained-base"
+    row = c.runs_frame().set_index("run_id").loc["live"]
+    assert row["paced_on"] == "ref-trained-base" and row["trains_base"] and row["paced_same_base"]
+    trained.write_metrics({**trained.metrics(), "base_model": {"source": "tiny", "cached": True}})
+    row = c.runs_frame().set_index("run_id").loc["live"]  # none trained its own: the help must not say "like it"
+    assert row["paced_on"] == "ref-trained-base" and row["trains_base"] and not row["paced_same_base"]
     assert not isinstance(rows.loc["other", "paced_on"], str)  # no finished NoisySGD run: the pace so far
 
 

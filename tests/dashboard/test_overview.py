@@ -70,37 +70,43 @@ def test_overview_compares_one_seed_unless_every_seed_is_asked_for(roots, app_pa
     assert [w for w in at.warning if "but Adaptive DP at ε 3: seed 0" in w.value]
 
 
-def test_a_run_made_here_in_place_of_a_shipped_copy_is_named(roots, app_page):
+def made_here_in_place(at):
+    """Switch on "Runs made here in place of their shipped copies" on the open page (Overview or Privacy-utility)."""
+    [toggle] = [t for t in at.toggle if t.label == "Runs made here in place of their shipped copies"]
+    return toggle.set_value(True).run()
+
+
+def test_the_shipped_runs_come_first_and_a_run_made_here_in_their_place_is_named(roots, app_page):
     write_run(roots["cached"], "tiny-pub-gpt", "pub-gpt", ppl=500.0, config={"seqpate__kd_lambda": 20.0})
     write_run(roots["live"], "pub-gpt-today", "pub-gpt", ppl=501.0)
     at = app_page()
     assert not at.exception
+    # the shipped run REPORT.md quotes, trained on the shipped base model; the run made here is named as hidden
+    assert at.dataframe[0].value["run ids"].tolist() == ["tiny-pub-gpt"]
+    assert [c.value for c in at.caption if c.value.startswith("Hidden here: pub-gpt-today, made on this machine")]
+    assert not [i for i in at.info if "replace shipped runs" in i.value]
+    made_here_in_place(at)  # the reader's choice: the run made here, with a note naming what it replaces
     assert at.dataframe[0].value["run ids"].tolist() == ["pub-gpt-today"]
     note = ("Runs made here replace shipped runs of the same settings and seed in this view: pub-gpt-today (PPL "
             "501.00) replaces tiny-pub-gpt (PPL 500.00). A run made here trained on this machine's base model")
     assert [i.value[:len(note)] for i in at.info if "replace shipped runs" in i.value] == [note]
-    # the reader can have the shipped run back: the one REPORT.md quotes, trained on the shipped base model
-    at.toggle(key="overview_shipped").set_value(True).run()
-    assert at.dataframe[0].value["run ids"].tolist() == ["tiny-pub-gpt"]
-    assert not [i for i in at.info if "replace shipped runs" in i.value]
-    assert [c.value for c in at.caption if c.value.startswith("Showing the shipped runs; hidden here")]
-    # the Privacy-utility page, whose curves and tables show the same run, says it too, and has the same choice
-    at = app_page("privacy_utility")
-    assert not at.exception
+    at.switch_page("views/privacy_utility.py").run()  # the choice carries: its curves show the same run
+    assert not at.exception and at.toggle(key="pu_made_here").value is True
     assert [i.value[:len(note)] for i in at.info if "replace shipped runs" in i.value] == [note]
-    at.toggle(key="pu_shipped").set_value(True).run()
+    at.toggle(key="pu_made_here").set_value(False).run()
     assert not [i for i in at.info if "replace shipped runs" in i.value]
+    at.switch_page("views/overview.py").run()  # and back
+    assert at.dataframe[0].value["run ids"].tolist() == ["tiny-pub-gpt"]
 
 
-def test_shipped_runs_instead_hides_every_copy_made_here(roots, app_page):
+def test_every_copy_made_here_is_hidden_and_the_newest_stands_in(roots, app_page):
     write_run(roots["cached"], "tiny-pub-gpt", "pub-gpt", ppl=500.0)
     write_run(roots["live"], "pub-gpt-a", "pub-gpt", ppl=501.0)
-    write_run(roots["live"], "pub-gpt-b", "pub-gpt", ppl=502.0)  # newer: it is the one shown
+    write_run(roots["live"], "pub-gpt-b", "pub-gpt", ppl=502.0)  # newer
     at = app_page()
-    assert at.dataframe[0].value["run ids"].tolist() == ["pub-gpt-b"]
-    at.toggle(key="overview_shipped").set_value(True).run()
     assert at.dataframe[0].value["run ids"].tolist() == ["tiny-pub-gpt"]  # not the older copy made here
-    assert [c.value for c in at.caption if c.value.endswith("with their settings: pub-gpt-a, pub-gpt-b.")]
+    assert [c.value for c in at.caption if c.value.startswith("Hidden here: pub-gpt-a, pub-gpt-b, made")]
+    assert made_here_in_place(at).dataframe[0].value["run ids"].tolist() == ["pub-gpt-b"]
 
 
 def test_a_stand_in_on_the_shipped_runs_base_model_is_not_flagged(roots, app_page):
@@ -109,17 +115,20 @@ def test_a_stand_in_on_the_shipped_runs_base_model_is_not_flagged(roots, app_pag
         metrics = json.loads(run.file("metrics.json").read_text())
         run.write_metrics({**metrics, "base_model": {"source": "tiny", "weights_sha256": digest}})
 
+    def notes() -> list[str]:
+        return [i.value for i in made_here_in_place(app_page()).info if "replace shipped runs" in i.value]
+
     with_base(write_run(roots["cached"], "tiny-pub-gpt", "pub-gpt", ppl=500.0), "aaaa")
     today = write_run(roots["live"], "pub-gpt-today", "pub-gpt", ppl=500.0)
     with_base(today, "aaaa")
-    assert not [i for i in app_page().info if "replace shipped runs" in i.value]
+    assert not notes()
     with_base(today, "bbbb")
     note = ("Runs made here replace shipped runs of the same settings and seed in this view: pub-gpt-today (PPL "
             "500.00) replaces tiny-pub-gpt (PPL 500.00) (another base model: their weights digests differ).")
-    assert [i.value[:len(note)] for i in app_page().info if "replace shipped runs" in i.value] == [note]
+    assert [n[:len(note)] for n in notes()] == [note]
     # made here under the shipped run's own id (`sweep --out runs` names runs alike): still two base models
     today.path.rename(roots["live"] / "tiny-pub-gpt")
-    assert [i.value for i in app_page().info if "(another base model: their weights digests differ)" in i.value]
+    assert [n for n in notes() if "(another base model: their weights digests differ)" in n]
 
 
 def test_shipped_copies_of_a_row_are_named(roots, app_page):
