@@ -340,6 +340,14 @@ def test_completions_show_runs_of_one_seed(results, app_page):
     assert at.multiselect(key="comp_runs_tiny_seed0").value == ["seq-eps3", "pub"]  # seed 0's choice kept
 
 
+def test_completions_keep_the_chosen_runs_across_pages(results, app_page):
+    at = app_page("completions")
+    at.multiselect(key="comp_runs_tiny").set_value(["pri", "seq-eps3"]).run()
+    at.switch_page("views/overview.py").run()
+    at.switch_page("views/completions.py").run()  # the reader comes back to the comparison they set up
+    assert at.multiselect(key="comp_runs_tiny").value == ["pri", "seq-eps3"] and not at.exception
+
+
 def test_completions_say_when_a_run_completed_other_prefixes(results, app_page):
     at = app_page("completions")
     at.multiselect(key="comp_runs_tiny").set_value(["seq-eps3", "seq-topk"]).run()
