@@ -57,6 +57,12 @@ def _run_marker(color: str, made_here: pd.Series) -> dict:
     return dict(color=color, size=9, symbol=["diamond" if tag else "circle" for tag in made_here])
 
 
+def _made_here_legend() -> go.Scatter:
+    """A legend entry (no data) saying what a diamond is."""
+    return go.Scatter(x=[None], y=[None], mode="markers", name="made on this machine (another base model)",
+                      marker=dict(symbol="diamond", color="#718096", size=9), hoverinfo="skip")
+
+
 def _privacy_utility_traces(df: pd.DataFrame, metric: str, legend: bool = True) -> tuple[list[go.Scatter], list]:
     """The traces of one Fig. 2 panel and its log-x tick values (see privacy_utility_figure)."""
     traces = []
@@ -108,6 +114,8 @@ def _privacy_utility_traces(df: pd.DataFrame, metric: str, legend: bool = True) 
             hovertemplate=(f"<b>{method_label(method)}</b> (non-private reference, ε={eps_text})<br>"
                            f"{label}=%{{y:.3f}}<br>run %{{customdata[0]}}<extra></extra>"),
         ))
+    if legend and not private.empty and (_made_here(private) != "").any():
+        traces.append(_made_here_legend())
     ticks = [t for t in EPSILON_TICKS if x_lo <= t <= x_hi]  # plotly's own log ticks print 0.5 as "5"
     return traces, ticks
 
@@ -176,6 +184,8 @@ def teacher_curve_figure(df: pd.DataFrame, metric: str = "bleu4") -> go.Figure:
             hovertemplate=f"teachers=%{{x}}<br>{label}=%{{y:.3f}}<br>run %{{customdata[0]}}%{{customdata[1]}}"
                           "<extra></extra>",
         ))
+    if (_made_here(df) != "").any():
+        fig.add_trace(_made_here_legend())
     fig.update_layout(title=f"SeqPATE: {label} vs number of teachers", xaxis_title="teachers (M)",
                       yaxis_title=label, showlegend=True, **LAYOUT)
     fig.update_xaxes(type="log")

@@ -116,8 +116,12 @@ def test_runs_made_here_are_diamonds_beside_the_shipped_dots():
     points = next(t for t in privacy_utility_figure(runs, "ppl").data if t.mode == "markers")
     assert list(points.marker.symbol) == ["circle", "diamond"]
     assert [row[1] for row in points.customdata] == ["defaults", "defaults · made here"]  # in the hover too
-    teachers = [t for t in teacher_curve_figure(runs, "ppl").data if t.mode == "markers"]
+    teachers = [t for t in teacher_curve_figure(runs, "ppl").data if t.mode == "markers" and t.customdata is not None]
     assert [list(t.marker.symbol) for t in teachers] == [["circle"], ["diamond"]]
+    for figure in (privacy_utility_figure(runs, "ppl"), teacher_curve_figure(runs, "ppl")):  # the legend says so
+        assert [t.name for t in figure.data if t.name.startswith("made on this machine")]
+    shipped = runs[runs["source"] == "cached"]
+    assert not [t for t in privacy_utility_figure(shipped, "ppl").data if t.name.startswith("made on")]
 
 
 def test_teacher_curve_does_not_blow_a_tiny_spread_up_into_a_peak():
