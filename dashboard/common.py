@@ -431,6 +431,7 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
     epsilon = accounted if accounted is not None else fixed if fixed is not None else requested
     elapsed, remaining = timing(status)
     timings = _dict(metrics.get("timings"))
+    base_model = _dict(metrics.get("base_model"))
     varied = variant_settings(cfg)
     return {
         "run_id": run.run_id,
@@ -477,8 +478,8 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
         "elapsed_s": elapsed,
         "remaining_s": remaining,
         "total_s": _as_float(timings.get("total_s")),
-        "base_weights": _str(_dict(metrics.get("base_model")).get("weights_sha256")),  # runs since 2026-11-25
-        "base_cached": _dict(metrics.get("base_model")).get("cached"),  # False: the run trained its base model
+        "base_weights": _str(base_model.get("weights_sha256")),  # runs since 2026-11-25
+        "base_cached": base_model.get("cached"),  # False: the run trained its base model
     }
 
 
