@@ -9,6 +9,7 @@ estimate / truth (an unknown estimate counts as 0).
 
     python benchmarks/time_estimate.py                      # the shipped runs
     python benchmarks/time_estimate.py --runs-dir runs
+    python benchmarks/time_estimate.py --runs-dir runs --paced-on cached_runs   # runs made here, on shipped runs
 """
 
 from __future__ import annotations
@@ -66,16 +67,19 @@ def status_at(started: str, lines: list[dict], seconds: float) -> dict | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs-dir", default=str(ROOT / "cached_runs"))
+    parser.add_argument("--paced-on", nargs="*", default=[], metavar="DIR",
+                        help="more finished runs to pace on (runs made here, paced on the shipped ones)")
     parser.add_argument("--min-seconds", type=float, default=60.0, help="leave out runs shorter than this")
     args = parser.parse_args()
     runs = load(Path(args.runs_dir))
+    pool = runs + [r for folder in args.paced_on for r in load(Path(folder))]
     ratios: dict[str, dict[float, list[float]]] = {"pace so far": {}, "as the Runs page paces it": {}}
     paced: dict[float, int] = {}
     for run in runs:
         total = run["profile"][-1][1]
         if total < args.min_seconds:
             continue
-        then = [r for r in runs if r["finished"] < run["started"]]  # what a live run would have seen
+        then = [r for r in pool if r["finished"] < run["started"]]  # what a live run would have seen
         start = c._parse_time(run["started"])
         for point in POINTS:
             status = status_at(run["started"], run["lines"], point * total)
@@ -83,12 +87,13 @@ def main() -> None:
                 continue
             now = start + timedelta(seconds=point * total)
             so_far = [line for line in run["lines"] if (c._parse_time(line.get("time")) or now) <= now]
-            profile = next((then[i]["profile"] for i in c.pace_runs(run, then, c.trains_its_base(so_far))
-                            if c.paces(then[i]["profile"], float(status["progress"]))), None)
-            paced[point] = paced.get(point, 0) + (profile is not None)
+            trains = c.trains_its_base(so_far)
+            candidates = [(then[i]["run_id"], then[i]["lines"], then[i]["started"]) for i in c.pace_runs(run, then, trains)]
+            pace = c.choose_pace(float(status["progress"]), so_far, run["started"], candidates)
+            paced[point] = paced.get(point, 0) + (pace is not None)
             truth = total * (1 - point)
-            for label, pace in (("pace so far", None), ("as the Runs page paces it", profile)):
-                _, estimate = c.timing(status, now, pace)
+            for label, chosen in (("pace so far", None), ("as the Runs page paces it", pace)):
+                _, estimate = c.timing(status, now, chosen and chosen.profile, chosen.origin if chosen else 0.0)
                 ratios[label].setdefault(point, []).append((estimate or 0.0) / truth)
     print(f"{len(runs)} finished runs in {args.runs_dir}; replayed: those of at least {args.min_seconds:.0f} s")
     print("| estimate | at | runs | paced on a finished run | within 1.5x | median estimate / truth |\n"

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
@@ -317,14 +318,75 @@ def paced_remaining(progress: float, at: float, elapsed: float, profile: Sequenc
     return estimate if estimate >= 0 else None
 
 
+def method_start(lines: Sequence[Any]) -> float | None:
+    """Where a run's progress bar starts its method (store.METHOD_START_*: later when it trains its base model): the
+    method_start its first base-model line logs, or in runs from before that was logged the progress of the line
+    that starts the method ("method NAME"); None before either, and for a bar with no such split (synthetic data)."""
+    for line in lines:
+        if isinstance(line, Mapping):
+            logged = _as_float(line.get("method_start"))
+            if logged is not None:
+                return logged
+            if str(line.get("message", "")).startswith("method "):
+                return _as_float(line.get("progress"))
+    return None
+
+
+def on_method_time(profile: Sequence[tuple[float, float]], start: float, to: float) -> list[tuple[float, float]]:
+    """A finished run's profile whose method started at `start`, as a run whose method starts at `to` sees it: from
+    the start of its method, timed from there, with the method's share of the bar stretched onto [to, METHOD_END)
+    and evaluation's where it was. So a run that trains its base model (half its bar) is paced on one that found it
+    trained, and the reverse, on the method alone."""
+    begun = [(value, seconds) for value, seconds in profile if value >= start]
+    if not begun or not start < store.METHOD_END:
+        return []
+    origin, stretch = begun[0][1], (store.METHOD_END - to) / (store.METHOD_END - start)
+    return [(value if value >= store.METHOD_END else to + (value - start) * stretch, seconds - origin)
+            for value, seconds in begun]
+
+
+@dataclass(frozen=True)
+class Pace:
+    """What a running run's remaining time is paced on (choose_pace)."""
+
+    run_id: str
+    profile: list[tuple[float, float]]  # on the running run's progress bar
+    origin: float  # the running run's seconds that the profile's times count from: 0, or when its method started
+    same_start: bool | None  # both methods start where the other's does (None: the running run's start is unknown)
+
+
+def choose_pace(progress: float, lines: Sequence[Any], started: str | None,
+                references: Iterable[tuple[str, Sequence[Any], str | None]]) -> Pace | None:
+    """The pace of a running run at `progress` (its progress lines and start): the first of `references` (run id,
+    progress lines and start of finished runs, best first) whose profile paces it (paces) and whose method starts
+    where its own does, or either start is unknown; else the first that paces it on the method's time alone
+    (on_method_time), once its method has started; else None (the pace so far)."""
+    start = method_start(lines)
+    method_from = None
+    if start is not None and progress >= start:
+        method_from = next((seconds for value, seconds in progress_profile(lines, started) if value >= start), None)
+    fallback = None
+    for run_id, ref_lines, ref_started in references:
+        profile, ref_start = progress_profile(ref_lines, ref_started), method_start(ref_lines)
+        if start is None or ref_start is None or ref_start == start:
+            if paces(profile, progress):
+                return Pace(run_id, profile, 0.0, None if start is None or ref_start is None else True)
+        elif fallback is None and method_from is not None:
+            moved = on_method_time(profile, ref_start, start)
+            if paces(moved, progress):
+                fallback = Pace(run_id, moved, method_from, False)
+    return fallback
+
+
 def timing(status: dict[str, Any], now: datetime | None = None,
-           profile: Sequence[tuple[float, float]] | None = None) -> tuple[float | None, float | None]:
+           profile: Sequence[tuple[float, float]] | None = None, origin: float = 0.0) -> tuple[float | None, float | None]:
     """(elapsed seconds, estimated remaining seconds) from status.json.
 
     The pace is read where the progress last moved (t seconds in, at fraction p): with a finished run of the same
-    kind that paces it (profile), paced_remaining; else t * (1 - p) / p remain from there, less the time since. A
-    stage that writes no progress (tokenizer training, say) so counts the estimate down instead of stretching it,
-    and once it runs past the estimate the remaining time is unknown (None)."""
+    kind that paces it (profile, whose times count from `origin` seconds into this run: Pace), paced_remaining;
+    else t * (1 - p) / p remain from there, less the time since. A stage that writes no progress (tokenizer
+    training, say) so counts the estimate down instead of stretching it, and once it runs past the estimate the
+    remaining time is unknown (None)."""
     now = now or datetime.now(UTC)
     started = _parse_time(status.get("started"))
     if started is None:
@@ -337,8 +399,8 @@ def timing(status: dict[str, Any], now: datetime | None = None,
     if state == "running" and 0.01 <= progress < 1.0:
         moved = _parse_time(status.get("progressed"))  # absent in status files written before it was recorded
         at = min(elapsed, max(0.0, (moved - started).total_seconds())) if moved else elapsed
-        if profile and paces(profile, progress):
-            remaining = paced_remaining(progress, at, elapsed, profile)
+        if profile and paces(profile, progress) and at >= origin:
+            remaining = paced_remaining(progress, at - origin, elapsed - origin, profile)
         else:
             estimate = at * (1.0 - progress) / progress - (elapsed - at)
             remaining = estimate if estimate >= 0 else None
@@ -524,7 +586,12 @@ def run_records(infos: Sequence[RunInfo]) -> list[dict[str, Any]]:
 
 
 def trains_its_base(lines: Sequence[Any]) -> bool:
-    """A run's progress lines show it training its base model (core.base logs the tokenizer and each epoch)."""
+    """A run's progress lines show it training its base model: its bar starts the method late (method_start), or,
+    where that is not known (synthetic data; runs before their method's first line), core.base logs the tokenizer
+    or an epoch."""
+    start = method_start(lines)
+    if start is not None:
+        return start == store.METHOD_START_TRAINING
     return any(isinstance(line, Mapping) and line.get("stage") == "base-model"
                and ("epoch" in line or str(line.get("message", "")).startswith("training")) for line in lines)
 
@@ -533,7 +600,7 @@ def pace_runs(record: Mapping[str, Any], records: Sequence[Mapping[str, Any]], t
     """Indexes in records of the finished runs a running one's remaining time may be paced on, best first: of its
     preset and method, at its settings (variant) if any run is, else at any; those that, like it (trains_base),
     trained their base model or found it trained (one that trains it spends the first half of its progress bar on
-    that), then the most recently finished."""
+    that; choose_pace reads where each bar's method starts), then the most recently finished."""
     kin = [i for i, r in enumerate(records) if r["state"] == "done" and r is not record and r.get("started")
            and r["preset"] == record["preset"] and r["method"] == record["method"]]
     alike = [i for i in kin if (records[i].get("variant") or "") == (record.get("variant") or "")] or kin
@@ -542,23 +609,22 @@ def pace_runs(record: Mapping[str, Any], records: Sequence[Mapping[str, Any]], t
 
 
 def _paced(records: list[dict[str, Any]], infos: Sequence[RunInfo]) -> list[dict[str, Any]]:
-    """Running runs' remaining times paced on a finished run of their kind (paced_remaining), which is named: the
-    first of pace_runs whose progress.jsonl reads and paces the run's progress (a damaged one is passed over)."""
+    """Running runs' remaining times paced on a finished run of their kind (choose_pace among pace_runs), which is
+    named; a progress.jsonl that does not read counts as empty (a damaged reference paces nothing)."""
     out = []
     for record, info in zip(records, infos, strict=True):
         if record["state"] == "running":
             status = _safe(info.run_dir.status, {})
-            progress = _as_float(status.get("progress")) or 0.0
-            trains = trains_its_base(_safe(lambda info=info: read_run(info.run_dir, "progress"), []))
-            for ref in pace_runs(record, records, trains):
-                lines = _safe(lambda ref=ref: read_run(infos[ref].run_dir, "progress"), [])
-                profile = progress_profile(lines, records[ref]["started"])
-                if paces(profile, progress):
-                    same_base = (records[ref].get("base_cached") is False) == trains
-                    record = {**record, "paced_on": records[ref]["run_id"], "trains_base": trains,
-                              "paced_same_base": same_base}
-                    record["elapsed_s"], record["remaining_s"] = timing(status, profile=profile)
-                    break
+            lines = _safe(lambda info=info: read_run(info.run_dir, "progress"), [])
+            trains = trains_its_base(lines)
+            kin = pace_runs(record, records, trains)
+            references = ((records[ref]["run_id"], _safe(lambda ref=ref: read_run(infos[ref].run_dir, "progress"), []),
+                           records[ref]["started"]) for ref in kin)
+            pace = choose_pace(_as_float(status.get("progress")) or 0.0, lines, status.get("started"), references)
+            record = {**record, "trains_base": trains, "has_kin": bool(kin)}
+            if pace is not None:
+                record.update(paced_on=pace.run_id, paced_same_start=pace.same_start)
+                record["elapsed_s"], record["remaining_s"] = timing(status, profile=pace.profile, origin=pace.origin)
         out.append(record)
     return out
 

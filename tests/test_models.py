@@ -189,10 +189,13 @@ def test_training_the_base_model_moves_the_progress_bar(tmp_path, monkeypatch):
     monkeypatch.setenv("SEQPATE_THREADS", "1")
     cfg = micro_config(method="pub-gpt", model__pretrain_epochs=2)
 
+    starts = {}
+
     def progress_lines(name: str) -> list[tuple[str, float]]:
         run = RunDir.create(tmp_path / name, cfg.to_dict(), cfg.seed)
         execute(cfg, run)
-        lines = (json.loads(line) for line in (run.path / "progress.jsonl").read_text().splitlines())
+        lines = [json.loads(line) for line in (run.path / "progress.jsonl").read_text().splitlines()]
+        starts[name] = [line["method_start"] for line in lines if "method_start" in line]
         return [(line["stage"], line["progress"]) for line in lines if "progress" in line]
 
     fresh = progress_lines("fresh")
@@ -201,6 +204,8 @@ def test_training_the_base_model_moves_the_progress_bar(tmp_path, monkeypatch):
     assert ("pub-gpt", 0.5) in fresh  # the method starts where the base model's share ends
     cached = progress_lines("cached")
     assert [p for stage, p in cached if stage == "base-model"] == [0.04] and ("pub-gpt", 0.1) in cached
+    # the start is logged up front on the first base-model line (the dashboard's pacing reads it from there)
+    assert starts == {"fresh": [0.5], "cached": [0.1]}
 
 
 def test_a_cached_forward_pass_matches_the_full_one_without_deprecation_warnings():

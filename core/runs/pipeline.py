@@ -27,7 +27,7 @@ from core.evaluation import (
     total_nll,
 )
 from core.models import clone, set_threads
-from core.runs.store import RunDir
+from core.runs.store import METHOD_END, METHOD_START_CACHED, METHOD_START_TRAINING, RunDir
 from core.tokenizer import encode_sentences
 
 
@@ -96,7 +96,7 @@ class Workspace:
     base_info: dict
     log: Callable[..., None]
     should_stop: Callable[[], bool] = lambda: False
-    progress_span: tuple[float, float] = (0.1, 0.9)
+    progress_span: tuple[float, float] = (METHOD_START_CACHED, METHOD_END)
     notes: dict = field(default_factory=dict)
 
     def encode(self, texts) -> list[list[int]]:
@@ -239,10 +239,11 @@ def execute(cfg: RunConfig, run: RunDir, should_stop: Callable[[], bool] = lambd
     timings["data_s"] = time.time() - t0
 
     t = time.time()
-    # Training the base model (once per preset and seed) can take as long as the method itself: 3 minutes of a
-    # 3-minute tiny Pub-GPT run on a fresh clone. It gets a share of the progress bar when it trains, per epoch.
-    method_start = 0.1 if base_is_cached(cfg) else 0.5
-    log("base-model", 0.04)
+    # Training the base model can take as long as the method itself: 3 minutes of a 3-minute tiny Pub-GPT run on a
+    # fresh clone. It gets half the progress bar when it trains, per epoch. The start is chosen before the base's
+    # lock is taken (a run that waits for another to train it keeps the half), so it is logged: pacing reads it.
+    method_start = METHOD_START_CACHED if base_is_cached(cfg) else METHOD_START_TRAINING
+    log("base-model", 0.04, method_start=method_start)
     model, tokenizer, base_info = load_or_train_base(cfg, data, log,
                                                      progress=lambda done: 0.04 + (method_start - 0.04) * done)
     timings["base_model_s"] = time.time() - t
@@ -255,7 +256,7 @@ def execute(cfg: RunConfig, run: RunDir, should_stop: Callable[[], bool] = lambd
         base_info=base_info,
         log=log,
         should_stop=should_stop,
-        progress_span=(method_start, 0.9),
+        progress_span=(method_start, METHOD_END),
     )
     t = time.time()
     log(cfg.method, method_start, message=f"method {cfg.method}")

@@ -40,6 +40,14 @@ LOG = "log.txt"
 CANCEL_MARKER = "cancel.requested"
 STATUS_LOCK = ".status.lock"
 
+# A run's progress bar (progress.jsonl): data up to 0.04, then the base model, then the method from METHOD_START_*
+# to METHOD_END, then evaluation. Training the base model (once per preset and seed) can take as long as the method
+# itself, so a run that trains it gives it the bar's first half; the run logs which start it chose as method_start
+# on its first base-model line (since 2026-11-26; before, the method's first line was the only record of it).
+METHOD_START_CACHED = 0.1
+METHOD_START_TRAINING = 0.5
+METHOD_END = 0.9
+
 # phrases.csv is optional: not every method has secret phrases.
 REQUIRED_FILES = (CONFIG, STATUS, PROGRESS, PRIVACY, METRICS, COMPLETIONS)
 PHRASE_COLUMNS = ("phrase", "occurrences", "users", "teachers", "epsilon")

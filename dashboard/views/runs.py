@@ -106,7 +106,11 @@ def live_view() -> None:
         "created": view["created"].fillna("").str.slice(0, 19).str.replace("T", " "),
         "error": view["error"].fillna(""),
     })
+    if not table["error"].astype(bool).any():  # the widest column, mostly empty: the table fits the page without it
+        table = table.drop(columns="error")
     st.dataframe(table, hide_index=True, width="stretch", column_config={
+        "source": st.column_config.TextColumn(width="small"),
+        "seed": st.column_config.NumberColumn(width="small"),
         "ε": st.column_config.NumberColumn(format="%.3g", help="accounted ε (a run not yet finished: the ε it is "
                                            "calibrated for); Infinity: not private"),
         "elapsed": st.column_config.NumberColumn(format="%.1f min"),
@@ -151,12 +155,19 @@ def live_view() -> None:
     if record["state"] != "running":
         estimate_help = "estimated while the run runs"
     elif paced_on:
-        base = "trained its base model" if record.get("trains_base") else "found its base model trained"
-        like = (f", which like this one {base}" if record.get("paced_same_base") else
-                f" (unlike it, this one {base}: the estimate is rough until its method starts)")
+        base = "trains its base model" if record.get("trains_base") else "found its base model trained"
+        same = record.get("paced_same_start")
+        how = ("the time it still took after this progress, scaled by how long each took to reach it"
+               if same is not False else "on the method's time alone (the time that run's method still took after the same point of it, "
+                    "scaled by how long each method took to get there)")
+        like = (f", which like this one {base.replace('trains', 'trained')}" if same else
+                f" (unlike it, this one {base})" if same is False else "")
         estimate_help = (f"paced on {paced_on}, the last finished run of this method and preset (at these settings "
-                         f"where one is){like}: the time it still took after this progress, scaled by how long each "
-                         "took to reach it; unknown (–) once a stage runs longer than that predicts")
+                         f"where one is){like}: {how}; unknown (–) once a stage runs longer than that predicts")
+    elif record.get("trains_base") and record.get("has_kin"):
+        estimate_help = ("from the pace so far: no finished run of this method and preset trained its base model to "
+                         "pace that on (once the method starts, one that found it trained paces the method); "
+                         "unknown (–) once a stage runs longer than that predicts")
     else:
         estimate_help = ("from the pace so far (no finished run of this method and preset that got this far to pace "
                          "it on); unknown (–) once a stage runs longer than that predicts")

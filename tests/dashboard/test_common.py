@@ -66,44 +66,104 @@ def test_remaining_time_is_paced_on_a_finished_run_of_the_same_kind():
     assert not c.paces(profile, 0.95) and c.timing(late, T0 + timedelta(seconds=380), profile) == (380, pytest.approx(20))
 
 
+def _lines(*points, started=T0):
+    """Progress lines at (seconds, progress, extra fields) after `started`."""
+    return [{"time": (started + timedelta(seconds=s)).isoformat(), "stage": "x", "progress": p, **extra}
+            for s, p, extra in points]
+
+
+# a run that trained its base model (the bar's first half) in 100 s, then the method from 0.5, as the pipeline logs it
+TRAINED_LINES = _lines((0, 0.01, {}), (1, 0.04, {"method_start": 0.5}), (100, 0.5, {"message": "method seqpate"}),
+                       (300, 0.7, {}), (500, 0.9, {}), (600, 1.0, {}))
+
+# PACE_LINES as a run that found its base model trained logged them before method_start was logged: the method's
+# first line says where it starts
+CACHED_LINES = [{**line, "message": "method seqpate"} if line.get("progress") == 0.1 else line for line in PACE_LINES]
+
+
+def test_where_a_runs_method_starts_on_its_progress_bar():
+    assert c.method_start(TRAINED_LINES) == 0.5 and c.method_start(TRAINED_LINES[:2]) == 0.5  # logged up front
+    # runs from before it was logged: the progress of the line that starts the method
+    assert c.method_start(CACHED_LINES) == 0.1
+    assert c.method_start(PACE_LINES) is None and c.method_start([7, "x"]) is None  # synthetic data: no such line
+    assert c.trains_its_base(TRAINED_LINES[:2]) and not c.trains_its_base(_lines((1, 0.04, {"method_start": 0.1})))
+    assert c.trains_its_base([{"stage": "base-model", "epoch": 1}])  # no start logged: the base model's epochs say
+
+
+def test_a_run_is_paced_on_the_methods_time_alone_where_the_other_run_trained_its_base_model_and_it_did_not():
+    trained = c.progress_profile(TRAINED_LINES, T0.isoformat())
+    # onto a bar whose method starts at 0.1: 0.5 -> 0.1, 0.7 (half the method) -> 0.5, evaluation where it was;
+    # times from the method's start, so the 100 s of base-model training pace nothing
+    assert c.on_method_time(trained, 0.5, 0.1) == [(0.1, 0), (pytest.approx(0.5), 200), (0.9, 400), (1.0, 500)]
+    cached = c.progress_profile(PACE_LINES, T0.isoformat())  # its method starts at 0.1, 10 s in
+    assert c.on_method_time(cached, 0.1, 0.5) == [(0.5, 0), (0.7, 90), (0.9, 290), (1.0, 390)]
+    assert c.on_method_time(cached, 0.95, 0.5) == []  # a start past the method's end: nothing to stretch
+
+
+def test_choose_pace_prefers_a_run_whose_method_starts_where_its_own_does():
+    ref_trained = ("trained", TRAINED_LINES, T0.isoformat())
+    ref_cached = ("cached", CACHED_LINES, T0.isoformat())
+    # a run that trains its base model, 30% in: the run that trained its own paces it, though listed second
+    training = _lines((0, 0.01, {}), (1, 0.04, {"method_start": 0.5}), (60, 0.3, {}))
+    pace = c.choose_pace(0.3, training, T0.isoformat(), [ref_cached, ref_trained])
+    assert (pace.run_id, pace.origin, pace.same_start) == ("trained", 0, True)
+    # with only a run that found its base trained, nothing paces the base model's training: the pace so far
+    assert c.choose_pace(0.3, training, T0.isoformat(), [ref_cached]) is None
+    # once its method runs (from 120 s), that run paces it on the method's time alone
+    in_method = [*training, *_lines((120, 0.5, {"message": "method seqpate"}), (300, 0.7, {}))]
+    pace = c.choose_pace(0.7, in_method, T0.isoformat(), [ref_cached])
+    assert (pace.run_id, pace.origin, pace.same_start) == ("cached", 120, False)
+    # half its method took 180 s, the finished run's 90 s: twice as slow, and that run's method still took 300 s
+    status = {"state": "running", "started": T0.isoformat(), "progress": 0.7,
+              "progressed": (T0 + timedelta(seconds=300)).isoformat()}
+    assert c.timing(status, T0 + timedelta(seconds=310), pace.profile, pace.origin) == (310, 590)
+    # a run whose start is not known yet (still loading its data) takes the first run that paces it
+    pace = c.choose_pace(0.03, training[:1], T0.isoformat(), [ref_cached, ref_trained])
+    assert (pace.run_id, pace.same_start) == ("cached", None)
+
+
 def test_runs_frame_paces_a_running_run_on_the_last_finished_one_at_its_settings(roots):
     now = datetime.now(UTC)
 
-    def finished(run_id: str, finished_at: datetime, **kwargs) -> None:
+    def finished(run_id: str, finished_at: datetime, lines: list[dict] = CACHED_LINES, **kwargs) -> None:
         run = write_run(roots["cached"], run_id, "seqpate", **kwargs)
         status = json.loads(run.file("status.json").read_text())
-        shift = finished_at - (T0 + timedelta(seconds=400))
+        shift = finished_at - datetime.fromisoformat(lines[-1]["time"])
         status.update(started=(T0 + shift).isoformat(), finished=finished_at.isoformat())
         run.file("status.json").write_text(json.dumps(status))
         run.file("progress.jsonl").write_text("".join(
             json.dumps({**line, "time": (datetime.fromisoformat(line["time"]) + shift).isoformat()}) + "\n"
-            for line in PACE_LINES))
+            for line in lines))
 
     finished("ref", now - timedelta(hours=3))
     finished("ref-m5", now - timedelta(hours=1), teachers=5)  # newer, but at other settings
     finished("ref-damaged", now - timedelta(hours=2))  # newer, at the same settings, but its file is damaged:
     (roots["cached"] / "ref-damaged" / "progress.jsonl").write_text('{"time": "x"}\n{not json\n')  # passed over
-    finished("ref-trained-base", now - timedelta(minutes=30))  # the newest, but it trained its base model: half
-    trained = RunDir(roots["cached"] / "ref-trained-base")  # its progress bar paced that, not the method
+    finished("ref-trained-base", now - timedelta(minutes=30), lines=TRAINED_LINES)  # the newest, but it trained its
+    trained = RunDir(roots["cached"] / "ref-trained-base")  # base model: half its progress bar paced that, not the method
     trained.write_metrics({**trained.metrics(), "base_model": {"source": "tiny", "cached": False}})
     live = write_run(roots["live"], "live", "seqpate", state="running", progress=0.5)
-    status = json.loads(live.file("status.json").read_text())
-    status.update(started=(now - timedelta(seconds=210)).isoformat(),
-                  progressed=(now - timedelta(seconds=10)).isoformat(), progress=0.5)
-    live.file("status.json").write_text(json.dumps(status))
-    live.file("progress.jsonl").write_text(json.dumps({"time": now.isoformat(), "stage": "base-model",
-                                                       "progress": 0.04}) + "\n")  # found its base model trained
+
+    def running(progress: float, at: float, lines: list[dict]) -> None:
+        status = json.loads(live.file("status.json").read_text())
+        status.update(started=(now - timedelta(seconds=at + 10)).isoformat(),
+                      progressed=(now - timedelta(seconds=10)).isoformat(), progress=progress)
+        live.file("status.json").write_text(json.dumps(status))
+        live.file("progress.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+    running(0.5, 200, _lines((1, 0.04, {"method_start": 0.1}), started=now))  # it found its base model trained
     write_run(roots["live"], "other", "noisysgd", state="running", progress=0.5)
     rows = c.runs_frame().set_index("run_id")
     assert rows.loc["live", "paced_on"] == "ref" and abs(rows.loc["live", "remaining_s"] - 590) < 5
+    assert not rows.loc["live", "trains_base"] and rows.loc["live", "paced_same_start"]
     # a run that is training its base model is paced on one that trained its own
-    live.file("progress.jsonl").write_text(json.dumps({"time": now.isoformat(), "stage": "base-model",
-                                                       "message": "training tokenizer on public text"}) + "\n")
+    running(0.3, 60, _lines((1, 0.04, {"method_start": 0.5}), started=now))
     row = c.runs_frame().set_index("run_id").loc["live"]
-    assert row["paced_on"] == "ref-trained-base" and row["trains_base"] and row["paced_same_base"]
-    trained.write_metrics({**trained.metrics(), "base_model": {"source": "tiny", "cached": True}})
-    row = c.runs_frame().set_index("run_id").loc["live"]  # none trained its own: the help must not say "like it"
-    assert row["paced_on"] == "ref-trained-base" and row["trains_base"] and not row["paced_same_base"]
+    assert row["paced_on"] == "ref-trained-base" and row["trains_base"] and row["paced_same_start"]
+    trained.file("progress.jsonl").unlink()  # none did: the pace so far, 60 s (1 - 0.3) / 0.3 less the 10 s since
+    row = c.runs_frame().set_index("run_id").loc["live"]
+    assert not isinstance(row.get("paced_on"), str) and row["trains_base"] and abs(row["remaining_s"] - 130) < 5
+    assert row["has_kin"]  # the help says a finished run paces it once its method starts
     assert not isinstance(rows.loc["other", "paced_on"], str)  # no finished NoisySGD run: the pace so far
 
 

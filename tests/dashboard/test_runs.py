@@ -43,6 +43,8 @@ def test_lists_every_run_with_state_and_progress(some_runs, app_page):
     captions = " ".join(caption.value for caption in at.caption)
     assert {"done: 2", "failed: 1", "running: 1"} <= set(captions.split("  —")[0].split(" · "))
     assert "runs shown" not in captions
+    at.multiselect(key="runs_states").set_value(["done", "running"]).run()  # no error among the runs shown:
+    assert "error" not in at.dataframe[0].value.columns  # no empty column that widens the table past the page
     # the running run is selected first; its cancel button is enabled, delete is not
     assert at.selectbox(key="runs_selected").value == "live-running"
     [estimate] = [m for m in at.metric if m.label == "remaining (est.)"]
@@ -300,3 +302,33 @@ def test_progress_chart_spans_the_run_and_names_its_long_stages():
     assert [(s.x0, s.x1) for s in fig.layout.shapes] == pytest.approx([(0, 0.5), (0.5, 12), (12, 12.1), (12.1, 12.5)])
     assert [a.text for a in fig.layout.annotations] == ["teachers"]  # the only stage wide enough for its name
     assert fig.layout.yaxis2.tickmode == "auto" and fig.layout.yaxis2.range == pytest.approx((0, 3.36))
+
+
+def test_the_estimate_says_what_paces_a_run_that_trains_its_base_model(roots, app_page):
+    """A run that trains its base model (its method starts at 0.5) paced on one that found it trained (at 0.1):
+    on the method's time alone, which the help says."""
+    from datetime import datetime, timedelta
+
+    def lines(started: datetime, *points: tuple[float, float, dict]) -> str:
+        return "".join(json.dumps({"time": (started + timedelta(seconds=s)).isoformat(), "stage": "seqpate",
+                                   "progress": p, **extra}) + "\n" for s, p, extra in points)
+
+    ref = write_run(roots["cached"], "ref", "seqpate")
+    started = datetime.fromisoformat(json.loads(ref.file("status.json").read_text())["started"])
+    ref.file("progress.jsonl").write_text(lines(started, (0, 0.04, {"method_start": 0.1}),
+                                                (10, 0.1, {"message": "method seqpate"}), (100, 0.5, {}),
+                                                (300, 0.9, {}), (400, 1.0, {})))
+    live = write_run(roots["live"], "live", "seqpate", state="running", progress=0.3)
+    now = datetime.fromisoformat(json.loads(live.file("status.json").read_text())["started"])
+    live.file("progress.jsonl").write_text(lines(now, (0, 0.04, {"method_start": 0.5}), (0, 0.3, {"epoch": 1})))
+    at = app_page("runs")
+    [estimate] = [m for m in at.metric if m.label == "remaining (est.)"]
+    assert "no finished run of this method and preset trained its base model" in estimate.proto.help
+    live.file("progress.jsonl").write_text(lines(now, (0, 0.04, {"method_start": 0.5}),
+                                                 (0, 0.5, {"message": "method seqpate"}), (0, 0.7, {})))
+    status = json.loads(live.file("status.json").read_text())
+    live.file("status.json").write_text(json.dumps({**status, "progress": 0.7}))
+    at = app_page("runs")
+    [estimate] = [m for m in at.metric if m.label == "remaining (est.)"]
+    assert estimate.proto.help.startswith("paced on ref,") and "unlike it, this one trains its base model" in \
+        estimate.proto.help and "on the method's time alone" in estimate.proto.help
