@@ -2,8 +2,8 @@
 
 Each finished run is replayed at 20, 40, 60 and 80% of its wall time: its status as it was then (the progress of
 its last progress line, and when that progress was first reached) goes through the dashboard's `timing`, once with
-the pace so far alone (t (1 - p) / p) and once as the Runs page paces it: on the first of `pace_runs` among the
-runs that had finished when it started (none: the pace so far again). Printed per point: how many runs, how many
+the pace so far alone (t (1 - p) / p) and once as the Runs page paces it: `choose_pace` among the `pace_runs` of
+the runs that had finished when it started (none: the pace so far again). Printed per point: how many runs, how many
 were paced on a finished run, the share within 1.5x of the time the run still took, and the median of
 estimate / truth (an unknown estimate counts as 0).
 

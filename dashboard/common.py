@@ -318,31 +318,46 @@ def paced_remaining(progress: float, at: float, elapsed: float, profile: Sequenc
     return estimate if estimate >= 0 else None
 
 
+def _starts_method(line: Any) -> bool:
+    """The line core.runs.pipeline logs as a run's method starts ("method NAME")."""
+    return isinstance(line, Mapping) and str(line.get("message", "")).startswith("method ")
+
+
 def method_start(lines: Sequence[Any]) -> float | None:
     """Where a run's progress bar starts its method (store.METHOD_START_*: later when it trains its base model): the
     method_start its first base-model line logs, or in runs from before that was logged the progress of the line
-    that starts the method ("method NAME"); None before either, and for a bar with no such split (synthetic data)."""
+    that starts the method; None before either, and for a bar with no such split (synthetic data)."""
     for line in lines:
         if isinstance(line, Mapping):
             logged = _as_float(line.get("method_start"))
             if logged is not None:
                 return logged
-            if str(line.get("message", "")).startswith("method "):
+            if _starts_method(line):
                 return _as_float(line.get("progress"))
     return None
 
 
-def on_method_time(profile: Sequence[tuple[float, float]], start: float, to: float) -> list[tuple[float, float]]:
-    """A finished run's profile whose method started at `start`, as a run whose method starts at `to` sees it: from
-    the start of its method, timed from there, with the method's share of the bar stretched onto [to, METHOD_END)
-    and evaluation's where it was. So a run that trains its base model (half its bar) is paced on one that found it
-    trained, and the reverse, on the method alone."""
-    begun = [(value, seconds) for value, seconds in profile if value >= start]
-    if not begun or not start < store.METHOD_END:
+def method_began(lines: Sequence[Any], started: str | None) -> float | None:
+    """Seconds after `started` at which a run's method began (its line that starts the method); None before that,
+    or without times. Not where the progress first reached the method's start: the last base-model epoch does, and
+    saving the base model follows it."""
+    start = _parse_time(started)
+    line = next((line for line in lines if _starts_method(line)), None)
+    stamp = _parse_time(line.get("time")) if line is not None else None
+    return max(0.0, (stamp - start).total_seconds()) if stamp is not None and start is not None else None
+
+
+def on_method_time(profile: Sequence[tuple[float, float]], start: float, to: float,
+                   began: float) -> list[tuple[float, float]]:
+    """A finished run's profile whose method started at `start` on its bar, `began` seconds in, as a run whose
+    method starts at `to` sees it: from the start of its method, timed from then, with the method's share of the bar
+    stretched onto [to, METHOD_END) and evaluation's where it was. So a run that trains its base model (half its
+    bar) is paced on one that found it trained, and the reverse, on the method alone."""
+    if not (start < store.METHOD_END and to < store.METHOD_END):  # a damaged start: nothing to stretch
         return []
-    origin, stretch = begun[0][1], (store.METHOD_END - to) / (store.METHOD_END - start)
-    return [(value if value >= store.METHOD_END else to + (value - start) * stretch, seconds - origin)
-            for value, seconds in begun]
+    stretch = (store.METHOD_END - to) / (store.METHOD_END - start)
+    return [(value if value >= store.METHOD_END else to + (value - start) * stretch, max(0.0, seconds - began))
+            for value, seconds in profile if value >= start]
 
 
 @dataclass(frozen=True)
@@ -351,8 +366,9 @@ class Pace:
 
     run_id: str
     profile: list[tuple[float, float]]  # on the running run's progress bar
-    origin: float  # the running run's seconds that the profile's times count from: 0, or when its method started
-    same_start: bool | None  # both methods start where the other's does (None: the running run's start is unknown)
+    origin: float  # the running run's seconds that the profile's times count from: 0, or when its method began
+    start: float | None  # where the running run's method starts on its bar (method_start; None: not known)
+    ref_start: float | None  # where the finished run's did
 
 
 def choose_pace(progress: float, lines: Sequence[Any], started: str | None,
@@ -360,21 +376,20 @@ def choose_pace(progress: float, lines: Sequence[Any], started: str | None,
     """The pace of a running run at `progress` (its progress lines and start): the first of `references` (run id,
     progress lines and start of finished runs, best first) whose profile paces it (paces) and whose method starts
     where its own does, or either start is unknown; else the first that paces it on the method's time alone
-    (on_method_time), once its method has started; else None (the pace so far)."""
+    (on_method_time), once its method has begun; else None (the pace so far)."""
     start = method_start(lines)
-    method_from = None
-    if start is not None and progress >= start:
-        method_from = next((seconds for value, seconds in progress_profile(lines, started) if value >= start), None)
+    began = method_began(lines, started) if start is not None else None
     fallback = None
     for run_id, ref_lines, ref_started in references:
         profile, ref_start = progress_profile(ref_lines, ref_started), method_start(ref_lines)
         if start is None or ref_start is None or ref_start == start:
             if paces(profile, progress):
-                return Pace(run_id, profile, 0.0, None if start is None or ref_start is None else True)
-        elif fallback is None and method_from is not None:
-            moved = on_method_time(profile, ref_start, start)
+                return Pace(run_id, profile, 0.0, start, ref_start)
+        elif fallback is None and began is not None:
+            ref_began = method_began(ref_lines, ref_started)
+            moved = on_method_time(profile, ref_start, start, ref_began) if ref_began is not None else []
             if paces(moved, progress):
-                fallback = Pace(run_id, moved, method_from, False)
+                fallback = Pace(run_id, moved, began, start, ref_start)
     return fallback
 
 
@@ -399,8 +414,8 @@ def timing(status: dict[str, Any], now: datetime | None = None,
     if state == "running" and 0.01 <= progress < 1.0:
         moved = _parse_time(status.get("progressed"))  # absent in status files written before it was recorded
         at = min(elapsed, max(0.0, (moved - started).total_seconds())) if moved else elapsed
-        if profile and paces(profile, progress) and at >= origin:
-            remaining = paced_remaining(progress, at - origin, elapsed - origin, profile)
+        if profile and paces(profile, progress):  # the progress may have last moved just before origin
+            remaining = paced_remaining(progress, max(0.0, at - origin), max(0.0, elapsed - origin), profile)
         else:
             estimate = at * (1.0 - progress) / progress - (elapsed - at)
             remaining = estimate if estimate >= 0 else None
@@ -621,12 +636,51 @@ def _paced(records: list[dict[str, Any]], infos: Sequence[RunInfo]) -> list[dict
             references = ((records[ref]["run_id"], _safe(lambda ref=ref: read_run(infos[ref].run_dir, "progress"), []),
                            records[ref]["started"]) for ref in kin)
             pace = choose_pace(_as_float(status.get("progress")) or 0.0, lines, status.get("started"), references)
-            record = {**record, "trains_base": trains, "has_kin": bool(kin)}
+            record = {**record, "trains_base": trains, "has_kin": bool(kin), "method_start": method_start(lines)}
             if pace is not None:
-                record.update(paced_on=pace.run_id, paced_same_start=pace.same_start)
+                record.update(paced_on=pace.run_id, method_start=pace.start, paced_start=pace.ref_start)
                 record["elapsed_s"], record["remaining_s"] = timing(status, profile=pace.profile, origin=pace.origin)
         out.append(record)
     return out
+
+
+def _bar_share(start: float | None) -> str | None:
+    """What a progress bar whose method starts at `start` gives the base model, in words."""
+    return {store.METHOD_START_TRAINING: "the base model's training the first half of it",
+            store.METHOD_START_CACHED: "the base model none of it"}.get(start)
+
+
+def estimate_help(record: Mapping[str, Any]) -> str:
+    """The help of a run's "remaining (est.)": what paced it (a record of run_records) and how."""
+    def known(key: str) -> float | None:  # a DataFrame row holds NaN where the field is absent
+        value = _as_float(record.get(key))
+        return None if value is None or math.isnan(value) else value
+
+    unknown = "unknown (–) once a stage runs longer than that predicts"
+    paced_on = record.get("paced_on") if isinstance(record.get("paced_on"), str) else None
+    start, share = known("method_start"), _bar_share(known("method_start"))
+    if record.get("state") != "running":
+        return "estimated while the run runs"
+    if paced_on:
+        ref_share = _bar_share(known("paced_start"))
+        which = (f"paced on {paced_on}, the last finished run of this method and preset (at these settings where one "
+                 "is)")
+        if share and ref_share and share != ref_share:
+            return (f"{which}. Its progress bar gave {ref_share}, this one's gives {share}, so it paces the method's "
+                    "time alone: the time that run's method still took after the same point of it, scaled by how long "
+                    f"each method took to get there; {unknown}")
+        like = f", whose progress bar, like this one's, gives {share}" if share and ref_share else ""
+        return f"{which}{like}: the time it still took after this progress, scaled by how long each took to reach it; " \
+               f"{unknown}"
+    has_kin = record.get("has_kin")  # True, or NaN (a float) in a DataFrame row of a run without the field
+    if start == store.METHOD_START_TRAINING and not isinstance(has_kin, float) and bool(has_kin) and \
+            (_as_float(record.get("progress")) or 0.0) < start:
+        return ("from the pace so far until its method begins: no finished run of this method and preset that it may "
+                "be paced on (the last ones, at these settings where one is) gives the base model's training half its "
+                "progress bar, as this one's does; from then on one of them paces the method's time alone; "
+                f"{unknown}")
+    return (f"from the pace so far (no finished run of this method and preset that got this far to pace it on); "
+            f"{unknown}")
 
 
 RECORD_COLUMNS = (

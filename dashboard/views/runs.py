@@ -151,27 +151,7 @@ def live_view() -> None:
                 delta_arrow="off")
     m[1].metric("progress", f"{record['progress']:.0%}")
     m[2].metric("elapsed", c.fmt_duration(record["elapsed_s"]))
-    paced_on = record.get("paced_on") if isinstance(record.get("paced_on"), str) else None
-    if record["state"] != "running":
-        estimate_help = "estimated while the run runs"
-    elif paced_on:
-        base = "trains its base model" if record.get("trains_base") else "found its base model trained"
-        same = record.get("paced_same_start")
-        how = ("the time it still took after this progress, scaled by how long each took to reach it"
-               if same is not False else "on the method's time alone (the time that run's method still took after the same point of it, "
-                    "scaled by how long each method took to get there)")
-        like = (f", which like this one {base.replace('trains', 'trained')}" if same else
-                f" (unlike it, this one {base})" if same is False else "")
-        estimate_help = (f"paced on {paced_on}, the last finished run of this method and preset (at these settings "
-                         f"where one is){like}: {how}; unknown (–) once a stage runs longer than that predicts")
-    elif record.get("trains_base") and record.get("has_kin"):
-        estimate_help = ("from the pace so far: no finished run of this method and preset trained its base model to "
-                         "pace that on (once the method starts, one that found it trained paces the method); "
-                         "unknown (–) once a stage runs longer than that predicts")
-    else:
-        estimate_help = ("from the pace so far (no finished run of this method and preset that got this far to pace "
-                         "it on); unknown (–) once a stage runs longer than that predicts")
-    m[3].metric("remaining (est.)", c.fmt_duration(record["remaining_s"]), help=estimate_help)
+    m[3].metric("remaining (est.)", c.fmt_duration(record["remaining_s"]), help=c.estimate_help(record))
     if record["state"] == "failed":
         st.error(f"Failed at stage {record['stage'] or '?'}: {record['error'] or 'no error recorded'}",
                  icon=":material/error:")

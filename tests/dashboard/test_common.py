@@ -72,9 +72,10 @@ def _lines(*points, started=T0):
             for s, p, extra in points]
 
 
-# a run that trained its base model (the bar's first half) in 100 s, then the method from 0.5, as the pipeline logs it
-TRAINED_LINES = _lines((0, 0.01, {}), (1, 0.04, {"method_start": 0.5}), (100, 0.5, {"message": "method seqpate"}),
-                       (300, 0.7, {}), (500, 0.9, {}), (600, 1.0, {}))
+# a run that trained its base model (the bar's first half: its last epoch reaches 0.5 at 95 s, saving the base model
+# takes 5 s), then its method from 0.5 at 100 s, as the pipeline logs them
+TRAINED_LINES = _lines((0, 0.01, {}), (1, 0.04, {"method_start": 0.5}), (95, 0.5, {"epoch": 4}),
+                       (100, 0.5, {"message": "method seqpate"}), (300, 0.7, {}), (500, 0.9, {}), (600, 1.0, {}))
 
 # PACE_LINES as a run that found its base model trained logged them before method_start was logged: the method's
 # first line says where it starts
@@ -94,10 +95,13 @@ def test_a_run_is_paced_on_the_methods_time_alone_where_the_other_run_trained_it
     trained = c.progress_profile(TRAINED_LINES, T0.isoformat())
     # onto a bar whose method starts at 0.1: 0.5 -> 0.1, 0.7 (half the method) -> 0.5, evaluation where it was;
     # times from the method's start, so the 100 s of base-model training pace nothing
-    assert c.on_method_time(trained, 0.5, 0.1) == [(0.1, 0), (pytest.approx(0.5), 200), (0.9, 400), (1.0, 500)]
+    # from the method's line at 100 s, not from the last epoch's 0.5 at 95 s
+    assert c.method_began(TRAINED_LINES, T0.isoformat()) == 100 and c.method_began(TRAINED_LINES[:3], T0.isoformat()) is None
+    assert c.on_method_time(trained, 0.5, 0.1, 100) == [(0.1, 0), (pytest.approx(0.5), 200), (0.9, 400), (1.0, 500)]
     cached = c.progress_profile(PACE_LINES, T0.isoformat())  # its method starts at 0.1, 10 s in
-    assert c.on_method_time(cached, 0.1, 0.5) == [(0.5, 0), (0.7, 90), (0.9, 290), (1.0, 390)]
-    assert c.on_method_time(cached, 0.95, 0.5) == []  # a start past the method's end: nothing to stretch
+    assert c.on_method_time(cached, 0.1, 0.5, 10) == [(0.5, 0), (0.7, 90), (0.9, 290), (1.0, 390)]
+    # a damaged start past the method's end, on either side: nothing to stretch
+    assert c.on_method_time(cached, 0.95, 0.5, 10) == [] and c.on_method_time(cached, 0.1, 0.95, 10) == []
 
 
 def test_choose_pace_prefers_a_run_whose_method_starts_where_its_own_does():
@@ -106,20 +110,50 @@ def test_choose_pace_prefers_a_run_whose_method_starts_where_its_own_does():
     # a run that trains its base model, 30% in: the run that trained its own paces it, though listed second
     training = _lines((0, 0.01, {}), (1, 0.04, {"method_start": 0.5}), (60, 0.3, {}))
     pace = c.choose_pace(0.3, training, T0.isoformat(), [ref_cached, ref_trained])
-    assert (pace.run_id, pace.origin, pace.same_start) == ("trained", 0, True)
+    assert (pace.run_id, pace.origin, pace.start, pace.ref_start) == ("trained", 0, 0.5, 0.5)
     # with only a run that found its base trained, nothing paces the base model's training: the pace so far
     assert c.choose_pace(0.3, training, T0.isoformat(), [ref_cached]) is None
-    # once its method runs (from 120 s), that run paces it on the method's time alone
-    in_method = [*training, *_lines((120, 0.5, {"message": "method seqpate"}), (300, 0.7, {}))]
+    # once its method runs (from 120 s; its last epoch reached 0.5 at 115 s), that run paces it on the method's time
+    in_method = [*training, *_lines((115, 0.5, {"epoch": 4}), (120, 0.5, {"message": "method seqpate"}))]
+    pace = c.choose_pace(0.5, in_method, T0.isoformat(), [ref_cached])
+    assert (pace.run_id, pace.origin, pace.start, pace.ref_start) == ("cached", 120, 0.5, 0.1)
+    # at its method's start, 10 s after the progress last moved (115 s): the finished run's whole method, 390 s,
+    # less the 5 s since its method began
+    status = {"state": "running", "started": T0.isoformat(), "progress": 0.5,
+              "progressed": (T0 + timedelta(seconds=115)).isoformat()}
+    assert c.timing(status, T0 + timedelta(seconds=125), pace.profile, pace.origin) == (125, 385)
+    in_method += _lines((300, 0.7, {}))
     pace = c.choose_pace(0.7, in_method, T0.isoformat(), [ref_cached])
-    assert (pace.run_id, pace.origin, pace.same_start) == ("cached", 120, False)
+    assert (pace.run_id, pace.origin, pace.start, pace.ref_start) == ("cached", 120, 0.5, 0.1)
     # half its method took 180 s, the finished run's 90 s: twice as slow, and that run's method still took 300 s
     status = {"state": "running", "started": T0.isoformat(), "progress": 0.7,
               "progressed": (T0 + timedelta(seconds=300)).isoformat()}
     assert c.timing(status, T0 + timedelta(seconds=310), pace.profile, pace.origin) == (310, 590)
     # a run whose start is not known yet (still loading its data) takes the first run that paces it
     pace = c.choose_pace(0.03, training[:1], T0.isoformat(), [ref_cached, ref_trained])
-    assert (pace.run_id, pace.same_start) == ("cached", None)
+    assert (pace.run_id, pace.start, pace.ref_start) == ("cached", None, 0.1)
+
+
+def test_the_estimates_help_says_what_paced_it_and_what_each_progress_bar_gives_the_base_model():
+    import pandas as pd
+
+    running = {"state": "running", "progress": 0.6, "has_kin": True}
+    same = c.estimate_help({**running, "paced_on": "ref", "method_start": 0.5, "paced_start": 0.5})
+    assert same.startswith("paced on ref,") and "like this one's, gives the base model's training the first half" in same
+    other = c.estimate_help({**running, "paced_on": "ref", "method_start": 0.5, "paced_start": 0.1})
+    assert "gave the base model none of it, this one's gives the base model's training the first half" in other
+    assert "method's time alone" in other
+    # a start not known (a synthetic-data run; one still loading its data) claims no likeness: in a DataFrame row
+    # the absent field is NaN, which must not read as a likeness either
+    row = pd.DataFrame([{**running, "paced_on": "ref", "method_start": None, "paced_start": 0.1},
+                        {"state": "done"}]).iloc[0]
+    assert "like this one" not in c.estimate_help(row) and "alone" not in c.estimate_help(row)
+    waiting = c.estimate_help({**running, "progress": 0.3, "method_start": 0.5})
+    assert waiting.startswith("from the pace so far until its method begins")
+    assert c.estimate_help({**running, "progress": 0.3, "method_start": 0.5, "has_kin": False}).startswith(
+        "from the pace so far (no finished run")  # none to pace it later either
+    assert c.estimate_help({**running, "method_start": None}).startswith("from the pace so far (no finished run")
+    assert c.estimate_help({"state": "done"}) == "estimated while the run runs"
 
 
 def test_runs_frame_paces_a_running_run_on_the_last_finished_one_at_its_settings(roots):
@@ -155,11 +189,11 @@ def test_runs_frame_paces_a_running_run_on_the_last_finished_one_at_its_settings
     write_run(roots["live"], "other", "noisysgd", state="running", progress=0.5)
     rows = c.runs_frame().set_index("run_id")
     assert rows.loc["live", "paced_on"] == "ref" and abs(rows.loc["live", "remaining_s"] - 590) < 5
-    assert not rows.loc["live", "trains_base"] and rows.loc["live", "paced_same_start"]
+    assert not rows.loc["live", "trains_base"] and rows.loc["live", "method_start"] == rows.loc["live", "paced_start"]
     # a run that is training its base model is paced on one that trained its own
     running(0.3, 60, _lines((1, 0.04, {"method_start": 0.5}), started=now))
     row = c.runs_frame().set_index("run_id").loc["live"]
-    assert row["paced_on"] == "ref-trained-base" and row["trains_base"] and row["paced_same_start"]
+    assert row["paced_on"] == "ref-trained-base" and row["trains_base"] and row["paced_start"] == 0.5
     trained.file("progress.jsonl").unlink()  # none did: the pace so far, 60 s (1 - 0.3) / 0.3 less the 10 s since
     row = c.runs_frame().set_index("run_id").loc["live"]
     assert not isinstance(row.get("paced_on"), str) and row["trains_base"] and abs(row["remaining_s"] - 130) < 5
