@@ -1279,7 +1279,11 @@ def build_launch_config(method: str, preset: str, epsilon: Any, delta: Any, teac
         overrides.update(privacy__epsilon=parse_number(epsilon, "epsilon"),
                          privacy__delta=parse_number(delta, "delta", allow_inf=False))
     if filter_spec:
-        parse_filter(filter_spec)
+        kind, value = parse_filter(filter_spec)
+        if kind == "top-k" and value > MAX_LAUNCH_COUNT:
+            raise ConfigError(f"top-k must be at most {MAX_LAUNCH_COUNT:,}, got {value:,}")
+    if teachers is not None and teachers > MAX_LAUNCH_COUNT:
+        raise ConfigError(f"teachers must be at most {MAX_LAUNCH_COUNT:,}, got {int(teachers):,}")
     if method == "seqpate":
         overrides.update(seqpate__partition=partition, seqpate__ablation=ablation)
         if filter_spec:
@@ -1562,11 +1566,41 @@ def as_shown(value: float, decimals: int) -> float:
     return float(Decimal(value).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP))
 
 
-def float_input(where: Any, label: str, *, decimals: int = 2, **kwargs: Any) -> float | None:
+# What a number box takes at all: below 2^53 (JavaScript's exact whole numbers), above every bound a page checks.
+BOX_LIMIT = 1e15
+
+
+def _range_error(label: str, number: float, min_value: float | None, max_value: float | None,
+                 decimals: int) -> str | None:
+    """Why a box's number is out of its range, or None."""
+    def shown(value: float) -> str:
+        return f"{value:,.{decimals}f}"
+
+    if (min_value is not None and number < min_value) or (max_value is not None and number > max_value):
+        if min_value is not None and max_value is not None:
+            return f"{label} must be from {shown(min_value)} to {shown(max_value)}, got {shown(number)}"
+        bound = f"at least {shown(min_value)}" if min_value is not None else f"at most {shown(max_value)}"
+        return f"{label} must be {bound}, got {shown(number)}"
+    return None
+
+
+def float_input(where: Any, label: str, *, decimals: int = 2, min_value: float | None = None,
+                max_value: float | None = None, **kwargs: Any) -> float | None:
     """st.number_input whose value is the number it shows: Streamlit shows a float box through its format but
-    returns what was typed, so a typed ε 0.015 showed 0.01 and was used as 0.015, and top-p 0.999 showed 1.00."""
-    number = where.number_input(label, format=f"%.{decimals}f", **kwargs)
-    return None if number is None else as_shown(number, decimals)
+    returns what was typed, so a typed ε 0.015 showed 0.01 and was used as 0.015, and top-p 0.999 showed 1.00.
+
+    The range is checked here, not by the box: given min/max, Streamlit's box turns red at a number outside them
+    and keeps the last one without a word (a typed 0 teachers launched the preset's 10). A number outside
+    [min_value, max_value] is named in an error under the box and read as None; the box itself only refuses what
+    no page could use (beyond ±BOX_LIMIT, e.g. 1e400)."""
+    number = where.number_input(label, format=f"%.{decimals}f", min_value=-BOX_LIMIT, max_value=BOX_LIMIT, **kwargs)
+    if number is None:
+        return None
+    number = as_shown(number, decimals)
+    if problem := _range_error(label, number, min_value, max_value, decimals):
+        where.error(problem)
+        return None
+    return number
 
 
 def search_key(text: str) -> str:
@@ -1576,15 +1610,16 @@ def search_key(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-def count_input(where: Any, label: str, *, min_value: int = 1, max_value: int | None = None, step: int = 1,
+def count_input(where: Any, label: str, *, min_value: int | None = 1, max_value: int | None = None, step: int = 1,
                 **kwargs: Any) -> int | None:
     """st.number_input for a whole number that reads what was typed. Streamlit parses a whole-number box with
     parseInt, so a typed 1e9 became 1 (the Calculator then answered for one query, and 1e3 teachers launched one);
-    a float box that shows no decimals reads 1e9 as 10^9. Its value is the whole number it shows."""
+    a float box that shows no decimals reads 1e9 as 10^9. Its value is the whole number it shows; one outside
+    [min_value, max_value] is named under the box and read as None (float_input)."""
     if kwargs.get("value") is not None:
         kwargs["value"] = float(kwargs["value"])
-    number = float_input(where, label, decimals=0, min_value=float(min_value), step=float(step),
-                         max_value=None if max_value is None else float(max_value), **kwargs)
+    number = float_input(where, label, decimals=0, min_value=None if min_value is None else float(min_value),
+                         max_value=None if max_value is None else float(max_value), step=float(step), **kwargs)
     return None if number is None else int(number)
 
 

@@ -33,7 +33,7 @@ def seqpate_calculator() -> None:
                             persist_state="page")
         queries = c.count_input(b, "queries Q", value=QUICK_QUERIES, max_value=MAX_COUNT, step=100,
                                 key="calc_sp_queries", persist_state="page")
-        if delta is None:
+        if None in (delta, teachers, eps, queries):  # a box out of its range says so beneath it
             return
         noise = c.seqpate_noise(eps, delta, queries)
         z, std = noise["z"], noise["std"]
@@ -42,7 +42,7 @@ def seqpate_calculator() -> None:
                             key="calc_sp_std", persist_state="page")
         queries = c.count_input(b, "queries Q", value=QUICK_QUERIES, max_value=MAX_COUNT, step=100,
                                 key="calc_sp_queries2", persist_state="page")
-        if delta is None:
+        if None in (delta, teachers, std, queries):
             return
         eps = c.seqpate_epsilon(std, queries, delta)
         z = std / math.sqrt(2)
@@ -51,7 +51,7 @@ def seqpate_calculator() -> None:
                             key="calc_sp_eps3", persist_state="page")
         std = c.float_input(b, "noise std σ", min_value=0.01, max_value=MAX_STD, value=100.0, step=10.0,
                             key="calc_sp_std3", persist_state="page")
-        if delta is None:
+        if None in (delta, teachers, eps, std):
             return
         queries = c.seqpate_max_queries(eps, delta, std)
         z = std / math.sqrt(2)
@@ -89,6 +89,8 @@ def dpsgd_calculator() -> None:
                           persist_state="page")
     epochs = c.float_input(d, "epochs", min_value=0.01, max_value=1000.0, value=2.0, step=0.5, key="calc_dp_epochs",
                            persist_state="page")
+    if None in (n, batch, epochs):  # a box out of its range says so beneath it
+        return
     if batch > n:  # Poisson sampling at rate batch / N: a batch cannot expect more sentences than there are
         st.error(f"The expected batch size ({batch:,}) cannot exceed the number of training sentences ({n:,}).")
         return
@@ -105,11 +107,15 @@ def dpsgd_calculator() -> None:
     if mode == "noise multiplier from ε":
         eps = c.float_input(a, "ε", min_value=0.01, max_value=MAX_EPSILON, value=3.0, step=0.5, key="calc_dp_eps",
                             persist_state="page")
+        if eps is None:
+            return
         with st.spinner("PLD accountant…"):
             sigma = c.dpsgd_noise(eps, delta, q, steps)
     else:
         sigma = c.float_input(a, "noise multiplier", min_value=0.05, max_value=MAX_STD, value=1.0, step=0.1,
                               key="calc_dp_sigma", persist_state="page")
+        if sigma is None:
+            return
         with st.spinner("PLD accountant…"):
             eps = c.dpsgd_eps(sigma, q, steps, delta)
     r = st.columns(4)

@@ -44,13 +44,14 @@ with left:
     a, b = st.columns(2)
     a.selectbox("Preset", list(PRESETS), key="launch_preset",
                 help="tiny: seconds to minutes; quick: minutes (default); paper: the whole corpus")
-    c.count_input(b, "Seed", min_value=0, max_value=c.MAX_SEED, key="launch_seed")
+    # the Launch boxes check no range themselves: the config does, and its error disables the button
+    c.count_input(b, "Seed", min_value=None, key="launch_seed")
     with st.container(border=True):
         st.markdown("**SeqPATE settings** (used by SeqPATE runs only)")
         preset_for_help = st.session_state.get("launch_preset", "quick")
         default_teachers = preset_value(preset_for_help, "seqpate", "teachers")
         a, b = st.columns(2)
-        c.count_input(a, "Teachers", value=None, max_value=c.MAX_LAUNCH_COUNT, key="launch_teachers",
+        c.count_input(a, "Teachers", value=None, min_value=None, key="launch_teachers",
                        placeholder=f"{default_teachers} (preset)")
         b.selectbox("Partition", ["random", "by-user"], key="launch_partition",
                     help="by-user keeps each user's sentences in as few teachers as possible (App. F); it needs "
@@ -63,10 +64,9 @@ with left:
                 help="the student's own candidate set (public information) on which teachers are queried")
         kind = st.session_state.get("launch_filter_kind")
         if kind == "top-k":
-            c.count_input(b, "k", max_value=c.MAX_LAUNCH_COUNT, key="launch_top_k")
+            c.count_input(b, "k", min_value=None, key="launch_top_k")
         elif kind == "top-p":
-            c.float_input(b, "p", decimals=c.TOP_P_DECIMALS, min_value=0.001, max_value=1.0, step=0.01,
-                          key="launch_top_p")
+            c.float_input(b, "p", decimals=c.TOP_P_DECIMALS, step=0.01, key="launch_top_p")
         st.selectbox("Ablation", ABLATIONS, key="launch_ablation", help="Table 3 of the paper; none = full SeqPATE")
 
 settings = c.save_launch_settings()
@@ -138,7 +138,7 @@ with right:
                                "records the same).")
                     if split["note"]:
                         st.warning(split["note"], icon=":material/warning:")
-            st.caption(f"{sp.teachers} teachers, filter {sp.filter}, partition {sp.partition}, "
+            st.caption(f"{sp.teachers} teacher{'s' if sp.teachers != 1 else ''}, filter {sp.filter}, partition {sp.partition}, "
                        f"ablation {sp.ablation}; student λ {sp.kd_lambda:g}, lr {sp.student_lr:g} (preset "
                        f"{configs['seqpate'].preset}). Querying stops after Q releases; accountant: "
                        + ("PLD (Laplace releases)." if laplace else "exact Gaussian composition."))

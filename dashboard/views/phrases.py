@@ -79,15 +79,15 @@ def show_table() -> None:
     has_teachers = "teachers" in phrases and phrases["teachers"].notna().any()
     max_teachers = int(phrases["teachers"].max()) if has_teachers else 0
     if max_teachers > 0:
-        min_teachers = c.count_input(f2, "Held by at least … teachers", min_value=0, max_value=max_teachers,
-                                      value=0, key="phrases_min_teachers", persist_state="page")
+        min_teachers = c.count_input(f2, "Held by at least … teachers", min_value=0, value=0,
+                                      key="phrases_min_teachers", persist_state="page",
+                                      help=f"up to {max_teachers:,} in this run")
     else:  # DP-SGD runs have no teachers: the phrase's basis column says which batches hold it
         min_teachers = 0
         f2.caption("No teacher counts in this run (not a SeqPATE run).")
-    # bounded like the teachers box, so that a number too large for the box (1e400) is refused, not reset to 0
     max_occ = int(phrases["occurrences"].fillna(0).max()) if "occurrences" in phrases and len(phrases) else 0
-    min_occ = c.count_input(f3, "Occurring at least … times", min_value=0, max_value=max(max_occ, 1), value=0,
-                            key="phrases_min_occ", persist_state="page")
+    min_occ = c.count_input(f3, "Occurring at least … times", min_value=0, value=0, key="phrases_min_occ",
+                            persist_state="page", help=f"up to {max_occ:,} in this run")
     view = phrases
     if search:
         view = view[view["phrase"].str.contains(search, case=False, regex=False)]

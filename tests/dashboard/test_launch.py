@@ -79,6 +79,32 @@ def test_non_number_and_too_many_teachers_are_refused(roots, app_page, fake_job)
     assert list(roots["live"].iterdir()) == []
 
 
+def test_numbers_outside_a_boxs_range_are_refused_with_the_reason_not_replaced_by_the_last_good_one(
+        roots, app_page, fake_job):
+    """A browser walk typed 0 teachers: Streamlit's own bound turned the box red and kept 10 without a word, and
+    "Launch 1 job" stayed on. Every such number now reaches the config, whose error disables the button."""
+    at = app_page("launch", {"preset": "tiny", "methods": "seqpate"})
+    for key, value, error in (("launch_teachers", 0, "teachers must be at least 1, got 0"),
+                              ("launch_teachers", -5, "teachers must be at least 1, got -5"),
+                              ("launch_teachers", 2e9, "teachers must be at most 1,000,000,000"),
+                              ("launch_seed", -1, "seed must be a whole number from 0 to 4294967295, got -1")):
+        at.number_input(key=key).set_value(value).run()
+        assert any(error in e.value for e in at.error), (key, value, [e.value for e in at.error])
+        assert at.button(key="launch_button").disabled
+        at.number_input(key=key).set_value(None if key == "launch_teachers" else 0).run()
+        assert not at.error and not at.button(key="launch_button").disabled
+    at.radio(key="launch_filter_kind").set_value("top-p").run()
+    for value, error in ((1.5, "top-p must be in (0, 1], got 1.5"), (0.0001, "top-p must be in (0, 1], got 0.0"),
+                         (-0.2, "top-p must be in (0, 1], got -0.2")):
+        at.number_input(key="launch_top_p").set_value(value).run()
+        assert any(error in e.value for e in at.error), (value, [e.value for e in at.error])
+        assert at.button(key="launch_button").disabled
+    at.radio(key="launch_filter_kind").set_value("top-k").run()
+    at.number_input(key="launch_top_k").set_value(0).run()
+    assert any("top-k must be a positive integer, got 0" in e.value for e in at.error)
+    assert at.button(key="launch_button").disabled and list(roots["live"].iterdir()) == []
+
+
 def test_settings_round_trip_through_the_url(roots, app_page):
     query = {"methods": "seqpate,pub-gpt", "eps": "8", "delta": "1e-5", "teachers": "20", "filter": "top-k:50",
              "partition": "by-user", "ablation": "-kl", "preset": "tiny", "seed": "3"}

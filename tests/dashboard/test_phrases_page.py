@@ -65,15 +65,17 @@ def test_phrase_table_has_readable_headers_and_no_none(roots, app_page):
     assert "inserted" in table.column_order and json.loads(table.columns)["inserted"]["label"] == "copies inserted"
 
 
-def test_phrase_filters_keep_the_rows_at_or_above_their_counts_within_the_tables_range(roots, app_page):
+def test_phrase_filters_keep_the_rows_at_or_above_their_counts(roots, app_page):
     write_three(roots["cached"])
     at = app_page("phrases")
     at.radio(key="phrases_kind").set_value("all").run()  # the names (2 occurrences) and the canary (10)
     assert len(at.dataframe[0].value) == 4
     at.number_input(key="phrases_min_occ").set_value(3).run()
     assert list(at.dataframe[0].value["phrase"]) == ["my ID is 123456"]
-    # each box ends at the table's largest count, so a number too large for it is refused, not reset to 0
-    assert at.number_input(key="phrases_min_occ").max == 10 and at.number_input(key="phrases_min_teachers").max == 1
+    at.number_input(key="phrases_min_occ").set_value(11).run()  # past the table's largest count: none, not all
+    assert len(at.dataframe[0].value) == 0 and not at.error
+    at.number_input(key="phrases_min_occ").set_value(-1).run()  # no count is negative: said, and no filter
+    assert at.error[0].value == "Occurring at least … times must be at least 0, got -1" and len(at.dataframe[0].value) == 4
 
 
 def test_histogram_leaves_out_runs_without_finite_epsilon_and_names_identical_ones(roots, app_page):

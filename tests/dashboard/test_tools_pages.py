@@ -67,8 +67,17 @@ def test_calculator_counts_are_whole_numbers_rounded_as_shown(roots, app_page):
     assert metrics(at)["queries Q"] == "1,000,000,000" and not at.exception
     at.number_input(key="calc_sp_eps").set_value(0.015).run()  # a float box: the ε used is the one it shows
     assert metrics(at)["ε"] == "0.01"
-    # the boxes end where the accountants and the chart still answer (ε 10^9 ran the server out of memory)
-    assert at.number_input(key="calc_sp_eps").max == 1000.0 and at.number_input(key="calc_sp_queries").max == 1e12
+    # the boxes end where the accountants and the chart still answer (ε 10^9 ran the server out of memory): a number
+    # past the end is named under its box and nothing is computed (the box itself kept the last number without a
+    # word, and the page answered for that one)
+    at.number_input(key="calc_sp_eps").set_value(5000).run()
+    assert [e.value for e in at.error] == ["ε must be from 0.01 to 1,000.00, got 5,000.00"] and "ε" not in metrics(at)
+    at.number_input(key="calc_sp_eps").set_value(3).run()
+    at.number_input(key="calc_sp_queries").set_value(2e12).run()
+    assert [e.value for e in at.error] == ["queries Q must be from 1 to 1,000,000,000,000, got 2,000,000,000,000"]
+    at.number_input(key="calc_sp_queries").set_value(0).run()
+    assert [e.value for e in at.error] == ["queries Q must be from 1 to 1,000,000,000,000, got 0"]
+    assert "ε" not in metrics(at) and not at.exception
 
 
 def test_calculator_dpsgd_refuses_step_counts_it_cannot_account(roots, app_page):
