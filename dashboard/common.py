@@ -535,6 +535,9 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
         "bleu3": _as_float(metrics.get("bleu3")),
         "bleu4": _as_float(metrics.get("bleu4")),
         "r_name": _as_float(metrics.get("r_name")),
+        # how much the leak rate can show: the private names it looks for, the test references holding one
+        "r_name_names": _dict(metrics.get("r_name_counts")).get("names"),
+        "r_name_references": _dict(metrics.get("r_name_counts")).get("references_with_name"),
         "teachers": sp.get("teachers"),
         "filter": sp.get("filter"),
         "partition": sp.get("partition"),
@@ -686,7 +689,7 @@ def estimate_help(record: Mapping[str, Any]) -> str:
 RECORD_COLUMNS = (
     "run_id", "source", "state", "stage", "progress", "error", "method", "preset", "seed", "epsilon",
     "epsilon_target", "privacy_target", "delta", "accountant", "unit", "has_privacy", "ppl", "bleu1", "bleu2", "bleu3", "bleu4",
-    "r_name", "teachers", "filter", "partition", "ablation", "variant", "varied", "query_budget", "queries_spent",
+    "r_name", "r_name_names", "r_name_references", "teachers", "filter", "partition", "ablation", "variant", "varied", "query_budget", "queries_spent",
     "teachers_per_user", "has_phrases", "has_completions", "config_hash", "effective_hash", "created", "started", "finished",
     "elapsed_s", "remaining_s", "total_s", "base_weights", "base_cached",
 )
@@ -1049,6 +1052,21 @@ def headline_table(df: pd.DataFrame, include_variants: bool = False) -> pd.DataF
     if table["R_name"].isna().all():
         table = table.drop(columns=["R_name"])
     return table
+
+
+def leak_scope(frame: pd.DataFrame) -> str:
+    """How much the name leak rate of these runs can show, in words: how many private names it looks for and how
+    many test references hold one ("" when no run recorded it). A 0% over 4 names, none of them in a reference,
+    says little (Pri-GPT, trained with no protection, leaks none there either)."""
+    def span(column: str) -> str:
+        values = sorted({int(v) for v in frame.get(column, pd.Series(dtype=float)).dropna()})
+        return "" if not values else f"{values[0]:,}" if len(values) == 1 else f"{values[0]:,}-{values[-1]:,}"
+
+    names, references = span("r_name_names"), span("r_name_references")
+    if not names:
+        return ""
+    return (f"it looks for {names} private users' names that occur in the training data, and {references or '?'} "
+            "of the test sentences' true continuations hold one: at this scale a rate of 0 says little")
 
 
 def shown_run_ids(table: pd.DataFrame) -> set[str]:

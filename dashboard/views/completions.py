@@ -61,22 +61,20 @@ if find.strip() and not matches:
 # prefixes chosen before it
 chosen = st.multiselect("Test prefixes", matches, default=matches[:5], key=f"comp_prefixes_{needle}",
                         format_func=lambda i: f"{i}: {prefixes[i]}", persist_state="page")
-if all_phrases:
-    st.caption(f"Highlighted: {len(all_phrases):,} secret phrase(s) from the runs' phrases.csv.")
-
 headers, labels = [], []
 names = [" · ".join(filter(None, [c.method_label(records[rid]["method"]), f"ε {c.fmt_eps(records[rid]['epsilon'])}",
                                    c.seed_label(records[rid])])) for rid in run_ids]
 for rid, name in zip(run_ids, names, strict=True):
     record = records[rid]
-    leak = record.get("r_name")
+    leak, looked_for = record.get("r_name"), record.get("r_name_names")
     shown = name if names.count(name) == 1 else f"{name} · {rid}"  # two runs of one method and ε stay apart
     labels.append(f"<div class='who'><b>{html.escape(shown)}</b></div>")
     headers.append(
         f"<div class='who'><b>{html.escape(c.method_label(record['method']))}</b> · ε = "
         f"{html.escape(c.fmt_eps(record['epsilon']))}"
         + (f" · {c.seed_label(record)}" if c.seed_label(record) else "")
-        + (f"<br>leak rate R_name = {leak:.2%}" if c.present(leak) else "")
+        + (f"<br>leak rate R_name = {leak:.2%}" + (f" ({int(looked_for)} names looked for)" if c.present(looked_for) else "")
+           if c.present(leak) else "")
         + f"<br><small>{html.escape(rid)}</small></div>"
     )
 
@@ -103,6 +101,10 @@ for i in chosen:
         f"<div class='ref'>reference: {c.highlight(first[i].get('reference', ''), all_phrases)}</div>"
         f"<div style='{grid}'>{''.join(cells)}</div></div>"
     )
+if all_phrases:
+    marked = any("<mark>" in block for block in blocks)
+    st.caption(f"Highlighted where they occur: the {len(all_phrases):,} secret phrase(s) of the runs' phrases.csv"
+               + ("." if marked or not blocks else " (none occurs in the prefixes shown)."))
 header = f"<div class='cmp'><div style='{grid}'>{''.join(headers)}</div></div>"
 st.html(STYLE + WIDE + header + ("".join(blocks) if blocks else "<p>Choose test prefixes above.</p>") + "</div></div>")
 

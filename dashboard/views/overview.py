@@ -63,7 +63,8 @@ st.dataframe(
         "ε": st.column_config.NumberColumn(format="%.3g", help="accounted ε (0: public only, Infinity: not private)"),
         "δ": st.column_config.TextColumn(help="δ of the (ε, δ) guarantee (0: no δ term; –: none at ε = ∞)"),
         "R_name": st.column_config.NumberColumn(format="percent", help="name leak rate (App. O): share of "
-                                                "completions that reveal a private user's name"),
+                                                "completions that contain a private user's name"
+                                                + (f"; {scope}" if (scope := c.leak_scope(pool)) else "")),
     },
 )
 if table.empty:

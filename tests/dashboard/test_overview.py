@@ -184,3 +184,16 @@ def test_a_link_names_the_preset_and_seed_and_they_carry_to_the_other_pages(root
     assert at.dataframe[0].value["run ids"].tolist() == ["quick-seq-1"]
     at.switch_page("views/completions.py").run()  # set by the link, not by a click: carried all the same
     assert at.selectbox(key="comp_preset").value == "quick" and at.selectbox(key="comp_seed").value == 1
+
+
+def test_the_leak_rates_help_says_how_little_a_zero_can_show(roots, app_page):
+    """A browser walk read R_name 0% for every method, Pri-GPT (no protection) included: on tiny it looks for 4
+    names, none of them in a test reference. The column's help says so, from the runs' recorded counts."""
+    for run_id, method, names, references in (("seq", "seqpate", 4, 0), ("pri", "pri-gpt", 13, 2)):
+        run = write_run(roots["cached"], run_id, method, r_name=0.0)
+        run.write_metrics({**run.metrics(), "r_name_counts": {"completions": 100, "names": names,
+                                                              "references_with_name": references}})
+    at = app_page()
+    help_text = json.loads(at.dataframe[0].proto.columns)["R_name"]["help"]
+    assert "it looks for 4-13 private users' names" in help_text and "0-2 of the test sentences'" in help_text
+    assert "a rate of 0 says little" in help_text
