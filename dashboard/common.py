@@ -1079,6 +1079,32 @@ def replaced_copies_note(pool: pd.DataFrame, table: pd.DataFrame) -> str:
     return stand_in_note(pool, shown_run_ids(table))
 
 
+def base_model_note(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
+    """For Compare: why two runs (records) may differ by more than their configs, or "". Runs record their base
+    model's weights digest since 2026-11-25; the shipped text runs' bases were trained before seeding and record
+    none, and a fresh clone trains its own, so a run made here and a shipped one stand on other base models unless
+    both digests are recorded and equal."""
+    def digest(record: Mapping[str, Any]) -> str | None:
+        value = record.get("base_weights")
+        return value if isinstance(value, str) else None
+
+    def result(record: Mapping[str, Any]) -> str:
+        ppl = _as_float(record.get("ppl"))
+        return f" (PPL {ppl:.2f})" if ppl is not None and math.isfinite(ppl) else ""
+
+    named = f"A{result(a)} and B{result(b)}"
+    if digest(a) and digest(b):
+        return "" if digest(a) == digest(b) else (
+            f"{named} were trained from different base models (their weights digests {digest(a)} and {digest(b)} "
+            "differ), so their results can differ by more than their configs.")
+    if a.get("source") != b.get("source"):
+        return (f"{named}: one was made on this machine, the other is a shipped run, and they do not both record "
+                "their base model's weights digest. A run made here trains from this machine's base model (under "
+                "`$SEQPATE_CACHE`), not from the shipped runs' (trained before seeding, they cannot be remade), so "
+                "the two can differ by more than their configs.")
+    return ""
+
+
 def stand_in_note(pool: pd.DataFrame, shown: set[str]) -> str:
     """Which of the shown runs are runs made here standing in for shipped copies of their settings, with both
     perplexities, or "". A fresh clone retrains the base model, and the shipped runs' bases (trained before

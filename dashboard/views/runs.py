@@ -90,19 +90,20 @@ def live_view() -> None:
         view = view[view["run_id"].str.lower().str.contains(needle, regex=False)
                     | methods.str.lower().str.contains(needle, regex=False)
                     | methods.map(c.method_label).str.lower().str.contains(needle, regex=False)]
+    # what a watcher looks for first on the left (a 1400 px window shows about ten columns)
     table = pd.DataFrame({
         "run": view["run_id"],
-        "source": view["source"],
         "method": view["method"].map(c.method_label),
         "preset": view["preset"],
         "seed": view["seed"],
         "ε": view["epsilon"],  # a number, so that the column sorts as one
         "δ": view["delta"].map(c.fmt_delta),
         "state": view["state"],
-        "stage": view["stage"],
         "progress": view["progress"].round(2),  # whole percents, as the run details show
         "elapsed": view["elapsed_s"] / 60,  # minutes as numbers, so that the columns sort as numbers
         "remaining": view["remaining_s"] / 60,
+        "stage": view["stage"],
+        "source": view["source"],
         "created": view["created"].fillna("").str.slice(0, 19).str.replace("T", " "),
         "error": view["error"].fillna(""),
     })
@@ -119,7 +120,7 @@ def live_view() -> None:
         "remaining": st.column_config.NumberColumn(format="%.1f min", help="estimated: paced on the last finished "
                                                    "run of the same method and preset where there is one (the run's "
                                                    "details name it), else from the progress so far"),
-        "progress": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="percent"),
+        "progress": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="percent", width="medium"),
     })
     counts = view["state"].value_counts().to_dict()  # of the rows shown, as the table
     shown = [f"{len(view):,} of {len(df):,} runs shown"] if len(view) < len(df) else []
@@ -261,6 +262,10 @@ else:
         comparable, sentence = comparison
         (st.info if comparable else st.caption)(f"Test perplexity: {sentence}")
     config_a, config_b = c.run_config_dict(run_a), c.run_config_dict(run_b)
+    compared = c.run_records(infos)
+    note = c.base_model_note(compared[all_ids.index(id_a)], compared[all_ids.index(id_b)])
+    if note and effective_hash(config_a) == effective_hash(config_b):  # copies whose results may still differ
+        st.warning(note, icon=":material/warning:")
     diff = c.config_diff(config_a, config_b)
     if diff.empty:
         st.success("Same config.")

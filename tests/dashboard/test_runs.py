@@ -174,6 +174,33 @@ def test_compare_says_when_two_configs_differ_only_in_fields_the_method_never_re
     assert not at.success
 
 
+def test_compare_warns_when_two_runs_stand_on_other_base_models(roots, app_page):
+    """A browser walk compared its run (PPL 989) with the shipped run of its settings (909) and read only "Same
+    config."; a run made here trains from this machine's base model, the shipped ones from theirs."""
+    from core.runs.store import RunDir
+
+    def with_base(run: RunDir, digest: str | None) -> None:
+        run.write_metrics({**run.metrics(), "base_model": {"source": "tiny", "cached": True}
+                           | ({"weights_sha256": digest} if digest else {})})
+
+    with_base(write_run(roots["cached"], "shipped", "seqpate", ppl=909.34), None)
+    with_base(write_run(roots["live"], "mine", "seqpate", ppl=989.01), "1b287bb1c1cae4f6")
+    with_base(write_run(roots["live"], "mine-again", "seqpate", ppl=989.01), "1b287bb1c1cae4f6")
+    at = app_page("runs")
+    at.selectbox(key="runs_cmp_a").set_value("mine").run()
+    at.selectbox(key="runs_cmp_b").set_value("shipped").run()
+    assert [s.value for s in at.success] == ["Same config."]
+    [warning] = [w.value for w in at.warning]
+    assert warning.startswith("A (PPL 989.01) and B (PPL 909.34): one was made on this machine, the other is a "
+                              "shipped run") and "can differ by more than their configs" in warning
+    at.selectbox(key="runs_cmp_b").set_value("mine-again").run()  # one base model: nothing to warn about
+    assert not at.warning
+    with_base(RunDir(roots["live"] / "mine-again"), "ffffffffffffffff")
+    at.run()
+    [warning] = [w.value for w in at.warning]
+    assert "trained from different base models (their weights digests 1b287bb1c1cae4f6 and ffffffffffffffff" in warning
+
+
 def test_compare_shows_the_paired_perplexity_interval_when_both_runs_kept_test_nll(some_runs, app_page):
     import math
 
