@@ -1401,7 +1401,7 @@ def settings_from_query(query: dict[str, str]) -> tuple[dict[str, Any], list[str
     if (raw := get("methods")) is not None:
         chosen = [m.strip() for m in raw.split(",") if m.strip()]
         good = [m for m in chosen if m in METHODS]
-        ignored += [f"methods={m}" for m in chosen if m not in METHODS]
+        ignored += [f"methods={m} (no such method)" for m in chosen if m not in METHODS]
         if good or not chosen:  # an empty list is a link to the page with nothing chosen yet
             settings["methods"] = list(dict.fromkeys(good))
     for name in ("eps", "delta"):
@@ -1417,7 +1417,7 @@ def settings_from_query(query: dict[str, str]) -> tuple[dict[str, Any], list[str
                 raise ValueError
             settings["teachers"] = value
         except ValueError:
-            ignored.append(f"teachers={raw}")
+            ignored.append(f"teachers={raw} (not a whole number from 1 to {MAX_LAUNCH_COUNT:,})")
     if (raw := get("filter")) is not None and raw.strip() == "preset":
         settings["filter_kind"] = "preset"
     elif raw is not None and raw.strip():
@@ -1429,14 +1429,14 @@ def settings_from_query(query: dict[str, str]) -> tuple[dict[str, Any], list[str
                 raise ConfigError("more than the k box takes")
             settings["filter_kind"] = kind
             settings["top_p" if kind == "top-p" else "top_k"] = value
-        except ConfigError:
-            ignored.append(f"filter={raw}")
+        except ConfigError as exc:
+            ignored.append(f"filter={raw} ({exc})")
     for name, options in (("partition", ("random", "by-user")), ("ablation", ABLATIONS), ("preset", tuple(PRESETS))):
         if (raw := get(name)) is not None:
             if raw in options:
                 settings[name] = raw
             else:
-                ignored.append(f"{name}={raw}")
+                ignored.append(f"{name}={raw} (not one of {', '.join(options)})")
     if (raw := get("seed")) is not None and raw.strip():
         try:
             seed = int(raw)
@@ -1445,7 +1445,7 @@ def settings_from_query(query: dict[str, str]) -> tuple[dict[str, Any], list[str
         if 0 <= seed <= MAX_SEED:  # the Seed box's range
             settings["seed"] = seed
         else:
-            ignored.append(f"seed={raw}")
+            ignored.append(f"seed={raw} (not a whole number from 0 to {MAX_SEED:,})")
     return settings, ignored
 
 
@@ -1455,7 +1455,10 @@ def init_launch_settings(prefix: str = "launch_") -> list[str]:
     Returns the URL parameters that were ignored (only on the first load of a session)."""
     ignored: list[str] = []
     if _SHADOW not in st.session_state:
-        settings, ignored = settings_from_query(st.query_params.to_dict())
+        query = st.query_params.to_dict()
+        settings, ignored = settings_from_query(query)
+        if "preset" not in query and st.session_state.get(_LAST_PRESET) in PRESETS:
+            settings["preset"] = st.session_state[_LAST_PRESET]  # the preset chosen on another page, as they do
         st.session_state[_SHADOW] = settings
     for name, value in st.session_state[_SHADOW].items():
         if prefix + name not in st.session_state:

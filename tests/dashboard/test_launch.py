@@ -131,6 +131,9 @@ def test_bad_url_parameters_are_ignored_with_a_warning(roots, app_page):
     assert not at.exception
     warning = " ".join(w.value for w in at.warning)
     assert "preset=huge" in warning and "methods=bogus" in warning and "seed=-1" in warning
+    # each with the reason
+    assert "preset=huge (not one of tiny, quick, paper)" in warning and "methods=bogus (no such method)" in warning
+    assert "seed=-1 (not a whole number from 0 to 4,294,967,295)" in warning
     assert at.number_input(key="launch_seed").value == 0
     assert at.selectbox(key="launch_preset").value == "quick"
 

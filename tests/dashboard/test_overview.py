@@ -173,6 +173,9 @@ def test_the_preset_and_seed_chosen_on_one_page_carry_to_the_others(roots, app_p
     at.switch_page("views/overview.py").run()  # and back: the Overview's choice was kept too
     assert at.selectbox(key="overview_preset").value == "quick" and at.selectbox(key="overview_seed").value == 1
     assert sorted(at.dataframe[0].value["run ids"]) == ["quick-pub-1", "quick-seq-1"]
+    at.selectbox(key="overview_preset").set_value("tiny").run()
+    at.switch_page("views/launch.py").run()  # Launch opens on it too (its own default is quick)
+    assert at.selectbox(key="launch_preset").value == "tiny"
 
 
 def test_a_link_names_the_preset_and_seed_and_they_carry_to_the_other_pages(roots, app_page):
