@@ -641,7 +641,10 @@ def _paced(records: list[dict[str, Any]], infos: Sequence[RunInfo]) -> list[dict
             pace = choose_pace(_as_float(status.get("progress")) or 0.0, lines, status.get("started"), references)
             record = {**record, "trains_base": trains, "has_kin": bool(kin), "method_start": method_start(lines)}
             if pace is not None:
-                record.update(paced_on=pace.run_id, method_start=pace.start, paced_start=pace.ref_start)
+                took = next((r.get("elapsed_s") for r in records if r["run_id"] == pace.run_id and r["state"] == "done"),
+                            None)
+                record.update(paced_on=pace.run_id, method_start=pace.start, paced_start=pace.ref_start,
+                              paced_took_s=took)
                 record["elapsed_s"], record["remaining_s"] = timing(status, profile=pace.profile, origin=pace.origin)
         out.append(record)
     return out
@@ -666,15 +669,17 @@ def estimate_help(record: Mapping[str, Any]) -> str:
         return "estimated while the run runs"
     if paced_on:
         ref_share = _bar_share(known("paced_start"))
-        which = (f"paced on {paced_on}, the last finished run of this method and preset (at these settings where one "
-                 "is)")
+        took = known("paced_took_s")
+        which = (f"paced on {paced_on}" + (f" (it took {fmt_duration(took)} in all)" if took is not None else "")
+                 + ", the last finished run of this method and preset (at these settings where one is)")
         if share and ref_share and share != ref_share:
             return (f"{which}. Its progress bar gave {ref_share}, this one's gives {share}, so it paces the method's "
                     "time alone: the time that run's method still took after the same point of it, scaled by how long "
                     f"each method took to get there; {unknown}")
         like = f", whose progress bar, like this one's, gives {share}" if share and ref_share else ""
-        return f"{which}{like}: the time it still took after this progress, scaled by how long each took to reach it; " \
-               f"{unknown}"
+        return (f"{which}{like}: the time it still took after this progress, scaled by how long each took to reach "
+                f"it (times under {MIN_PACE_S:.0f} s count as {MIN_PACE_S:.0f} s, so the first seconds show about that "
+                f"run's own time); {unknown}")
     has_kin = record.get("has_kin")  # True, or NaN (a float) in a DataFrame row of a run without the field
     if start == store.METHOD_START_TRAINING and not isinstance(has_kin, float) and bool(has_kin) and \
             (_as_float(record.get("progress")) or 0.0) < start:

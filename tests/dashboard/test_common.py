@@ -140,6 +140,9 @@ def test_the_estimates_help_says_what_paced_it_and_what_each_progress_bar_gives_
     running = {"state": "running", "progress": 0.6, "has_kin": True}
     same = c.estimate_help({**running, "paced_on": "ref", "method_start": 0.5, "paced_start": 0.5})
     assert same.startswith("paced on ref,") and "like this one's, gives the base model's training the first half" in same
+    assert "times under 10 s count as 10 s, so the first seconds show about that run's own time" in same
+    took = c.estimate_help({**running, "paced_on": "ref", "paced_took_s": 225.0})
+    assert took.startswith("paced on ref (it took 3m 45s in all), the last finished run")
     other = c.estimate_help({**running, "paced_on": "ref", "method_start": 0.5, "paced_start": 0.1})
     assert "gave the base model none of it, this one's gives the base model's training the first half" in other
     assert "method's time alone" in other
@@ -224,13 +227,17 @@ def test_url_settings_round_trip():
     preset_query = c.settings_to_query(c.LAUNCH_DEFAULTS)
     assert preset_query["filter"] == "" and c.settings_from_query(preset_query)[0]["filter_kind"] == "preset"
     _, ignored = c.settings_from_query({"teachers": "-3", "filter": "top-z:1", "ablation": "-nope", "seed": "x"})
-    assert sorted(ignored) == ["ablation=-nope", "filter=top-z:1", "seed=x", "teachers=-3"]
+    assert sorted(ignored) == [
+        "ablation=-nope (not one of none, -merge_p, -kl, -pseudo, -effi_kd, -gaussian, -all)",
+        "filter=top-z:1 (candidate filter 'top-z:1' must start with top-p: or top-k:)",
+        "seed=x (not a whole number from 0 to 4,294,967,295)",
+        "teachers=-3 (not a whole number from 1 to 1,000,000,000)"]
 
 
 def test_url_settings_keep_what_the_link_says_or_say_why_not():
     # a seed the engine cannot take (32-bit) is ignored with a warning, not rounded or launched to fail later
     back, ignored = c.settings_from_query({"seed": "99999999999999999999"})
-    assert back["seed"] == 0 and ignored == ["seed=99999999999999999999"]
+    assert back["seed"] == 0 and ignored == ["seed=99999999999999999999 (not a whole number from 0 to 4,294,967,295)"]
     assert c.settings_from_query({"seed": str(c.MAX_SEED)})[0]["seed"] == c.MAX_SEED
     # an over-long epsilon was cut to 40 characters (1e39 launched for 1e42): ignored and said instead
     long_eps = "1" + "0" * 42

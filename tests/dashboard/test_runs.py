@@ -357,4 +357,4 @@ def test_the_estimate_says_what_paces_a_run_that_trains_its_base_model(roots, ap
     live.file("status.json").write_text(json.dumps({**status, "progress": 0.7}))
     at = app_page("runs")
     [estimate] = [m for m in at.metric if m.label == "remaining (est.)"]
-    assert estimate.proto.help.startswith("paced on ref,") and "method's time alone" in estimate.proto.help
+    assert estimate.proto.help.startswith("paced on ref (it took ") and "method's time alone" in estimate.proto.help
