@@ -88,7 +88,8 @@ def main() -> None:
             now = start + timedelta(seconds=point * total)
             so_far = [line for line in run["lines"] if (c._parse_time(line.get("time")) or now) <= now]
             trains = c.trains_its_base(so_far)
-            candidates = [(then[i]["run_id"], then[i]["lines"], then[i]["started"]) for i in c.pace_runs(run, then, trains)]
+            candidates = [(then[i]["run_id"], then[i]["lines"], then[i]["started"])
+                          for i in c.pace_runs(run, then, trains)]
             pace = c.choose_pace(float(status["progress"]), so_far, run["started"], candidates)
             paced[point] = paced.get(point, 0) + (pace is not None)
             truth = total * (1 - point)

@@ -393,8 +393,8 @@ def choose_pace(progress: float, lines: Sequence[Any], started: str | None,
     return fallback
 
 
-def timing(status: dict[str, Any], now: datetime | None = None,
-           profile: Sequence[tuple[float, float]] | None = None, origin: float = 0.0) -> tuple[float | None, float | None]:
+def timing(status: dict[str, Any], now: datetime | None = None, profile: Sequence[tuple[float, float]] | None = None,
+           origin: float = 0.0) -> tuple[float | None, float | None]:
     """(elapsed seconds, estimated remaining seconds) from status.json.
 
     The pace is read where the progress last moved (t seconds in, at fraction p): with a finished run of the same
@@ -694,7 +694,8 @@ def estimate_help(record: Mapping[str, Any]) -> str:
 RECORD_COLUMNS = (
     "run_id", "source", "state", "stage", "progress", "error", "method", "preset", "seed", "epsilon",
     "epsilon_target", "privacy_target", "delta", "accountant", "unit", "has_privacy", "ppl", "bleu1", "bleu2", "bleu3", "bleu4",
-    "r_name", "r_name_names", "r_name_references", "teachers", "filter", "partition", "ablation", "variant", "varied", "query_budget", "queries_spent",
+    "r_name", "r_name_names", "r_name_references",
+    "teachers", "filter", "partition", "ablation", "variant", "varied", "query_budget", "queries_spent",
     "teachers_per_user", "has_phrases", "has_completions", "config_hash", "effective_hash", "created", "started", "finished",
     "elapsed_s", "remaining_s", "total_s", "base_weights", "base_cached",
 )

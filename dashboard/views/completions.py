@@ -73,8 +73,8 @@ for rid, name in zip(run_ids, names, strict=True):
         f"<div class='who'><b>{html.escape(c.method_label(record['method']))}</b> · ε = "
         f"{html.escape(c.fmt_eps(record['epsilon']))}"
         + (f" · {c.seed_label(record)}" if c.seed_label(record) else "")
-        + (f"<br>leak rate R_name = {leak:.2%}" + (f" ({int(looked_for)} names looked for)" if c.present(looked_for) else "")
-           if c.present(leak) else "")
+        + (f"<br>leak rate R_name = {leak:.2%}" if c.present(leak) else "")
+        + (f" ({int(looked_for)} names looked for)" if c.present(leak) and c.present(looked_for) else "")
         + f"<br><small>{html.escape(rid)}</small></div>"
     )
 

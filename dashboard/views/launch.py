@@ -138,8 +138,8 @@ with right:
                                "records the same).")
                     if split["note"]:
                         st.warning(split["note"], icon=":material/warning:")
-            st.caption(f"{sp.teachers} teacher{'s' if sp.teachers != 1 else ''}, filter {sp.filter}, partition {sp.partition}, "
-                       f"ablation {sp.ablation}; student λ {sp.kd_lambda:g}, lr {sp.student_lr:g} (preset "
+            st.caption(f"{sp.teachers} teacher{'s' if sp.teachers != 1 else ''}, filter {sp.filter}, partition "
+                       f"{sp.partition}, ablation {sp.ablation}; student λ {sp.kd_lambda:g}, lr {sp.student_lr:g} (preset "
                        f"{configs['seqpate'].preset}). Querying stops after Q releases; accountant: "
                        + ("PLD (Laplace releases)." if laplace else "exact Gaussian composition."))
     dpsgd = [m for m in configs if m in c.DPSGD_METHODS]

@@ -96,7 +96,8 @@ def test_a_run_is_paced_on_the_methods_time_alone_where_the_other_run_trained_it
     # onto a bar whose method starts at 0.1: 0.5 -> 0.1, 0.7 (half the method) -> 0.5, evaluation where it was;
     # times from the method's start, so the 100 s of base-model training pace nothing
     # from the method's line at 100 s, not from the last epoch's 0.5 at 95 s
-    assert c.method_began(TRAINED_LINES, T0.isoformat()) == 100 and c.method_began(TRAINED_LINES[:3], T0.isoformat()) is None
+    assert c.method_began(TRAINED_LINES, T0.isoformat()) == 100
+    assert c.method_began(TRAINED_LINES[:3], T0.isoformat()) is None
     assert c.on_method_time(trained, 0.5, 0.1, 100) == [(0.1, 0), (pytest.approx(0.5), 200), (0.9, 400), (1.0, 500)]
     cached = c.progress_profile(PACE_LINES, T0.isoformat())  # its method starts at 0.1, 10 s in
     assert c.on_method_time(cached, 0.1, 0.5, 10) == [(0.5, 0), (0.7, 90), (0.9, 290), (1.0, 390)]
@@ -139,7 +140,8 @@ def test_the_estimates_help_says_what_paced_it_and_what_each_progress_bar_gives_
 
     running = {"state": "running", "progress": 0.6, "has_kin": True}
     same = c.estimate_help({**running, "paced_on": "ref", "method_start": 0.5, "paced_start": 0.5})
-    assert same.startswith("paced on ref,") and "like this one's, gives the base model's training the first half" in same
+    assert same.startswith("paced on ref,")
+    assert "like this one's, gives the base model's training the first half" in same
     assert "times under 10 s count as 10 s, so the first seconds show about that run's own time" in same
     took = c.estimate_help({**running, "paced_on": "ref", "paced_took_s": 225.0})
     assert took.startswith("paced on ref (it took 3m 45s in all), the last finished run")
@@ -177,7 +179,7 @@ def test_runs_frame_paces_a_running_run_on_the_last_finished_one_at_its_settings
     finished("ref-damaged", now - timedelta(hours=2))  # newer, at the same settings, but its file is damaged:
     (roots["cached"] / "ref-damaged" / "progress.jsonl").write_text('{"time": "x"}\n{not json\n')  # passed over
     finished("ref-trained-base", now - timedelta(minutes=30), lines=TRAINED_LINES)  # the newest, but it trained its
-    trained = RunDir(roots["cached"] / "ref-trained-base")  # base model: half its progress bar paced that, not the method
+    trained = RunDir(roots["cached"] / "ref-trained-base")  # base model: half its bar paced that, not the method
     trained.write_metrics({**trained.metrics(), "base_model": {"source": "tiny", "cached": False}})
     live = write_run(roots["live"], "live", "seqpate", state="running", progress=0.5)
 
@@ -237,7 +239,8 @@ def test_url_settings_round_trip():
 def test_url_settings_keep_what_the_link_says_or_say_why_not():
     # a seed the engine cannot take (32-bit) is ignored with a warning, not rounded or launched to fail later
     back, ignored = c.settings_from_query({"seed": "99999999999999999999"})
-    assert back["seed"] == 0 and ignored == ["seed=99999999999999999999 (not a whole number from 0 to 4,294,967,295)"]
+    assert back["seed"] == 0
+    assert ignored == ["seed=99999999999999999999 (not a whole number from 0 to 4,294,967,295)"]
     assert c.settings_from_query({"seed": str(c.MAX_SEED)})[0]["seed"] == c.MAX_SEED
     # an over-long epsilon was cut to 40 characters (1e39 launched for 1e42): ignored and said instead
     long_eps = "1" + "0" * 42
