@@ -1147,6 +1147,21 @@ _LAST_MADE_HERE = "_last_made_here_in_place"
 MADE_HERE_TOGGLE = "Runs made here in place of their shipped copies"
 
 
+def made_here_copies(pool: pd.DataFrame) -> pd.Series:
+    """Which runs of pool were made here with the settings of a shipped run in pool (a boolean mask)."""
+    if pool.empty or "source" not in pool or "effective_hash" not in pool:
+        return pd.Series(False, index=pool.index)
+    made_here = pool["source"] != "cached"
+    return made_here & pool["effective_hash"].isin(set(pool.loc[~made_here, "effective_hash"].dropna()))
+
+
+def shipped_first_defaults(pool: pd.DataFrame) -> list[str]:
+    """side_by_side_defaults as the Overview shows them: the shipped runs, not the copies made here, unless the
+    reader switched on MADE_HERE_TOGGLE on a page that shows it (the choice is kept across pages)."""
+    in_place = bool(st.session_state.get(_LAST_MADE_HERE))
+    return side_by_side_defaults(pool if in_place else pool[~made_here_copies(pool)])
+
+
 def made_here_or_shipped(pool: pd.DataFrame, key: str) -> pd.DataFrame:
     """pool without the runs made here at the settings of a shipped run, so that the pages show the shipped runs
     REPORT.md quotes, trained on the shipped base models; or, when the reader asks (a toggle shown only where there
@@ -1155,10 +1170,7 @@ def made_here_or_shipped(pool: pd.DataFrame, key: str) -> pd.DataFrame:
 
     Shipped first: a run made on a fresh clone trains on another base model, and one such run among the shipped
     ones turned tiny's flat teacher curve into a peak and made every ablation look like an improvement."""
-    if pool.empty or "source" not in pool or "effective_hash" not in pool:
-        return pool
-    made_here = pool["source"] != "cached"
-    copies = made_here & pool["effective_hash"].isin(set(pool.loc[~made_here, "effective_hash"].dropna()))
+    copies = made_here_copies(pool)
     if not copies.any():
         return pool
     names = ", ".join(sorted(pool.loc[copies, "run_id"]))

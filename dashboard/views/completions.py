@@ -28,7 +28,7 @@ pool = c.seed_picker(of_preset, key="comp_seed", every=False)
 runs_key = f"comp_runs_{preset}" + (f"_seed{c.seeds_of(pool)[0]}" if len(c.seeds_of(of_preset)) > 1 else "")
 records = {r["run_id"]: r for r in pool.to_dict("records")}
 # default: the Overview's runs, one per method, SeqPATE first (the method this bench is about)
-default_runs = c.side_by_side_defaults(pool)
+default_runs = c.shipped_first_defaults(pool)
 run_ids = st.multiselect("Runs", list(records), default=default_runs[:4], key=runs_key, persist_state="session",
                          format_func=lambda i: c.run_option_label(records[i]))
 if not run_ids:

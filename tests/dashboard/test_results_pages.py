@@ -381,6 +381,18 @@ def test_completions_default_to_the_overviews_runs(results, app_page):
     assert "pri" in runs and "pub" in runs  # the references have no epsilon to match
 
 
+def test_completions_default_to_the_shipped_runs_as_the_overview_does(results, roots, app_page):
+    """A browser walk saw Completions open on its own run (made here, another base model) while the Overview and
+    Privacy-utility showed the shipped run of its settings."""
+    write_run(roots["live"], "mine-seq-eps3", "seqpate", epsilon=3.0)  # seq-eps3's settings, made here
+    at = app_page("completions")
+    assert at.multiselect(key="comp_runs_tiny").value[0] == "seq-eps3"
+    at = app_page()  # the Overview's toggle puts the run made here in its place, on every page
+    at.toggle(key="overview_made_here").set_value(True).run()
+    at.switch_page("views/completions.py").run()
+    assert at.multiselect(key="comp_runs_tiny").value[0] == "mine-seq-eps3"
+
+
 def test_completions_of_a_typed_prefix_come_from_runs_that_kept_weights(results, app_page, monkeypatch):
     from dashboard import common
 
