@@ -1663,7 +1663,7 @@ def float_input(where: Any, label: str, *, decimals: int = 2, min_value: float |
         return None
     number = as_shown(number, decimals)
     if problem := _range_error(label, number, min_value, max_value, decimals):
-        where.error(problem)
+        where.error(problem, icon=":material/error:")
         return None
     return number
 

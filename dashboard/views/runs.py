@@ -109,18 +109,24 @@ def live_view() -> None:
     })
     if not table["error"].astype(bool).any():  # the widest column, mostly empty: the table fits the page without it
         table = table.drop(columns="error")
+    # widths in pixels: the ten columns up to "remaining" fit the 940 px a 1400 px window leaves the table (Streamlit
+    # sized them to their content, and "remaining" was off the page); a run id cut short is whole in its tooltip
     st.dataframe(table, hide_index=True, width="stretch", column_config={
-        "source": st.column_config.TextColumn(width="small"),
-        "seed": st.column_config.NumberColumn(width="small"),
-        "ε": st.column_config.NumberColumn(format="%.3g", help="accounted ε (a run not yet finished: the ε it is "
-                                           "calibrated for); Infinity: not private"),
-        "elapsed": st.column_config.NumberColumn(format="%.1f min"),
-        "δ": st.column_config.TextColumn(help="δ of the (ε, δ) guarantee (0: no δ term; –: none at ε = ∞); the "
-                                           "synthetic-data runs' is 1/|train|, as in their paper"),
-        "remaining": st.column_config.NumberColumn(format="%.1f min", help="estimated: paced on the last finished "
-                                                   "run of the same method and preset where there is one (the run's "
-                                                   "details name it), else from the progress so far"),
-        "progress": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="percent", width="medium"),
+        "run": st.column_config.TextColumn(width=200),
+        "method": st.column_config.TextColumn(width=120),
+        "preset": st.column_config.TextColumn(width=60),
+        "seed": st.column_config.NumberColumn(width=50),
+        "ε": st.column_config.NumberColumn(format="%.3g", width=60, help="accounted ε (a run not yet finished: the ε "
+                                           "it is calibrated for); Infinity: not private"),
+        "δ": st.column_config.TextColumn(width=65, help="δ of the (ε, δ) guarantee (0: no δ term; –: none at ε = ∞); "
+                                         "the synthetic-data runs' is 1/|train|, as in their paper"),
+        "state": st.column_config.TextColumn(width=80),
+        "progress": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="percent", width=110),
+        "elapsed": st.column_config.NumberColumn(format="%.1f min", width=85),
+        "remaining": st.column_config.NumberColumn(format="%.1f min", width=90, help="estimated: paced on the last "
+                                                   "finished run of the same method and preset where there is one "
+                                                   "(the run's details name it), else from the progress so far"),
+        "source": st.column_config.TextColumn(width=70),
     })
     counts = view["state"].value_counts().to_dict()  # of the rows shown, as the table
     shown = [f"{len(view):,} of {len(df):,} runs shown"] if len(view) < len(df) else []
