@@ -232,8 +232,15 @@ def test_launch_follow_and_find_the_run(server, browser_page, e2e_dirs, method):
     assert exceptions(page) == []
     shoot(page, f"privacy-utility-{method}")
 
-    # Completions: the newest run of each method is selected by default
-    visit(page, server, "/completions")
+    # Completions opens on the Overview's runs: this one, or where it copies a shipped (fake) run, the shipped one
+    # unless "Runs made here in place of their shipped copies" is on, as it was switched above: kept in the session,
+    # so Completions is reached from the sidebar (a new page load is a new session)
+    if in_place.count():
+        page.locator("[data-testid=stSidebarNavLink]").filter(has_text="Completions").click()
+        page.wait_for_url("**/completions", timeout=30_000)
+        wait_ready(page)
+    else:
+        visit(page, server, "/completions")
     text = page.locator("[data-testid=stMain]").inner_text()
     assert run_id in text
     first = json.loads((run_dir / "completions.jsonl").read_text().splitlines()[0])
