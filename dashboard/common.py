@@ -25,6 +25,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -369,6 +370,7 @@ class Pace:
     origin: float  # the running run's seconds that the profile's times count from: 0, or when its method began
     start: float | None  # where the running run's method starts on its bar (method_start; None: not known)
     ref_start: float | None  # where the finished run's did
+    ref_took: float  # seconds the finished run took in all
 
 
 def choose_pace(progress: float, lines: Sequence[Any], started: str | None,
@@ -384,12 +386,12 @@ def choose_pace(progress: float, lines: Sequence[Any], started: str | None,
         profile, ref_start = progress_profile(ref_lines, ref_started), method_start(ref_lines)
         if start is None or ref_start is None or ref_start == start:
             if paces(profile, progress):
-                return Pace(run_id, profile, 0.0, start, ref_start)
+                return Pace(run_id, profile, 0.0, start, ref_start, profile[-1][1])
         elif fallback is None and began is not None:
             ref_began = method_began(ref_lines, ref_started)
             moved = on_method_time(profile, ref_start, start, ref_began) if ref_began is not None else []
             if paces(moved, progress):
-                fallback = Pace(run_id, moved, began, start, ref_start)
+                fallback = Pace(run_id, moved, began, start, ref_start, profile[-1][1])
     return fallback
 
 
@@ -536,8 +538,8 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
         "bleu4": _as_float(metrics.get("bleu4")),
         "r_name": _as_float(metrics.get("r_name")),
         # how much the leak rate can show: the private names it looks for, the test references holding one
-        "r_name_names": _dict(metrics.get("r_name_counts")).get("names"),
-        "r_name_references": _dict(metrics.get("r_name_counts")).get("references_with_name"),
+        "r_name_names": _as_float(_dict(metrics.get("r_name_counts")).get("names")),
+        "r_name_references": _as_float(_dict(metrics.get("r_name_counts")).get("references_with_name")),
         "teachers": sp.get("teachers"),
         "filter": sp.get("filter"),
         "partition": sp.get("partition"),
@@ -639,12 +641,10 @@ def _paced(records: list[dict[str, Any]], infos: Sequence[RunInfo]) -> list[dict
             references = ((records[ref]["run_id"], _safe(lambda ref=ref: read_run(infos[ref].run_dir, "progress"), []),
                            records[ref]["started"]) for ref in kin)
             pace = choose_pace(_as_float(status.get("progress")) or 0.0, lines, status.get("started"), references)
-            record = {**record, "trains_base": trains, "has_kin": bool(kin), "method_start": method_start(lines)}
+            record = {**record, "trains_base": trains, "has_kin": bool(kin), "method_start": method_start(lines),
+                      "method_begun": method_began(lines, status.get("started")) is not None}
             if pace is not None:
-                took = next((r.get("elapsed_s") for r in records if r["run_id"] == pace.run_id and r["state"] == "done"),
-                            None)
-                record.update(paced_on=pace.run_id, method_start=pace.start, paced_start=pace.ref_start,
-                              paced_took_s=took)
+                record.update(paced_on=pace.run_id, paced_start=pace.ref_start, paced_took_s=pace.ref_took)
                 record["elapsed_s"], record["remaining_s"] = timing(status, profile=pace.profile, origin=pace.origin)
         out.append(record)
     return out
@@ -662,6 +662,10 @@ def estimate_help(record: Mapping[str, Any]) -> str:
         value = _as_float(record.get(key))
         return None if value is None or math.isnan(value) else value
 
+    def flag(key: str) -> bool | None:  # or numpy's bool where a column holds nothing else
+        value = record.get(key)
+        return bool(value) if isinstance(value, bool | np.bool_) else None
+
     unknown = "unknown (–) once a stage runs longer than that predicts"
     paced_on = record.get("paced_on") if isinstance(record.get("paced_on"), str) else None
     start, share = known("method_start"), _bar_share(known("method_start"))
@@ -675,14 +679,15 @@ def estimate_help(record: Mapping[str, Any]) -> str:
         if share and ref_share and share != ref_share:
             return (f"{which}. Its progress bar gave {ref_share}, this one's gives {share}, so it paces the method's "
                     "time alone: the time that run's method still took after the same point of it, scaled by how long "
-                    f"each method took to get there; {unknown}")
+                    f"each method took to get there (times under {MIN_PACE_S:.0f} s count as {MIN_PACE_S:.0f} s); "
+                    f"{unknown}")
         like = f", whose progress bar, like this one's, gives {share}" if share and ref_share else ""
         return (f"{which}{like}: the time it still took after this progress, scaled by how long each took to reach "
                 f"it (times under {MIN_PACE_S:.0f} s count as {MIN_PACE_S:.0f} s, so the first seconds show about that "
                 f"run's own time); {unknown}")
-    has_kin = record.get("has_kin")  # True, or NaN (a float) in a DataFrame row of a run without the field
-    if start == store.METHOD_START_TRAINING and not isinstance(has_kin, float) and bool(has_kin) and \
-            (_as_float(record.get("progress")) or 0.0) < start:
+    # a running run's record has both flags (_paced); progress alone cannot say it: the last epoch reaches the
+    # method's start before the base model is saved and the method begins
+    if start == store.METHOD_START_TRAINING and flag("has_kin") is True and flag("method_begun") is False:
         return ("from the pace so far until its method begins: no finished run of this method and preset that it may "
                 "be paced on (the last ones, at these settings where one is) gives the base model's training half its "
                 "progress bar, as this one's does; from then on one of them paces the method's time alone; "
@@ -728,10 +733,16 @@ def main_preset(df: pd.DataFrame) -> str | None:
 
 # The last preset and seed chosen on any page (session-wide), which the other pages' pickers open on.
 _LAST_PRESET, _LAST_SEED = "_last_preset", "_last_seed"
+_LAUNCH_CARRIED = "_launch_carried_preset"  # the last chosen preset Launch has followed (init_launch_settings)
 
 
 def _remember(key: str, shared: str) -> None:
     st.session_state[shared] = st.session_state[key]
+
+
+def remember_preset(key: str) -> None:
+    """A preset chosen on Launch: the other pages open on it (Launch follows theirs: init_launch_settings)."""
+    st.session_state[_LAST_PRESET] = st.session_state[_LAUNCH_CARRIED] = st.session_state[key]
 
 
 def preset_picker(df: pd.DataFrame, key: str, label: str = "Preset", include_all: bool = False) -> str | None:
@@ -1344,9 +1355,9 @@ def build_launch_config(method: str, preset: str, epsilon: Any, delta: Any, teac
         kind, value = parse_filter(filter_spec)
         if kind == "top-k" and value > MAX_LAUNCH_COUNT:
             raise ConfigError(f"top-k must be at most {MAX_LAUNCH_COUNT:,}, got {value:,}")
-    if teachers is not None and teachers > MAX_LAUNCH_COUNT:
-        raise ConfigError(f"teachers must be at most {MAX_LAUNCH_COUNT:,}, got {int(teachers):,}")
     if method == "seqpate":
+        if teachers is not None and teachers > MAX_LAUNCH_COUNT:
+            raise ConfigError(f"teachers must be at most {MAX_LAUNCH_COUNT:,}, got {int(teachers):,}")
         overrides.update(seqpate__partition=partition, seqpate__ablation=ablation)
         if filter_spec:
             overrides["seqpate__filter"] = filter_spec
@@ -1472,12 +1483,16 @@ def init_launch_settings(prefix: str = "launch_") -> list[str]:
 
     Returns the URL parameters that were ignored (only on the first load of a session)."""
     ignored: list[str] = []
+    last = st.session_state.get(_LAST_PRESET)  # the preset last chosen on a page, which the other pages open on
     if _SHADOW not in st.session_state:
         query = st.query_params.to_dict()
         settings, ignored = settings_from_query(query)
-        if "preset" not in query and st.session_state.get(_LAST_PRESET) in PRESETS:
-            settings["preset"] = st.session_state[_LAST_PRESET]  # the preset chosen on another page, as they do
         st.session_state[_SHADOW] = settings
+        if "preset" in query:  # a link's preset wins over one chosen earlier in the session
+            st.session_state[_LAUNCH_CARRIED] = last
+    if last in PRESETS and last != st.session_state.get(_LAUNCH_CARRIED):  # chosen elsewhere since: followed
+        st.session_state[_SHADOW]["preset"] = st.session_state[prefix + "preset"] = last
+        st.session_state[_LAUNCH_CARRIED] = last
     for name, value in st.session_state[_SHADOW].items():
         if prefix + name not in st.session_state:
             if name in COUNT_SETTINGS and value is not None:

@@ -89,7 +89,18 @@ def dpsgd_calculator() -> None:
                           persist_state="page")
     epochs = c.float_input(d, "epochs", min_value=0.01, max_value=1000.0, value=2.0, step=0.5, key="calc_dp_epochs",
                            persist_state="page")
-    if None in (n, batch, epochs):  # a box out of its range says so beneath it
+    # every box first, so that none disappears while another's number is refused
+    a, b = st.columns(2)
+    delta = c.delta_input(b, key="calc_dp_delta", persist_state="page")
+    if mode == "noise multiplier from ε":
+        eps = c.float_input(a, "ε", min_value=0.01, max_value=MAX_EPSILON, value=3.0, step=0.5, key="calc_dp_eps",
+                            persist_state="page")
+        given = eps
+    else:
+        sigma = c.float_input(a, "noise multiplier", min_value=0.05, max_value=MAX_STD, value=1.0, step=0.1,
+                              key="calc_dp_sigma", persist_state="page")
+        given = sigma
+    if None in (n, batch, epochs, delta, given):  # a box out of its range says so beneath it
         return
     if batch > n:  # Poisson sampling at rate batch / N: a batch cannot expect more sentences than there are
         st.error(f"The expected batch size ({batch:,}) cannot exceed the number of training sentences ({n:,}).")
@@ -100,23 +111,10 @@ def dpsgd_calculator() -> None:
         st.error(f"{steps:,} steps (epochs · N / batch): the calculator accounts up to {MAX_STEPS:,} steps, which "
                  "take the PLD accountant about 10 s; 10^7 take about a minute.")
         return
-    a, b = st.columns(2)
-    delta = c.delta_input(b, key="calc_dp_delta", persist_state="page")
-    if delta is None:
-        return
-    if mode == "noise multiplier from ε":
-        eps = c.float_input(a, "ε", min_value=0.01, max_value=MAX_EPSILON, value=3.0, step=0.5, key="calc_dp_eps",
-                            persist_state="page")
-        if eps is None:
-            return
-        with st.spinner("PLD accountant…"):
+    with st.spinner("PLD accountant…"):
+        if mode == "noise multiplier from ε":
             sigma = c.dpsgd_noise(eps, delta, q, steps)
-    else:
-        sigma = c.float_input(a, "noise multiplier", min_value=0.05, max_value=MAX_STD, value=1.0, step=0.1,
-                              key="calc_dp_sigma", persist_state="page")
-        if sigma is None:
-            return
-        with st.spinner("PLD accountant…"):
+        else:
             eps = c.dpsgd_eps(sigma, q, steps, delta)
     r = st.columns(4)
     r[0].metric("ε", c.fmt_eps(eps))

@@ -42,8 +42,9 @@ with left:
                  help="target privacy loss; a positive number or inf" + unused)
     b.text_input("δ (delta)", key="launch_delta", disabled=no_epsilon, help="e.g. 1e-6 (paper, App. G)" + unused)
     a, b = st.columns(2)
-    a.selectbox("Preset", list(PRESETS), key="launch_preset",
-                help="tiny: seconds to minutes; quick: minutes (default); paper: the whole corpus")
+    a.selectbox("Preset", list(PRESETS), key="launch_preset", on_change=c.remember_preset, args=("launch_preset",),
+                help="tiny: seconds to minutes; quick: minutes (default, unless another page had a preset chosen); "
+                     "paper: the whole corpus")
     # the Launch boxes check no range themselves: the config does, and its error disables the button
     c.count_input(b, "Seed", min_value=None, key="launch_seed")
     with st.container(border=True):

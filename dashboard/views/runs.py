@@ -242,9 +242,10 @@ if len(all_ids) < 2:
     st.caption("Needs at least two runs.")
 else:
     a, b = st.columns(2)
+    compared = c.run_records(infos)  # in the order of all_ids
 
     def partner_of(run_a: str) -> str:
-        return all_ids[c.compare_partner(c.run_records(infos), all_ids.index(run_a))]
+        return all_ids[c.compare_partner(compared, all_ids.index(run_a))]
 
     def follow_a() -> None:  # a new run A brings its partner as B (a B chosen by hand stays until A changes)
         st.session_state["runs_cmp_b"] = partner_of(st.session_state["runs_cmp_a"])
@@ -268,7 +269,6 @@ else:
         comparable, sentence = comparison
         (st.info if comparable else st.caption)(f"Test perplexity: {sentence}")
     config_a, config_b = c.run_config_dict(run_a), c.run_config_dict(run_b)
-    compared = c.run_records(infos)
     note = c.base_model_note(compared[all_ids.index(id_a)], compared[all_ids.index(id_b)])
     if note and effective_hash(config_a) == effective_hash(config_b):  # copies whose results may still differ
         st.warning(note, icon=":material/warning:")

@@ -150,13 +150,22 @@ def test_the_estimates_help_says_what_paced_it_and_what_each_progress_bar_gives_
     assert "method's time alone" in other
     # a start not known (a synthetic-data run; one still loading its data) claims no likeness: in a DataFrame row
     # the absent field is NaN, which must not read as a likeness either
-    row = pd.DataFrame([{**running, "paced_on": "ref", "method_start": None, "paced_start": 0.1},
-                        {"state": "done"}]).iloc[0]
+    frame = pd.DataFrame([{**running, "paced_on": "ref", "method_start": None, "paced_start": 0.1},
+                          {**running, "paced_on": "ref", "method_start": 0.5, "paced_start": 0.5, "paced_took_s": 9.0},
+                          {"state": "done"}])
+    row = frame.iloc[0]
     assert "like this one" not in c.estimate_help(row) and "alone" not in c.estimate_help(row)
-    waiting = c.estimate_help({**running, "progress": 0.3, "method_start": 0.5})
+    assert "(it took" not in c.estimate_help(row)  # NaN seconds: no time named
+    assert "(it took 9s in all)" in c.estimate_help(frame.iloc[1])
+    waiting = c.estimate_help({**running, "progress": 0.3, "method_start": 0.5, "method_begun": False})
     assert waiting.startswith("from the pace so far until its method begins")
-    assert c.estimate_help({**running, "progress": 0.3, "method_start": 0.5, "has_kin": False}).startswith(
-        "from the pace so far (no finished run")  # none to pace it later either
+    # the last epoch reached 0.5 and the base model is being saved: the method has not begun, whatever the progress
+    assert c.estimate_help({**running, "progress": 0.5, "method_start": 0.5, "method_begun": False}) == waiting
+    # in a DataFrame whose running rows all hold the flags, they are numpy's bools
+    flags = pd.DataFrame([{**running, "progress": 0.3, "method_start": 0.5, "method_begun": False}]).iloc[0]
+    assert c.estimate_help(flags) == waiting
+    assert c.estimate_help({**running, "progress": 0.3, "method_start": 0.5, "method_begun": False,
+                            "has_kin": False}).startswith("from the pace so far (no finished run")  # none later
     assert c.estimate_help({**running, "method_start": None}).startswith("from the pace so far (no finished run")
     assert c.estimate_help({"state": "done"}) == "estimated while the run runs"
 
@@ -194,6 +203,7 @@ def test_runs_frame_paces_a_running_run_on_the_last_finished_one_at_its_settings
     write_run(roots["live"], "other", "noisysgd", state="running", progress=0.5)
     rows = c.runs_frame().set_index("run_id")
     assert rows.loc["live", "paced_on"] == "ref" and abs(rows.loc["live", "remaining_s"] - 590) < 5
+    assert rows.loc["live", "paced_took_s"] == 400 and rows.loc["live", "method_begun"] is False
     assert not rows.loc["live", "trains_base"] and rows.loc["live", "method_start"] == rows.loc["live", "paced_start"]
     # a run that is training its base model is paced on one that trained its own
     running(0.3, 60, _lines((1, 0.04, {"method_start": 0.5}), started=now))

@@ -178,6 +178,24 @@ def test_the_preset_and_seed_chosen_on_one_page_carry_to_the_others(roots, app_p
     assert at.selectbox(key="launch_preset").value == "tiny"
 
 
+def test_launch_follows_the_preset_chosen_on_another_page_since_it_was_open(roots, app_page):
+    for preset in ("tiny", "quick"):
+        write_run(roots["cached"], f"{preset}-seq", "seqpate", preset=preset)
+    write_run(roots["cached"], "quick-pub", "pub-gpt", preset="quick")  # the Overview opens on quick
+    at = app_page("launch")  # Launch first: its own default
+    assert at.selectbox(key="launch_preset").value == "quick"
+    at.switch_page("views/overview.py").run()
+    at.selectbox(key="overview_preset").set_value("tiny").run()
+    at.switch_page("views/launch.py").run()  # chosen elsewhere since Launch was last open: followed
+    assert at.selectbox(key="launch_preset").value == "tiny"
+    at.selectbox(key="launch_preset").set_value("paper").run()  # a choice made on Launch stays there
+    at.switch_page("views/calculator.py").run()
+    at.switch_page("views/launch.py").run()
+    assert at.selectbox(key="launch_preset").value == "paper"
+    at = app_page("launch", {"preset": "paper"})  # a link's preset is what it says
+    assert at.selectbox(key="launch_preset").value == "paper"
+
+
 def test_a_link_names_the_preset_and_seed_and_they_carry_to_the_other_pages(roots, app_page):
     for preset in ("tiny", "quick"):
         for seed in (0, 1):

@@ -107,6 +107,7 @@ def test_calculator_dpsgd_tab(roots, app_page):
     at.number_input(key="calc_dp_batch").set_value(50000).run()  # more than the 20,000 sentences
     assert not at.exception and "cannot exceed the number of training sentences" in at.error[0].value
     assert "ε" not in metrics(at)
+    assert at.number_input(key="calc_dp_sigma").value == 0.8  # the other boxes stay on the page meanwhile
     at.number_input(key="calc_dp_batch").set_value(32).run()  # corrected: the noise typed before is still there
     assert at.number_input(key="calc_dp_sigma").value == 0.8
     assert metrics(at)["ε"] == f"{dpsgd_epsilon(0.8, q, steps, 1e-6):.3g}"
