@@ -475,3 +475,16 @@ def test_a_runs_one_line_guarantee_names_adps_heuristic_and_synthetic_datas_weak
     assert "-DP" not in adp and "a heuristic, not a DP guarantee" in adp
     assert c.privacy_statement(3.0, 1 / 640, "sample", "synth-filter") == \
         "(ε = 3, δ = 0.00156)-DP (δ = 1/|train|, a weak δ), protecting one training sentence"
+
+
+def test_launch_limits_apply_to_the_methods_that_read_them_and_damaged_leak_counts_read_as_absent(roots):
+    args = dict(preset="tiny", epsilon="3", delta="1e-6", teachers=2 * 10**9, filter_spec="", partition="random",
+                ablation="none", seed=0)
+    with pytest.raises(c.ConfigError, match="teachers must be at most 1,000,000,000"):
+        c.build_launch_config("seqpate", **args)
+    assert c.build_launch_config("pub-gpt", **args).method == "pub-gpt"  # Pub-GPT has no teachers to limit
+    run = write_run(roots["cached"], "damaged", "seqpate", r_name=0.0)
+    run.write_metrics({**run.metrics(), "r_name_counts": {"names": "x", "references_with_name": [1]}})
+    frame = c.runs_frame()
+    assert frame.loc[0, "r_name_names"] is None or math.isnan(frame.loc[0, "r_name_names"])
+    assert c.leak_scope(frame) == ""  # nothing recorded that reads as a count
