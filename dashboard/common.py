@@ -785,14 +785,19 @@ def same_seed(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 def compare_partner(records: Sequence[dict[str, Any]], a: int = 0) -> int:
     """Run B's default beside run A (records[a]): another run of A's preset and seed (whose test sentences are A's,
-    so that their perplexities compare), of A's kind (text generation or synthetic data), finished, of A's method;
-    each preference in that order, then the first listed."""
+    so that their perplexities compare), of A's kind (text generation or synthetic data), for a run made here the
+    shipped run of its config (another base model: what the pages show in its place), finished, of A's method; each
+    preference in that order, then the first listed."""
     first = records[a]
+
+    def shipped_copy(r: dict[str, Any]) -> bool:
+        return (first.get("source") != "cached" and r.get("source") == "cached"
+                and r.get("effective_hash") is not None and r.get("effective_hash") == first.get("effective_hash"))
 
     def misfit(i: int) -> tuple:
         r = records[i]
         return (r.get("preset") != first.get("preset") or not same_seed(r, first),
-                is_synth_method(r.get("method")) != is_synth_method(first.get("method")),
+                is_synth_method(r.get("method")) != is_synth_method(first.get("method")), not shipped_copy(r),
                 r.get("state") != "done", r.get("method") != first.get("method"), i)
 
     return min((i for i in range(len(records)) if i != a), key=misfit)

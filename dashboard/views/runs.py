@@ -258,8 +258,8 @@ else:
     id_a = a.selectbox("Run A", all_ids, key="runs_cmp_a", on_change=follow_a)
     id_b = b.selectbox("Run B", all_ids, key="runs_cmp_b",
                        help="Follows run A: the newest run of A's preset and seed (its test sentences are A's) and "
-                            "kind (text or synthetic data), preferring a finished one, then one of A's method. "
-                            "Choose any other run here.")
+                            "kind (text or synthetic data), preferring for a run made here the shipped run of its "
+                            "config, then a finished one, then one of A's method. Choose any other run here.")
     if id_a == id_b:  # e.g. after a delete moved both boxes to the same run
         st.info("Run A and run B are the same run: choose two different runs.")
         st.stop()
