@@ -143,6 +143,9 @@ with right:
                        f"{sp.partition}, ablation {sp.ablation}; student λ {sp.kd_lambda:g}, lr {sp.student_lr:g} (preset "
                        f"{configs['seqpate'].preset}). Querying stops after Q releases; accountant: "
                        + ("PLD (Laplace releases)." if laplace else "exact Gaussian composition."))
+            if sp.filter in ("top-p:1", "top-p:1.0"):
+                st.caption("top-p 1 keeps every token: no candidate filtering, the teachers are queried (and the "
+                           "noise added) on the whole vocabulary.")
     dpsgd = [m for m in configs if m in c.DPSGD_METHODS]
     if dpsgd and valid_privacy and not math.isinf(eps):
         cfg = configs[dpsgd[0]]

@@ -99,6 +99,8 @@ def test_numbers_outside_a_boxs_range_are_refused_with_the_reason_not_replaced_b
         at.number_input(key="launch_top_p").set_value(value).run()
         assert any(error in e.value for e in at.error), (value, [e.value for e in at.error])
         assert at.button(key="launch_button").disabled
+    at.number_input(key="launch_top_p").set_value(1.0).run()  # allowed, and said to filter nothing
+    assert not at.error and any("top-p 1 keeps every token: no candidate filtering" in x.value for x in at.caption)
     at.radio(key="launch_filter_kind").set_value("top-k").run()
     at.number_input(key="launch_top_k").set_value(0).run()
     assert any("top-k must be a positive integer, got 0" in e.value for e in at.error)
