@@ -368,8 +368,7 @@ class Pace:
     run_id: str
     profile: list[tuple[float, float]]  # on the running run's progress bar
     origin: float  # the running run's seconds that the profile's times count from: 0, or when its method began
-    start: float | None  # where the running run's method starts on its bar (method_start; None: not known)
-    ref_start: float | None  # where the finished run's did
+    ref_start: float | None  # where the finished run's method started on its bar (method_start; None: not known)
     ref_took: float  # seconds the finished run took in all
 
 
@@ -386,12 +385,12 @@ def choose_pace(progress: float, lines: Sequence[Any], started: str | None,
         profile, ref_start = progress_profile(ref_lines, ref_started), method_start(ref_lines)
         if start is None or ref_start is None or ref_start == start:
             if paces(profile, progress):
-                return Pace(run_id, profile, 0.0, start, ref_start, profile[-1][1])
+                return Pace(run_id, profile, 0.0, ref_start, profile[-1][1])
         elif fallback is None and began is not None:
             ref_began = method_began(ref_lines, ref_started)
             moved = on_method_time(profile, ref_start, start, ref_began) if ref_began is not None else []
             if paces(moved, progress):
-                fallback = Pace(run_id, moved, began, start, ref_start, profile[-1][1])
+                fallback = Pace(run_id, moved, began, ref_start, profile[-1][1])
     return fallback
 
 
@@ -1107,8 +1106,7 @@ def base_model_note(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
     none, and a fresh clone trains its own, so a run made here and a shipped one stand on other base models unless
     both digests are recorded and equal."""
     def digest(record: Mapping[str, Any]) -> str | None:
-        value = record.get("base_weights")
-        return value if isinstance(value, str) else None
+        return _str(record.get("base_weights"))
 
     def result(record: Mapping[str, Any]) -> str:
         ppl = _as_float(record.get("ppl"))
@@ -1140,8 +1138,7 @@ def stand_in_note(pool: pd.DataFrame, shown: set[str]) -> str:
         return f"{run_id} (PPL {value:.2f})" if isinstance(value, (int, float)) and math.isfinite(value) else run_id
 
     def digest(run_id: str, shipped: bool) -> str | None:
-        value = rows.get((shipped, run_id), {}).get("base_weights")
-        return value if isinstance(value, str) else None
+        return _str(rows.get((shipped, run_id), {}).get("base_weights"))
 
     pairs = []
     for run, shipped in replaced_shipped_copies(pool).items():

@@ -111,13 +111,13 @@ def test_choose_pace_prefers_a_run_whose_method_starts_where_its_own_does():
     # a run that trains its base model, 30% in: the run that trained its own paces it, though listed second
     training = _lines((0, 0.01, {}), (1, 0.04, {"method_start": 0.5}), (60, 0.3, {}))
     pace = c.choose_pace(0.3, training, T0.isoformat(), [ref_cached, ref_trained])
-    assert (pace.run_id, pace.origin, pace.start, pace.ref_start) == ("trained", 0, 0.5, 0.5)
+    assert (pace.run_id, pace.origin, pace.ref_start) == ("trained", 0, 0.5)
     # with only a run that found its base trained, nothing paces the base model's training: the pace so far
     assert c.choose_pace(0.3, training, T0.isoformat(), [ref_cached]) is None
     # once its method runs (from 120 s; its last epoch reached 0.5 at 115 s), that run paces it on the method's time
     in_method = [*training, *_lines((115, 0.5, {"epoch": 4}), (120, 0.5, {"message": "method seqpate"}))]
     pace = c.choose_pace(0.5, in_method, T0.isoformat(), [ref_cached])
-    assert (pace.run_id, pace.origin, pace.start, pace.ref_start) == ("cached", 120, 0.5, 0.1)
+    assert (pace.run_id, pace.origin, pace.ref_start) == ("cached", 120, 0.1)
     # at its method's start, 10 s after the progress last moved (115 s): the finished run's whole method, 390 s,
     # less the 5 s since its method began
     status = {"state": "running", "started": T0.isoformat(), "progress": 0.5,
@@ -125,14 +125,14 @@ def test_choose_pace_prefers_a_run_whose_method_starts_where_its_own_does():
     assert c.timing(status, T0 + timedelta(seconds=125), pace.profile, pace.origin) == (125, 385)
     in_method += _lines((300, 0.7, {}))
     pace = c.choose_pace(0.7, in_method, T0.isoformat(), [ref_cached])
-    assert (pace.run_id, pace.origin, pace.start, pace.ref_start) == ("cached", 120, 0.5, 0.1)
+    assert (pace.run_id, pace.origin, pace.ref_start) == ("cached", 120, 0.1)
     # half its method took 180 s, the finished run's 90 s: twice as slow, and that run's method still took 300 s
     status = {"state": "running", "started": T0.isoformat(), "progress": 0.7,
               "progressed": (T0 + timedelta(seconds=300)).isoformat()}
     assert c.timing(status, T0 + timedelta(seconds=310), pace.profile, pace.origin) == (310, 590)
     # a run whose start is not known yet (still loading its data) takes the first run that paces it
     pace = c.choose_pace(0.03, training[:1], T0.isoformat(), [ref_cached, ref_trained])
-    assert (pace.run_id, pace.start, pace.ref_start) == ("cached", None, 0.1)
+    assert (pace.run_id, pace.origin, pace.ref_start) == ("cached", 0, 0.1)
 
 
 def test_the_estimates_help_says_what_paced_it_and_what_each_progress_bar_gives_the_base_model():
