@@ -25,6 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from dashboard import common as c  # noqa: E402
+from dashboard import estimate  # noqa: E402
+from dashboard.values import parse_time  # noqa: E402
 
 POINTS = (0.2, 0.4, 0.6, 0.8)
 
@@ -42,7 +44,7 @@ def load(folder: Path) -> list[dict]:
             continue
         if status.get("state") != "done" or not status.get("started") or not status.get("finished"):
             continue
-        profile = c.progress_profile(lines, status["started"])
+        profile = estimate.progress_profile(lines, status["started"])
         if profile:
             runs.append({"run_id": d.name, "state": "done", "preset": cfg.get("preset"), "method": cfg.get("method"),
                          "variant": c.variant_label(c.variant_settings(cfg)), "started": status["started"],
@@ -54,9 +56,9 @@ def load(folder: Path) -> list[dict]:
 def status_at(started: str, lines: list[dict], seconds: float) -> dict | None:
     """The running status the run had `seconds` in (the progress of its last line by then, and when it was
     first reached), or None before its first progress."""
-    now = c._parse_time(started) + timedelta(seconds=seconds)
+    now = parse_time(started) + timedelta(seconds=seconds)
     seen = [line for line in lines if isinstance(line, dict) and line.get("progress") is not None
-            and (c._parse_time(line.get("time")) or now) <= now]
+            and (parse_time(line.get("time")) or now) <= now]
     if not seen:
         return None
     progress = seen[-1]["progress"]
@@ -80,22 +82,22 @@ def main() -> None:
         if total < args.min_seconds:
             continue
         then = [r for r in pool if r["finished"] < run["started"]]  # what a live run would have seen
-        start = c._parse_time(run["started"])
+        start = parse_time(run["started"])
         for point in POINTS:
             status = status_at(run["started"], run["lines"], point * total)
             if status is None:
                 continue
             now = start + timedelta(seconds=point * total)
-            so_far = [line for line in run["lines"] if (c._parse_time(line.get("time")) or now) <= now]
-            trains = c.trains_its_base(so_far)
+            so_far = [line for line in run["lines"] if (parse_time(line.get("time")) or now) <= now]
+            trains = estimate.trains_its_base(so_far)
             candidates = [(then[i]["run_id"], then[i]["lines"], then[i]["started"])
-                          for i in c.pace_runs(run, then, trains)]
-            pace = c.choose_pace(float(status["progress"]), so_far, run["started"], candidates)
+                          for i in estimate.pace_runs(run, then, trains)]
+            pace = estimate.choose_pace(float(status["progress"]), so_far, run["started"], candidates)
             paced[point] = paced.get(point, 0) + (pace is not None)
             truth = total * (1 - point)
             for label, chosen in (("pace so far", None), ("as the Runs page paces it", pace)):
-                _, estimate = c.timing(status, now, chosen and chosen.profile, chosen.origin if chosen else 0.0)
-                ratios[label].setdefault(point, []).append((estimate or 0.0) / truth)
+                _, remaining = estimate.timing(status, now, chosen and chosen.profile, chosen.origin if chosen else 0.0)
+                ratios[label].setdefault(point, []).append((remaining or 0.0) / truth)
     print(f"{len(runs)} finished runs in {args.runs_dir}; replayed: those of at least {args.min_seconds:.0f} s")
     print("| estimate | at | runs | paced on a finished run | within 1.5x | median estimate / truth |\n"
           "|---|---|---|---|---|---|")

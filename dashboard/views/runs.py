@@ -6,6 +6,7 @@ import streamlit as st
 from core.config import ConfigError, effective_hash
 from core.runs import RunError, jobs
 from dashboard import common as c
+from dashboard import estimate
 
 DP_SGD_PROGRESS_NOTE = ("DP-SGD and ADP log no loss of their private training: a batch's loss is computed from "
                         "private sentences without noise, so no epsilon would cover it. Losses shown come from "
@@ -54,7 +55,7 @@ def act(action, run, done: str, failed: str) -> None:
 
 def how_it_went(record: dict) -> str:
     """How the run to be rerun went, as a sentence for the question (a cancelled run did not "take" 34 s)."""
-    took = c.fmt_duration(record["elapsed_s"]) if c.present(record["elapsed_s"]) else None
+    took = estimate.fmt_duration(record["elapsed_s"]) if c.present(record["elapsed_s"]) else None
     state, stage = record["state"], record["stage"] or "?"
     if state == "done":
         return f" The original took {took}." if took else ""
@@ -157,8 +158,8 @@ def live_view() -> None:
     m[0].metric("state", record["state"], delta=f"stage: {record['stage'] or '–'}", delta_color="off",
                 delta_arrow="off")
     m[1].metric("progress", f"{record['progress']:.0%}")
-    m[2].metric("elapsed", c.fmt_duration(record["elapsed_s"]))
-    m[3].metric("remaining (est.)", c.fmt_duration(record["remaining_s"]), help=c.estimate_help(record))
+    m[2].metric("elapsed", estimate.fmt_duration(record["elapsed_s"]))
+    m[3].metric("remaining (est.)", estimate.fmt_duration(record["remaining_s"]), help=estimate.estimate_help(record))
     if record["state"] == "failed":
         st.error(f"Failed at stage {record['stage'] or '?'}: {record['error'] or 'no error recorded'}",
                  icon=":material/error:")
@@ -185,7 +186,7 @@ def live_view() -> None:
                  help="stop a queued or running job (live runs only)"):
         st.session_state["runs_confirm"] = ("cancel", run_id)
     if st.session_state.get("runs_confirm") == ("cancel", run_id):
-        lost = (f" Its work so far ({c.fmt_duration(record['elapsed_s'])}, at stage {record['stage'] or '?'}) is lost: a "
+        lost = (f" Its work so far ({estimate.fmt_duration(record['elapsed_s'])}, at stage {record['stage'] or '?'}) is lost: a "
                 "rerun starts from the beginning." if record["state"] == "running" else "")
         if record["state"] not in c.ACTIVE_STATES:  # it ended while the question was open
             st.session_state.pop("runs_confirm", None)

@@ -1,0 +1,216 @@
+"""The dashboard's remaining-time estimate (dashboard/estimate.py), alone and as the Runs page's records carry it."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from fake_runs import write_run
+
+from core.runs.store import RunDir
+from dashboard import common as c
+from dashboard import estimate
+
+
+def test_timing_estimates_remaining_from_progress():
+    now = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+    started = (now - timedelta(seconds=100)).isoformat()
+    elapsed, remaining = estimate.timing({"state": "running", "started": started, "progress": 0.25}, now)
+    assert elapsed == 100 and remaining == 300
+    finished = (now - timedelta(seconds=40)).isoformat()
+    assert estimate.timing({"state": "done", "started": started, "finished": finished, "progress": 1.0}, now) == (60, 0)
+    assert estimate.timing({"state": "queued"}, now) == (None, None)
+    assert estimate.fmt_duration(3725) == "1h 02m" and estimate.fmt_duration(65) == "1m 05s" and estimate.fmt_duration(None) == "–"
+
+
+def test_timing_counts_down_while_the_progress_stands_still():
+    # 25% reached 20 s in, nothing since: 60 s remained then, 40 s of them have passed
+    now = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+    started, moved = (now - timedelta(seconds=60)).isoformat(), (now - timedelta(seconds=40)).isoformat()
+    status = {"state": "running", "started": started, "progressed": moved, "progress": 0.25}
+    assert estimate.timing(status, now) == (60, 20)
+    later = now + timedelta(seconds=30)  # past the estimate: unknown, not a negative or a growing number
+    assert estimate.timing(status, later) == (90, None)
+
+
+T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+# a finished run whose progress is not proportional to its time: half done at 100 s, its last 10% takes 100 s
+PACE_LINES = [{"time": (T0 + timedelta(seconds=s)).isoformat(), "stage": "x", **({"progress": p} if p else {})}
+              for s, p in ((0, 0.01), (10, 0.1), (20, 0.1), (60, None), (100, 0.5), (300, 0.9), (400, 1.0))]
+
+
+def test_a_finished_runs_pace_is_where_it_first_reached_each_progress():
+    assert estimate.progress_profile(PACE_LINES, T0.isoformat()) == [(0.01, 0), (0.1, 10), (0.5, 100), (0.9, 300),
+                                                              (1.0, 400)]
+    assert estimate.progress_profile(PACE_LINES, None) == [] and estimate.progress_profile([], T0.isoformat()) == []
+    # a line that is no object or has no time is skipped; a clock set back does not make the pace run backwards
+    odd = [3, {"progress": 0.2}, *PACE_LINES[:5], {**PACE_LINES[5], "time": PACE_LINES[1]["time"]}, PACE_LINES[6]]
+    assert estimate.progress_profile(odd, T0.isoformat()) == [(0.01, 0), (0.1, 10), (0.5, 100), (0.9, 100), (1.0, 400)]
+
+
+def test_remaining_time_is_paced_on_a_finished_run_of_the_same_kind():
+    profile = estimate.progress_profile(PACE_LINES, T0.isoformat())
+    # half done 200 s in, 10 s ago: twice as slow as the finished run, which still took 300 s from there
+    assert estimate.paced_remaining(0.5, 200, 210, profile) == 590
+    status = {"state": "running", "started": T0.isoformat(), "progressed": (T0 + timedelta(seconds=200)).isoformat(),
+              "progress": 0.5}
+    now = T0 + timedelta(seconds=210)
+    assert estimate.timing(status, now, profile) == (210, 590)
+    assert estimate.timing(status, now) == (210, 190)  # the pace so far alone: t (1 - p) / p, less the 10 s since
+    assert estimate.paced_remaining(0.1, 5, 5, profile) == 390  # 5 s against 10 s is jitter, not a speed: taken as equal
+    assert estimate.paced_remaining(0.1, 100, 100, profile) == 3900  # ten times slower than the finished run's 10 s
+    assert estimate.paced_remaining(0.5, 200, 900, profile) is None  # past what the pace predicts: unknown
+    # beyond the finished run's last progress below 1 its profile says nothing of what is left: the pace so far
+    late = {**status, "progress": 0.95, "progressed": (T0 + timedelta(seconds=380)).isoformat()}
+    assert not estimate.paces(profile, 0.95) and estimate.timing(late, T0 + timedelta(seconds=380), profile) == (380, pytest.approx(20))
+
+
+def _lines(*points, started=T0):
+    """Progress lines at (seconds, progress, extra fields) after `started`."""
+    return [{"time": (started + timedelta(seconds=s)).isoformat(), "stage": "x", "progress": p, **extra}
+            for s, p, extra in points]
+
+
+# a run that trained its base model (the bar's first half: its last epoch reaches 0.5 at 95 s, saving the base model
+# takes 5 s), then its method from 0.5 at 100 s, as the pipeline logs them
+TRAINED_LINES = _lines((0, 0.01, {}), (1, 0.04, {"method_start": 0.5}), (95, 0.5, {"epoch": 4}),
+                       (100, 0.5, {"message": "method seqpate"}), (300, 0.7, {}), (500, 0.9, {}), (600, 1.0, {}))
+
+# PACE_LINES as a run that found its base model trained logged them before method_start was logged: the method's
+# first line says where it starts
+CACHED_LINES = [{**line, "message": "method seqpate"} if line.get("progress") == 0.1 else line for line in PACE_LINES]
+
+
+def test_where_a_runs_method_starts_on_its_progress_bar():
+    assert estimate.method_start(TRAINED_LINES) == 0.5 and estimate.method_start(TRAINED_LINES[:2]) == 0.5  # logged up front
+    # runs from before it was logged: the progress of the line that starts the method
+    assert estimate.method_start(CACHED_LINES) == 0.1
+    assert estimate.method_start(PACE_LINES) is None and estimate.method_start([7, "x"]) is None  # synthetic data: no such line
+    assert estimate.trains_its_base(TRAINED_LINES[:2]) and not estimate.trains_its_base(_lines((1, 0.04, {"method_start": 0.1})))
+    assert estimate.trains_its_base([{"stage": "base-model", "epoch": 1}])  # no start logged: the base model's epochs say
+
+
+def test_a_run_is_paced_on_the_methods_time_alone_where_the_other_run_trained_its_base_model_and_it_did_not():
+    trained = estimate.progress_profile(TRAINED_LINES, T0.isoformat())
+    # onto a bar whose method starts at 0.1: 0.5 -> 0.1, 0.7 (half the method) -> 0.5, evaluation where it was;
+    # times from the method's start, so the 100 s of base-model training pace nothing
+    # from the method's line at 100 s, not from the last epoch's 0.5 at 95 s
+    assert estimate.method_began(TRAINED_LINES, T0.isoformat()) == 100
+    assert estimate.method_began(TRAINED_LINES[:3], T0.isoformat()) is None
+    assert estimate.on_method_time(trained, 0.5, 0.1, 100) == [(0.1, 0), (pytest.approx(0.5), 200), (0.9, 400), (1.0, 500)]
+    cached = estimate.progress_profile(PACE_LINES, T0.isoformat())  # its method starts at 0.1, 10 s in
+    assert estimate.on_method_time(cached, 0.1, 0.5, 10) == [(0.5, 0), (0.7, 90), (0.9, 290), (1.0, 390)]
+    # a damaged start past the method's end, on either side: nothing to stretch
+    assert estimate.on_method_time(cached, 0.95, 0.5, 10) == [] and estimate.on_method_time(cached, 0.1, 0.95, 10) == []
+
+
+def test_choose_pace_prefers_a_run_whose_method_starts_where_its_own_does():
+    ref_trained = ("trained", TRAINED_LINES, T0.isoformat())
+    ref_cached = ("cached", CACHED_LINES, T0.isoformat())
+    # a run that trains its base model, 30% in: the run that trained its own paces it, though listed second
+    training = _lines((0, 0.01, {}), (1, 0.04, {"method_start": 0.5}), (60, 0.3, {}))
+    pace = estimate.choose_pace(0.3, training, T0.isoformat(), [ref_cached, ref_trained])
+    assert (pace.run_id, pace.origin, pace.ref_start) == ("trained", 0, 0.5)
+    # with only a run that found its base trained, nothing paces the base model's training: the pace so far
+    assert estimate.choose_pace(0.3, training, T0.isoformat(), [ref_cached]) is None
+    # once its method runs (from 120 s; its last epoch reached 0.5 at 115 s), that run paces it on the method's time
+    in_method = [*training, *_lines((115, 0.5, {"epoch": 4}), (120, 0.5, {"message": "method seqpate"}))]
+    pace = estimate.choose_pace(0.5, in_method, T0.isoformat(), [ref_cached])
+    assert (pace.run_id, pace.origin, pace.ref_start) == ("cached", 120, 0.1)
+    # at its method's start, 10 s after the progress last moved (115 s): the finished run's whole method, 390 s,
+    # less the 5 s since its method began
+    status = {"state": "running", "started": T0.isoformat(), "progress": 0.5,
+              "progressed": (T0 + timedelta(seconds=115)).isoformat()}
+    assert estimate.timing(status, T0 + timedelta(seconds=125), pace.profile, pace.origin) == (125, 385)
+    in_method += _lines((300, 0.7, {}))
+    pace = estimate.choose_pace(0.7, in_method, T0.isoformat(), [ref_cached])
+    assert (pace.run_id, pace.origin, pace.ref_start) == ("cached", 120, 0.1)
+    # half its method took 180 s, the finished run's 90 s: twice as slow, and that run's method still took 300 s
+    status = {"state": "running", "started": T0.isoformat(), "progress": 0.7,
+              "progressed": (T0 + timedelta(seconds=300)).isoformat()}
+    assert estimate.timing(status, T0 + timedelta(seconds=310), pace.profile, pace.origin) == (310, 590)
+    # a run whose start is not known yet (still loading its data) takes the first run that paces it
+    pace = estimate.choose_pace(0.03, training[:1], T0.isoformat(), [ref_cached, ref_trained])
+    assert (pace.run_id, pace.origin, pace.ref_start) == ("cached", 0, 0.1)
+
+
+def test_the_estimates_help_says_what_paced_it_and_what_each_progress_bar_gives_the_base_model():
+    import pandas as pd
+
+    running = {"state": "running", "progress": 0.6, "has_kin": True}
+    same = estimate.estimate_help({**running, "paced_on": "ref", "method_start": 0.5, "paced_start": 0.5})
+    assert same.startswith("paced on ref,")
+    assert "like this one's, gives the base model's training the first half" in same
+    assert "times under 10 s count as 10 s, so the first seconds show about that run's own time" in same
+    took = estimate.estimate_help({**running, "paced_on": "ref", "paced_took_s": 225.0})
+    assert took.startswith("paced on ref (it took 3m 45s in all), the last finished run")
+    other = estimate.estimate_help({**running, "paced_on": "ref", "method_start": 0.5, "paced_start": 0.1})
+    assert "gave the base model none of it, this one's gives the base model's training the first half" in other
+    assert "method's time alone" in other
+    # a start not known (a synthetic-data run; one still loading its data) claims no likeness: in a DataFrame row
+    # the absent field is NaN, which must not read as a likeness either
+    frame = pd.DataFrame([{**running, "paced_on": "ref", "method_start": None, "paced_start": 0.1},
+                          {**running, "paced_on": "ref", "method_start": 0.5, "paced_start": 0.5, "paced_took_s": 9.0},
+                          {"state": "done"}])
+    row = frame.iloc[0]
+    assert "like this one" not in estimate.estimate_help(row) and "alone" not in estimate.estimate_help(row)
+    assert "(it took" not in estimate.estimate_help(row)  # NaN seconds: no time named
+    assert "(it took 9s in all)" in estimate.estimate_help(frame.iloc[1])
+    waiting = estimate.estimate_help({**running, "progress": 0.3, "method_start": 0.5, "method_begun": False})
+    assert waiting.startswith("from the pace so far until its method begins")
+    # the last epoch reached 0.5 and the base model is being saved: the method has not begun, whatever the progress
+    assert estimate.estimate_help({**running, "progress": 0.5, "method_start": 0.5, "method_begun": False}) == waiting
+    # in a DataFrame whose running rows all hold the flags, they are numpy's bools
+    flags = pd.DataFrame([{**running, "progress": 0.3, "method_start": 0.5, "method_begun": False}]).iloc[0]
+    assert estimate.estimate_help(flags) == waiting
+    assert estimate.estimate_help({**running, "progress": 0.3, "method_start": 0.5, "method_begun": False,
+                            "has_kin": False}).startswith("from the pace so far (no finished run")  # none later
+    assert estimate.estimate_help({**running, "method_start": None}).startswith("from the pace so far (no finished run")
+    assert estimate.estimate_help({"state": "done"}) == "estimated while the run runs"
+
+
+def test_runs_frame_paces_a_running_run_on_the_last_finished_one_at_its_settings(roots):
+    now = datetime.now(UTC)
+
+    def finished(run_id: str, finished_at: datetime, lines: list[dict] = CACHED_LINES, **kwargs) -> None:
+        run = write_run(roots["cached"], run_id, "seqpate", **kwargs)
+        status = json.loads(run.file("status.json").read_text())
+        shift = finished_at - datetime.fromisoformat(lines[-1]["time"])
+        status.update(started=(T0 + shift).isoformat(), finished=finished_at.isoformat())
+        run.file("status.json").write_text(json.dumps(status))
+        run.file("progress.jsonl").write_text("".join(
+            json.dumps({**line, "time": (datetime.fromisoformat(line["time"]) + shift).isoformat()}) + "\n"
+            for line in lines))
+
+    finished("ref", now - timedelta(hours=3))
+    finished("ref-m5", now - timedelta(hours=1), teachers=5)  # newer, but at other settings
+    finished("ref-damaged", now - timedelta(hours=2))  # newer, at the same settings, but its file is damaged:
+    (roots["cached"] / "ref-damaged" / "progress.jsonl").write_text('{"time": "x"}\n{not json\n')  # passed over
+    finished("ref-trained-base", now - timedelta(minutes=30), lines=TRAINED_LINES)  # the newest, but it trained its
+    trained = RunDir(roots["cached"] / "ref-trained-base")  # base model: half its bar paced that, not the method
+    trained.write_metrics({**trained.metrics(), "base_model": {"source": "tiny", "cached": False}})
+    live = write_run(roots["live"], "live", "seqpate", state="running", progress=0.5)
+
+    def running(progress: float, at: float, lines: list[dict]) -> None:
+        status = json.loads(live.file("status.json").read_text())
+        status.update(started=(now - timedelta(seconds=at + 10)).isoformat(),
+                      progressed=(now - timedelta(seconds=10)).isoformat(), progress=progress)
+        live.file("status.json").write_text(json.dumps(status))
+        live.file("progress.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+    running(0.5, 200, _lines((1, 0.04, {"method_start": 0.1}), started=now))  # it found its base model trained
+    write_run(roots["live"], "other", "noisysgd", state="running", progress=0.5)
+    rows = c.runs_frame().set_index("run_id")
+    assert rows.loc["live", "paced_on"] == "ref" and abs(rows.loc["live", "remaining_s"] - 590) < 5
+    assert rows.loc["live", "paced_took_s"] == 400 and rows.loc["live", "method_begun"] is False
+    assert not rows.loc["live", "trains_base"] and rows.loc["live", "method_start"] == rows.loc["live", "paced_start"]
+    # a run that is training its base model is paced on one that trained its own
+    running(0.3, 60, _lines((1, 0.04, {"method_start": 0.5}), started=now))
+    row = c.runs_frame().set_index("run_id").loc["live"]
+    assert row["paced_on"] == "ref-trained-base" and row["trains_base"] and row["paced_start"] == 0.5
+    trained.file("progress.jsonl").unlink()  # none did: the pace so far, 60 s (1 - 0.3) / 0.3 less the 10 s since
+    row = c.runs_frame().set_index("run_id").loc["live"]
+    assert not isinstance(row.get("paced_on"), str) and row["trains_base"] and abs(row["remaining_s"] - 130) < 5
+    assert row["has_kin"]  # the help says a finished run paces it once its method starts
+    assert not isinstance(rows.loc["other", "paced_on"], str)  # no finished NoisySGD run: the pace so far
