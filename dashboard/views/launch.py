@@ -14,16 +14,18 @@ from core.config import (
     check_delta_range,
     check_epsilon_range,
     fixed_epsilon,
+    parse_number,
     preset_value,
 )
 from core.runs import jobs
 from dashboard import common as c
+from dashboard import launch_settings
 
 st.title("Launch runs")
 st.caption("Each selected method becomes one background job (`python -m core job`); jobs queue and keep running "
            "when you reload or close the browser. The settings live in the URL: copy it to share them.")
 
-ignored = c.init_launch_settings()
+ignored = launch_settings.init_launch_settings()
 if ignored:
     st.warning("Ignored URL parameter(s): " + ", ".join(ignored))
 if problem := jobs.max_jobs_problem():
@@ -42,7 +44,7 @@ with left:
                  help="target privacy loss; a positive number or inf" + unused)
     b.text_input("δ (delta)", key="launch_delta", disabled=no_epsilon, help="e.g. 1e-6 (paper, App. G)" + unused)
     a, b = st.columns(2)
-    a.selectbox("Preset", list(PRESETS), key="launch_preset", on_change=c.remember_preset, args=("launch_preset",),
+    a.selectbox("Preset", list(PRESETS), key="launch_preset", on_change=launch_settings.remember_preset, args=("launch_preset",),
                 help="tiny: seconds to minutes; quick: minutes (default, unless another page had a preset chosen); "
                      "paper: the whole corpus")
     # the Launch boxes check no range themselves: the config does, and its error disables the button
@@ -67,11 +69,11 @@ with left:
         if kind == "top-k":
             c.count_input(b, "k", min_value=None, key="launch_top_k")
         elif kind == "top-p":
-            c.float_input(b, "p", decimals=c.TOP_P_DECIMALS, step=0.01, key="launch_top_p")
+            c.float_input(b, "p", decimals=launch_settings.TOP_P_DECIMALS, step=0.01, key="launch_top_p")
         st.selectbox("Ablation", ABLATIONS, key="launch_ablation", help="Table 3 of the paper; none = full SeqPATE")
 
-settings = c.save_launch_settings()
-filter_spec = c.launch_filter_spec(settings)
+settings = launch_settings.save_launch_settings()
+filter_spec = launch_settings.launch_filter_spec(settings)
 
 configs = {}
 errors = []
@@ -79,7 +81,7 @@ if not settings["methods"]:
     errors.append("choose at least one method")
 for method in settings["methods"]:
     try:
-        configs[method] = c.build_launch_config(
+        configs[method] = launch_settings.build_launch_config(
             method, settings["preset"], settings["eps"], settings["delta"], settings["teachers"], filter_spec,
             settings["partition"], settings["ablation"], settings["seed"],
         )
@@ -89,8 +91,8 @@ for method in settings["methods"]:
 with right:
     st.subheader("What these settings mean")
     try:
-        eps = c.parse_number(settings["eps"], "epsilon")
-        delta = c.parse_number(settings["delta"], "delta", allow_inf=False)
+        eps = parse_number(settings["eps"], "epsilon")
+        delta = parse_number(settings["delta"], "delta", allow_inf=False)
         check_epsilon_range(eps)
         check_delta_range(delta)
         valid_privacy = True

@@ -9,6 +9,7 @@ import pytest
 from fake_runs import write_run
 
 from dashboard import common as c
+from dashboard import launch_settings as launch
 
 
 def test_config_diff_lists_only_differences():
@@ -23,17 +24,17 @@ def test_config_diff_lists_only_differences():
 
 
 def test_url_settings_round_trip():
-    settings = dict(c.LAUNCH_DEFAULTS, methods=["seqpate", "pub-gpt+pseudo"], filter_kind="top-k", top_k=40,
+    settings = dict(launch.LAUNCH_DEFAULTS, methods=["seqpate", "pub-gpt+pseudo"], filter_kind="top-k", top_k=40,
                     teachers=7, seed=2)
-    query = c.settings_to_query(settings)
+    query = launch.settings_to_query(settings)
     assert query["filter"] == "top-k:40" and query["methods"] == "seqpate,pub-gpt+pseudo"
-    back, ignored = c.settings_from_query(query)
+    back, ignored = launch.settings_from_query(query)
     assert ignored == []
     assert {k: back[k] for k in ("methods", "filter_kind", "top_k", "teachers", "seed")} == {
         "methods": ["seqpate", "pub-gpt+pseudo"], "filter_kind": "top-k", "top_k": 40, "teachers": 7, "seed": 2}
-    preset_query = c.settings_to_query(c.LAUNCH_DEFAULTS)
-    assert preset_query["filter"] == "" and c.settings_from_query(preset_query)[0]["filter_kind"] == "preset"
-    _, ignored = c.settings_from_query({"teachers": "-3", "filter": "top-z:1", "ablation": "-nope", "seed": "x"})
+    preset_query = launch.settings_to_query(launch.LAUNCH_DEFAULTS)
+    assert preset_query["filter"] == "" and launch.settings_from_query(preset_query)[0]["filter_kind"] == "preset"
+    _, ignored = launch.settings_from_query({"teachers": "-3", "filter": "top-z:1", "ablation": "-nope", "seed": "x"})
     assert sorted(ignored) == [
         "ablation=-nope (not one of none, -merge_p, -kl, -pseudo, -effi_kd, -gaussian, -all)",
         "filter=top-z:1 (candidate filter 'top-z:1' must start with top-p: or top-k:)",
@@ -43,18 +44,18 @@ def test_url_settings_round_trip():
 
 def test_url_settings_keep_what_the_link_says_or_say_why_not():
     # a seed the engine cannot take (32-bit) is ignored with a warning, not rounded or launched to fail later
-    back, ignored = c.settings_from_query({"seed": "99999999999999999999"})
+    back, ignored = launch.settings_from_query({"seed": "99999999999999999999"})
     assert back["seed"] == 0
     assert ignored == ["seed=99999999999999999999 (not a whole number from 0 to 4,294,967,295)"]
-    assert c.settings_from_query({"seed": str(c.MAX_SEED)})[0]["seed"] == c.MAX_SEED
+    assert launch.settings_from_query({"seed": str(launch.MAX_SEED)})[0]["seed"] == launch.MAX_SEED
     # an over-long epsilon was cut to 40 characters (1e39 launched for 1e42): ignored and said instead
     long_eps = "1" + "0" * 42
-    back, ignored = c.settings_from_query({"eps": long_eps})
-    assert back["eps"] == c.LAUNCH_DEFAULTS["eps"] and len(ignored) == 1 and ignored[0].startswith("eps=")
+    back, ignored = launch.settings_from_query({"eps": long_eps})
+    assert back["eps"] == launch.LAUNCH_DEFAULTS["eps"] and len(ignored) == 1 and ignored[0].startswith("eps=")
     # a link made with every method cleared opens with none chosen (it opened with SeqPATE, silently)
-    assert c.settings_from_query({"methods": ""})[0]["methods"] == []
+    assert launch.settings_from_query({"methods": ""})[0]["methods"] == []
     # top-p keeps its digits in the URL (:g made top-p:0.9999999 into top-p:1, no filtering)
-    assert c.launch_filter_spec(dict(c.LAUNCH_DEFAULTS, filter_kind="top-p", top_p=0.9999999)) == "top-p:0.9999999"
+    assert launch.launch_filter_spec(dict(launch.LAUNCH_DEFAULTS, filter_kind="top-p", top_p=0.9999999)) == "top-p:0.9999999"
 
 
 def test_a_float_box_value_is_what_it_shows():
@@ -252,8 +253,8 @@ def test_only_a_seqpate_run_is_a_variant_by_its_seqpate_settings():
 
 
 def test_filter_preset_in_the_url_means_the_presets_own_filter():
-    settings, ignored = c.settings_from_query({"filter": "preset"})
-    assert ignored == [] and settings["filter_kind"] == "preset" and c.launch_filter_spec(settings) == ""
+    settings, ignored = launch.settings_from_query({"filter": "preset"})
+    assert ignored == [] and settings["filter_kind"] == "preset" and launch.launch_filter_spec(settings) == ""
 
 
 def test_seed_helpers_keep_runs_without_a_seed_apart():
@@ -276,8 +277,8 @@ def test_launch_limits_apply_to_the_methods_that_read_them_and_damaged_leak_coun
     args = dict(preset="tiny", epsilon="3", delta="1e-6", teachers=2 * 10**9, filter_spec="", partition="random",
                 ablation="none", seed=0)
     with pytest.raises(c.ConfigError, match="teachers must be at most 1,000,000,000"):
-        c.build_launch_config("seqpate", **args)
-    assert c.build_launch_config("pub-gpt", **args).method == "pub-gpt"  # Pub-GPT has no teachers to limit
+        launch.build_launch_config("seqpate", **args)
+    assert launch.build_launch_config("pub-gpt", **args).method == "pub-gpt"  # Pub-GPT has no teachers to limit
     run = write_run(roots["cached"], "damaged", "seqpate", r_name=0.0)
     run.write_metrics({**run.metrics(), "r_name_counts": {"names": "x", "references_with_name": [1]}})
     frame = c.runs_frame()

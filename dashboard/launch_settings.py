@@ -1,0 +1,198 @@
+"""The Launch page's settings: kept per session, written to the URL on every change and read back from a link
+(st.query_params), and turned into one RunConfig per chosen method."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from core.config import (
+    ABLATIONS,
+    MAX_SEED,
+    METHODS,
+    PRESETS,
+    ConfigError,
+    RunConfig,
+    fixed_epsilon,
+    parse_filter,
+    parse_number,
+    preset_config,
+)
+from dashboard.common import LAST_PRESET, as_shown
+
+LAUNCH_DEFAULTS: dict[str, Any] = {
+    "methods": ["seqpate"],
+    "eps": "3",
+    "delta": "1e-6",
+    "teachers": None,  # None: the preset's teacher count
+    "filter_kind": "preset",  # preset (its own filter), top-p or top-k
+    "top_p": 0.95,
+    "top_k": 50,
+    "partition": "random",
+    "ablation": "none",
+    "preset": "quick",
+    "seed": 0,
+}
+_SHADOW = "_launch_settings"
+COUNT_SETTINGS = ("teachers", "top_k", "seed")  # whole numbers, typed in count_input boxes
+MAX_LAUNCH_COUNT = 10**9  # teachers and k: far above any corpus here, and a bound for the box and the URL
+TOP_P_DECIMALS = 3  # the top-p box shows (and so launches) p to 3 decimals
+_CARRIED = "_launch_carried_preset"  # the last preset chosen elsewhere that Launch has followed
+
+
+def remember_preset(key: str) -> None:
+    """A preset chosen on Launch: the other pages open on it (Launch follows theirs: init_launch_settings)."""
+    st.session_state[LAST_PRESET] = st.session_state[_CARRIED] = st.session_state[key]
+
+
+def build_launch_config(method: str, preset: str, epsilon: Any, delta: Any, teachers: int | None, filter_spec: str,
+                        partition: str, ablation: str, seed: int) -> RunConfig:
+    """The config the Launch page would start for one method (ConfigError if the engine refuses it).
+    teachers None and filter_spec "" keep the preset's.
+
+    SeqPATE settings (teachers, filter, partition, ablation) go only into SeqPATE runs, and epsilon and delta only
+    into methods that take them (not the non-private references), so the configs of the other methods stay those of
+    the preset and remain comparable.
+    """
+    overrides: dict[str, Any] = {"method": method, "seed": int(seed)}
+    if fixed_epsilon(method) is None:
+        overrides.update(privacy__epsilon=parse_number(epsilon, "epsilon"),
+                         privacy__delta=parse_number(delta, "delta", allow_inf=False))
+    if filter_spec:
+        kind, value = parse_filter(filter_spec)
+        if kind == "top-k" and value > MAX_LAUNCH_COUNT:
+            raise ConfigError(f"top-k must be at most {MAX_LAUNCH_COUNT:,}, got {value:,}")
+    if method == "seqpate":
+        if teachers is not None and teachers > MAX_LAUNCH_COUNT:
+            raise ConfigError(f"teachers must be at most {MAX_LAUNCH_COUNT:,}, got {int(teachers):,}")
+        overrides.update(seqpate__partition=partition, seqpate__ablation=ablation)
+        if filter_spec:
+            overrides["seqpate__filter"] = filter_spec
+        if teachers is not None:
+            overrides["seqpate__teachers"] = int(teachers)
+    return preset_config(preset, **overrides)
+
+
+def launch_filter_spec(settings: dict[str, Any]) -> str:
+    """'top-k:50' / 'top-p:0.95', or '' for the preset's own filter."""
+    if settings["filter_kind"] == "preset":
+        return ""
+    if settings["filter_kind"] == "top-k":
+        return f"top-k:{int(settings['top_k'])}"
+    return f"top-p:{float(settings['top_p'])!r}"  # repr: :g kept 6 digits (0.9999999 became 1, no filtering)
+
+
+def settings_to_query(settings: dict[str, Any]) -> dict[str, str]:
+    """The URL form: methods comma-separated, the filter as 'top-p:0.95', teachers and filter empty for the
+    preset's."""
+    return {
+        "methods": ",".join(settings["methods"]),
+        "eps": str(settings["eps"]),
+        "delta": str(settings["delta"]),
+        "teachers": "" if settings["teachers"] is None else str(int(settings["teachers"])),
+        "filter": launch_filter_spec(settings),
+        "partition": settings["partition"],
+        "ablation": settings["ablation"],
+        "preset": settings["preset"],
+        "seed": str(int(settings["seed"])),
+    }
+
+
+def settings_from_query(query: dict[str, str]) -> tuple[dict[str, Any], list[str]]:
+    """Launch settings from URL parameters; unusable values are ignored and reported (one line each)."""
+    settings = {k: (list(v) if isinstance(v, list) else v) for k, v in LAUNCH_DEFAULTS.items()}
+    ignored: list[str] = []
+
+    def get(name: str) -> str | None:
+        value = query.get(name)
+        if isinstance(value, list):
+            value = value[-1] if value else None
+        return None if value is None else str(value)
+
+    if (raw := get("methods")) is not None:
+        chosen = [m.strip() for m in raw.split(",") if m.strip()]
+        good = [m for m in chosen if m in METHODS]
+        ignored += [f"methods={m} (no such method)" for m in chosen if m not in METHODS]
+        if good or not chosen:  # an empty list is a link to the page with nothing chosen yet
+            settings["methods"] = list(dict.fromkeys(good))
+    for name in ("eps", "delta"):
+        if (raw := get(name)) is not None and raw.strip():
+            if len(raw.strip()) <= 40:
+                settings[name] = raw.strip()  # validated (with a clear error) like anything typed
+            else:  # cutting it would launch another number than the link's
+                ignored.append(f"{name}={raw.strip()[:20]}… (over 40 characters)")
+    if (raw := get("teachers")) is not None and raw.strip():
+        try:
+            value = int(raw)
+            if not 1 <= value <= MAX_LAUNCH_COUNT:
+                raise ValueError
+            settings["teachers"] = value
+        except ValueError:
+            ignored.append(f"teachers={raw} (not a whole number from 1 to {MAX_LAUNCH_COUNT:,})")
+    if (raw := get("filter")) is not None and raw.strip() == "preset":
+        settings["filter_kind"] = "preset"
+    elif raw is not None and raw.strip():
+        try:
+            kind, value = parse_filter(raw.strip())
+            if kind == "top-p" and as_shown(value, TOP_P_DECIMALS) != value:
+                raise ConfigError("more digits than the top-p box shows")  # it would launch the rounded p
+            if kind == "top-k" and value > MAX_LAUNCH_COUNT:
+                raise ConfigError("more than the k box takes")
+            settings["filter_kind"] = kind
+            settings["top_p" if kind == "top-p" else "top_k"] = value
+        except ConfigError as exc:
+            ignored.append(f"filter={raw} ({exc})")
+    for name, options in (("partition", ("random", "by-user")), ("ablation", ABLATIONS), ("preset", tuple(PRESETS))):
+        if (raw := get(name)) is not None:
+            if raw in options:
+                settings[name] = raw
+            else:
+                ignored.append(f"{name}={raw} (not one of {', '.join(options)})")
+    if (raw := get("seed")) is not None and raw.strip():
+        try:
+            seed = int(raw)
+        except ValueError:
+            seed = -1
+        if 0 <= seed <= MAX_SEED:  # the Seed box's range
+            settings["seed"] = seed
+        else:
+            ignored.append(f"seed={raw} (not a whole number from 0 to {MAX_SEED:,})")
+    return settings, ignored
+
+
+def init_launch_settings(prefix: str = "launch_") -> list[str]:
+    """Seed the Launch widgets' session state: from this session's last settings, else from the URL.
+
+    Returns the URL parameters that were ignored (only on the first load of a session)."""
+    ignored: list[str] = []
+    last = st.session_state.get(LAST_PRESET)  # the preset last chosen on a page, which the other pages open on
+    if _SHADOW not in st.session_state:
+        query = st.query_params.to_dict()
+        settings, ignored = settings_from_query(query)
+        st.session_state[_SHADOW] = settings
+        if "preset" in query:  # a link's preset wins over one chosen earlier in the session
+            st.session_state[_CARRIED] = last
+    if last in PRESETS and last != st.session_state.get(_CARRIED):  # chosen elsewhere since: followed
+        st.session_state[_SHADOW]["preset"] = st.session_state[prefix + "preset"] = last
+        st.session_state[_CARRIED] = last
+    for name, value in st.session_state[_SHADOW].items():
+        if prefix + name not in st.session_state:
+            if name in COUNT_SETTINGS and value is not None:
+                value = float(value)  # their boxes are count_input's float boxes
+            st.session_state[prefix + name] = list(value) if isinstance(value, list) else value
+    return ignored
+
+
+def save_launch_settings(prefix: str = "launch_") -> dict[str, Any]:
+    """Read the widgets' values, remember them for this session and write them to the URL."""
+    settings = {name: st.session_state.get(prefix + name, default) for name, default in LAUNCH_DEFAULTS.items()}
+    for name in COUNT_SETTINGS:
+        if settings[name] is not None:
+            settings[name] = int(as_shown(settings[name], 0))  # the whole number its count_input box shows
+    settings["top_p"] = as_shown(settings["top_p"], TOP_P_DECIMALS)  # the p its box shows
+    st.session_state[_SHADOW] = settings
+    query = settings_to_query(settings)
+    if st.query_params.to_dict() != query:
+        st.query_params.from_dict(query)
+    return settings
