@@ -80,7 +80,7 @@ def build_report_html(record: dict[str, Any], config: dict[str, Any], privacy: d
     metrics = metrics or {}
     title = f"{method_label(record.get('method'))} run {record.get('run_id')}"
     statement = privacy_statement(record.get("epsilon"), record.get("delta"), record.get("unit"),
-                                  record.get("method"))
+                                  record.get("method"), record.get("privacy_target"))
     kind_class = "bad" if "NOT PRIVATE" in statement else "ok"
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",

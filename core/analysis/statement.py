@@ -184,10 +184,14 @@ def privacy_statement(
         if privacy.get("target_epsilon") is not None and getattr(cfg.privacy, "target", "sample") == "phrase-avg":
             lines += [
                 "",
-                "**Calibrated for the average phrase epsilon** (privacy.target = phrase-avg): the noise was chosen "
-                "so that the AVERAGE epsilon over the secret phrases hits the target, as in the paper's Table 2. "
-                "That choice depends on private statistics (how many teachers or sentences hold each phrase), "
-                "which no epsilon above accounts for; the sample-level epsilon itself is still valid.",
+                "**Calibrated for the average phrase epsilon: a heuristic, not a DP guarantee** (privacy.target = "
+                "phrase-avg). The noise was chosen so that the AVERAGE epsilon over the users' name phrases hits "
+                "the target, as in the paper's Table 2. That choice reads private statistics (how many teachers "
+                "or sentences hold each name), and the noise level it picks is released (privacy.json, "
+                "progress.jsonl): two data sets that differ in one sentence can get different noise. Every "
+                "epsilon in this statement is computed as if that noise level had been fixed in advance, so it "
+                "holds only where those counts are public; otherwise no accountant covers the choice. For a "
+                "guarantee, use a run calibrated for the sample (privacy.target = sample).",
             ]
 
     # ---------------------------------------------------------------- phrases

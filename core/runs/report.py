@@ -432,7 +432,9 @@ def phrase_section(rows: list[Row]) -> str:
             "phrases (what `phrase-avg` calibrates); the canaries are measuring devices, their largest epsilon "
             "(the 100x canary) is in 'max, all'; 'all <= sample' is the share of ALL phrases (names and canaries) "
             "whose epsilon is at or below the run's sample-level epsilon. Exposure of the canaries inserted 1, 10 and 100 times (log2 of "
-            "10^6 candidates, 19.93, is the maximum).\n\n"
+            "10^6 candidates, 19.93, is the maximum). A `phrase-avg` run, as in the paper's Table 2, chooses its "
+            "noise from how many teachers or sentences hold each name, private counts no accountant covers: its "
+            "epsilons are a heuristic comparison, not a DP guarantee (its statement.md).\n\n"
             + table(["method", "target", "PPL", "BLEU-4", "name eps avg", "min", "max", "share <= avg",
                      "all <= sample", "max, all", "R_name", "exposure 1x", "10x", "100x"], body))
 

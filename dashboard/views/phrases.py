@@ -28,6 +28,8 @@ default_run = (by_user or private or list(records))[0]
 run_id = st.selectbox("Run", list(records), index=list(records).index(default_run), key="phrases_run",
                       format_func=lambda i: c.run_option_label(records[i]))
 run = c.get_run(run_id)
+if records[run_id]["privacy_target"] == "phrase-avg":
+    st.warning(c.PHRASE_TARGET_HEURISTIC, icon=":material/warning:")
 phrases = pd.DataFrame(c.read_run(run, "phrases"))
 if phrases.empty:
     st.info("This run's phrases.csv has no rows.")

@@ -174,7 +174,8 @@ def live_view() -> None:
                        f"data: {c.fmt_num(m.get('accuracy_real'), 3)})  ·  Synthetic data page")
         else:
             utility = f"  ·  PPL {c.fmt_num(record['ppl'])}  ·  BLEU-4 {c.fmt_num(record['bleu4'])}"
-        st.caption(c.privacy_statement(record["epsilon"], record["delta"], record["unit"], record["method"]) + utility)
+        st.caption(c.privacy_statement(record["epsilon"], record["delta"], record["unit"], record["method"],
+                                       record["privacy_target"]) + utility)
         statement = run.read_text("statement.md")
         if statement:  # the audit's plain-language statement: relation, what stays public, what is released outside ε
             with st.expander("Privacy statement (statement.md)"):

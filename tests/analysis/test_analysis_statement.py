@@ -81,6 +81,19 @@ def test_user_batches_state_zero_out_neighbours():
     assert "statistics of the private sentences' perplexities, released outside any epsilon" in adp
 
 
+def test_a_phrase_avg_run_is_stated_as_a_heuristic_and_a_sample_target_run_is_not():
+    """phrase-avg picks its noise from how many teachers hold each name (private data) and releases it, so the
+    epsilon computed for that noise is not a guarantee (a review found the statement calling it "still valid")."""
+    privacy = {"epsilon": 1.9, "target_epsilon": 3.0, "delta": 1e-6, "unit": "sample", "mechanism": "gaussian",
+               "accountant": "analytic-gaussian (exact composition)", "noise_scale": 83.0, "query_budget": 1000,
+               "queries_spent": 1000, "teachers": 10}
+    avg = privacy_statement(micro_config(method="seqpate", privacy__target="phrase-avg"), privacy, {})
+    assert "a heuristic, not a DP guarantee" in avg and "still valid" not in avg
+    assert "holds only where those counts are public" in avg
+    sample = privacy_statement(micro_config(method="seqpate"), privacy, {})
+    assert "heuristic" not in sample and "Calibrated for the average phrase epsilon" not in sample
+
+
 def test_seqpate_laplace_ablation_states_its_l1_sensitivity():
     privacy = {"epsilon": 3.0, "delta": 1e-6, "accountant": "pld (dp_accounting)", "unit": "sample",
                "mechanism": "laplace", "noise_scale": 97.14, "sensitivity_l1": 2.0, "query_budget": 1000,

@@ -200,9 +200,12 @@ def test_privacy_cards_put_phrase_target_runs_and_shared_copies_in_a_note():
     assert (seq["epsilon"], seq["runs"]) == ("3", 3)  # not "1.9, 2.4, 3", and the copy counts once
     # one pair per run: the same phrase target gives another sentence ε under other settings
     assert seq["note"] == ("also 2 run(s) calibrated to an average name-phrase ε (→ their ε per training "
-                           "sentence): 3 → 1.9, 3 → 2.4 (Phrases page)")
-    gc = cards["noisysgd-gc+pseudo"]  # only phrase-target runs: the card describes them
+                           "sentence): 3 → 1.9, 3 → 2.4 (Phrases page), a heuristic: their noise is chosen from "
+                           "private name counts")
+    assert seq["caveat"] == ""  # its card describes its sample-target runs, a guarantee
+    gc = cards["noisysgd-gc+pseudo"]  # only phrase-target runs: the card describes them, as a heuristic
     assert (gc["epsilon"], gc["kind"], gc["note"]) == ("2.99", "private", "")
+    assert gc["caveat"] == c.PHRASE_TARGET_HEURISTIC and "a heuristic, not a DP guarantee" in gc["caveat"]
 
 
 def test_privacy_cards_describe_a_method_by_its_dp_runs_and_flag_adp():
@@ -269,6 +272,9 @@ def test_a_runs_one_line_guarantee_names_adps_heuristic_and_synthetic_datas_weak
     assert c.privacy_statement(3.0, 1e-6, "sample", "seqpate") == "(ε = 3, δ = 1e-06)-DP, protecting one training sentence"
     adp = c.privacy_statement(3.0, 1e-6, "sample", "adp")  # its statement.md and Overview card call it a heuristic
     assert "-DP" not in adp and "a heuristic, not a DP guarantee" in adp
+    avg = c.privacy_statement(1.9, 1e-6, "sample", "seqpate", "phrase-avg")  # noise chosen from private name counts
+    assert "-DP" not in avg and "a heuristic, not a DP guarantee" in avg
+    assert c.privacy_statement(3.0, 1e-6, "sample", "seqpate", "sample").endswith("-DP, protecting one training sentence")
     assert c.privacy_statement(3.0, 1 / 640, "sample", "synth-filter") == \
         "(ε = 3, δ = 0.00156)-DP (δ = 1/|train|, a weak δ), protecting one training sentence"
 

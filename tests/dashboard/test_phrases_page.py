@@ -8,6 +8,8 @@ import math
 from apptest_helpers import metrics, open_tab, plotly_specs
 from fake_runs import phrase_rows, write_run
 
+from dashboard import common as c
+
 
 def names(epsilons: list[float]) -> list[dict]:
     """phrases.csv rows with every column core writes (core.analysis: phrase_table, then in_completions)."""
@@ -46,6 +48,16 @@ def test_phrases_open_on_a_private_run_when_none_is_by_user(roots, app_page):
     write_run(roots["cached"], "b-seq-inf", "seqpate", epsilon=math.inf, phrases=names([math.inf]))
     at = app_page("phrases")
     assert at.selectbox(key="phrases_run").value == "a-seq"
+
+
+def test_a_phrase_avg_run_is_flagged_as_a_heuristic_and_a_sample_target_run_is_not(roots, app_page):
+    write_run(roots["cached"], "a-avg", "seqpate", phrases=names([3.0]), config={"privacy__target": "phrase-avg"})
+    write_run(roots["cached"], "b-sample", "seqpate", phrases=names([3.0]))
+    at = app_page("phrases")
+    at.selectbox(key="phrases_run").set_value("a-avg").run()
+    assert [w.value for w in at.warning] == [c.PHRASE_TARGET_HEURISTIC]
+    at.selectbox(key="phrases_run").set_value("b-sample").run()
+    assert not at.warning
 
 
 def test_phrase_table_has_readable_headers_and_no_none(roots, app_page):

@@ -113,6 +113,14 @@ def test_claims_without_runs_say_so_and_report_quotes_run_numbers(tmp_path):
     assert text.rstrip().endswith("hand-written note")
 
 
+def test_the_phrase_section_says_that_phrase_avg_epsilons_are_a_heuristic(tmp_path):
+    write_run(tmp_path, "canary", "seqpate", canaries="1,10,100")
+    text = build_report(tmp_path)
+    assert "## Secret phrases" in text
+    assert "A `phrase-avg` run, as in the paper's Table 2, chooses its noise from how many teachers or sentences" \
+        in text and "a heuristic comparison, not a DP guarantee" in text
+
+
 def test_synth_runs_get_their_own_section_and_claims(tmp_path):
     write_run(tmp_path, "seq", "seqpate", epsilon=3.0, ppl=100.0, bleu4=2.0)
     write_synth_run(tmp_path, "s-multitask-3", "multitask", 3.0, 0.55)
