@@ -27,7 +27,7 @@ from opacus.optimizers import DPOptimizerFastGradientClipping
 from torch.utils.data import DataLoader, TensorDataset
 
 import core.baselines.opacus_conv1d  # noqa: F401  (registers opacus samplers for GPT-2's Conv1D layers)
-from core.baselines.batching import batch_of_sentence, pack_users, poisson_rate, users_schedule
+from core.baselines.batching import batch_of_sentence, pack_users, poisson_shape, users_schedule
 from core.privacy import (
     GaussianEvent,
     SubsampledGaussianEvent,
@@ -189,11 +189,6 @@ def poisson_schedule(loader, epochs: int) -> list[list[int]]:
     return [list(idx) for _ in range(epochs) for idx in loader.batch_sampler]
 
 
-def poisson_shape(n: int, batch_size: int, epochs: int) -> tuple[float, int]:
-    """(sampling rate q, planned steps) of Poisson DP-SGD: ceil(n / batch) steps per epoch at q = 1 / that."""
-    return poisson_rate(n, batch_size), epochs * math.ceil(n / batch_size)
-
-
 def calibrate(ws: Workspace, sampling_rate: float | None, steps: int, batch_of: Sequence[int] | None) -> float:
     """Noise multiplier z for the target, fixed before training (never above it: core.privacy.calibrate).
 
@@ -271,6 +266,7 @@ def train_dp(ws: Workspace, model, *, ghost: bool, batch_size: int, stage: str) 
                                                 poisson=True)
         assert math.isclose(loader.sample_rate, q), (loader.sample_rate, q)
         plan = Plan(poisson_schedule(loader, dp.epochs), len(loader), z, q)
+        assert len(plan.schedule) == steps, (len(plan.schedule), steps)  # z is calibrated for the steps it runs
     calibrate_s = time.time() - t0
     ws.log(stage, ws.method_progress(0.0), message=f"noise multiplier {plan.noise_multiplier:.4g} calibrated "
            f"for epsilon {eps} over {len(plan.schedule)} steps", noise_multiplier=plan.noise_multiplier)

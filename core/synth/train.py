@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 import core.baselines.opacus_conv1d  # noqa: F401  (opacus samplers for GPT-2's Conv1D layers)
+from core.baselines.batching import poisson_shape
 from core.baselines.dpsgd import (
     ghost_backward,
     is_ghost,
@@ -64,12 +65,6 @@ Log = Callable[..., None]
 # ------------------------------------------------------------------------------------------------------------
 
 
-def steps_for(n: int, batch_size: int, epochs: int) -> tuple[float, int]:
-    """(Poisson rate q, steps): ceil(n / batch) steps per epoch at q = 1 / that (what opacus' sampler uses)."""
-    per_epoch = math.ceil(n / batch_size)
-    return 1.0 / per_epoch, epochs * per_epoch
-
-
 def releases_per_step(cfg: SynthConfig) -> int:
     """Gaussian releases per sampled batch of the LM stage: 2 for Algorithm 1's separate clipping, else 1."""
     return 2 if cfg.generator == "multitask" and cfg.multitask_clipping == "separate" else 1
@@ -81,8 +76,8 @@ def plan_privacy(cfg: SynthConfig, n_train: int) -> dict:
     `noise_multiplier` is the accounted z of one step (its releases taken together); the LM stage adds
     `release_noise_multiplier` to each of its releases (the same unless the multitask gradients are separate).
     """
-    q, lm_steps = steps_for(n_train, cfg.batch_size, cfg.epochs)
-    head_steps = 0 if cfg.generator == "multitask" else steps_for(n_train, cfg.batch_size, cfg.head_epochs)[1]
+    q, lm_steps = poisson_shape(n_train, cfg.batch_size, cfg.epochs)
+    head_steps = 0 if cfg.generator == "multitask" else poisson_shape(n_train, cfg.batch_size, cfg.head_epochs)[1]
     delta = 1.0 / n_train  # the paper's setting (App. A): delta = 1 / |D_train|
     z = dpsgd_noise_multiplier(cfg.epsilon, delta, q, lm_steps + head_steps) if math.isfinite(cfg.epsilon) else 0.0
     releases = releases_per_step(cfg)

@@ -3,7 +3,10 @@
 import math
 from collections import Counter
 
-from core.baselines.batching import batch_of_sentence, pack_users, poisson_rate, users_schedule
+import pytest
+import torch
+
+from core.baselines.batching import batch_of_sentence, pack_users, poisson_rate, poisson_shape, users_schedule
 
 
 def users_example():
@@ -37,6 +40,16 @@ def test_schedule_visits_every_batch_once_per_epoch_in_shuffled_order():
     assert all(i in batches[owner[i]] for i in range(len(user_ids)))
 
 
-def test_poisson_rate_matches_opacus_steps_per_epoch():
-    assert poisson_rate(2000, 32) == 1 / 63
-    assert poisson_rate(100, 512) == 1.0
+@pytest.mark.parametrize("n,batch", [(2000, 32), (2970, 32), (93, 1), (100, 512)])
+def test_poisson_shape_is_what_opacus_runs(n, batch):
+    """Noise is calibrated for poisson_shape's steps: they must be the steps opacus' DPDataLoader draws. At n = 2970
+    (93 batches of 32) it draws 92 per epoch (int(1 / (1 / 93)) = 92), where ceil(n / batch) said 93."""
+    from opacus.data_loader import DPDataLoader
+    from torch.utils.data import DataLoader, TensorDataset
+
+    loader = DPDataLoader.from_data_loader(DataLoader(TensorDataset(torch.arange(n)), batch_size=batch))
+    q, steps = poisson_shape(n, batch, epochs=2)
+    assert q == loader.sample_rate == poisson_rate(n, batch) and steps == 2 * len(loader)
+    if n == 2970:
+        assert math.ceil(n / batch) == 93 and steps == 2 * 92
+    assert poisson_rate(2000, 32) == 1 / 63 and poisson_rate(100, 512) == 1.0
