@@ -45,6 +45,7 @@ from core.privacy import (
     user_batched_phrase_epsilon,
 )
 from core.privacy.calibrate import SEQPATE_L2_SENSITIVITY as SEQPATE_L2
+from core.seqpate.partition import assign_teachers, teachers_per_user
 
 # dpsgd_phrase_epsilon's coarse pre-pass (fixed 1e-2 grid) costs minutes when a phrase's epsilon is in the
 # thousands (n = 100: 76 s of 83 s); above this many occurrences both dominating events are computed directly on
@@ -91,20 +92,8 @@ def mechanism_kind(method: str, privacy: dict[str, Any]) -> str:
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def assign_teachers(cfg, user_ids: Sequence[str]) -> np.ndarray:
-    """Teacher of every private train sentence, as core/seqpate/run.py computes it (same functions, same seed)."""
-    from core.seqpate.partition import partition_by_user, partition_random
-
-    sp = cfg.seqpate
-    if sp.partition == "by-user":
-        return partition_by_user(list(user_ids), sp.teachers, cfg.seed)
-    return partition_random(len(user_ids), sp.teachers, cfg.seed)
-
-
 def check_partition(user_ids: Sequence[str], teacher_of: np.ndarray, privacy: dict[str, Any]) -> str:
     """'ok' if the recomputed partition gives the histogram the run recorded, else a one-line reason."""
-    from core.seqpate.partition import teachers_per_user
-
     recorded = privacy.get("teachers_per_user")
     if not recorded:
         return "not recorded by the run"
@@ -186,7 +175,7 @@ def phrase_table(
     teacher_counts: list[int | None] = [None] * len(phrases)
     if kind == KIND_SEQPATE or (cfg.method == "seqpate" and kind == KIND_NOT_PRIVATE):
         users = [s.user_id for s in private_train]
-        teacher_of = assign_teachers(cfg, users)
+        teacher_of = assign_teachers(cfg.seqpate.partition, users, cfg.seqpate.teachers, cfg.seed)
         info["partition"] = cfg.seqpate.partition
         info["partition_check"] = check_partition(users, teacher_of, privacy)
         teacher_counts = list(teachers_holding(phrases, teacher_of))

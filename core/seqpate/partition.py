@@ -9,6 +9,14 @@ from collections.abc import Sequence
 import numpy as np
 
 
+def assign_teachers(partition: str, user_ids: Sequence[str], n_teachers: int, seed: int) -> np.ndarray:
+    """Teacher index of every private train sentence under a run's partition ("random" or "by-user"). The SeqPATE
+    run and the phrase audit (core.analysis.phrases) both call this, so the audit counts the run's teachers."""
+    if partition == "by-user":
+        return partition_by_user(list(user_ids), n_teachers, seed)
+    return partition_random(len(user_ids), n_teachers, seed)
+
+
 def partition_random(n_sentences: int, n_teachers: int, seed: int) -> np.ndarray:
     """Teacher index of every sentence: a seeded shuffle cut into equal parts (sample-level privacy)."""
     if n_teachers > n_sentences:

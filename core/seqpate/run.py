@@ -18,7 +18,7 @@ from core.privacy import (
 )
 from core.runs.pipeline import MethodResult, Workspace
 from core.seqpate.aggregate import TeacherOracle
-from core.seqpate.partition import crowding_note, partition_by_user, partition_random, teachers_per_user
+from core.seqpate.partition import assign_teachers, crowding_note, teachers_per_user
 from core.seqpate.student import DistillSettings, distill
 from core.seqpate.teachers import TeacherJob, count_rows, get_executor
 from core.train import train_lm
@@ -48,10 +48,7 @@ def run_seqpate(ws: Workspace) -> MethodResult:
     # 2. Disjoint partitions of the private train set.
     private = ws.data.private_train
     users = [s.user_id for s in private]
-    if sp.partition == "by-user":
-        teacher_of = partition_by_user(users, sp.teachers, cfg.seed)
-    else:
-        teacher_of = partition_random(len(private), sp.teachers, cfg.seed)
+    teacher_of = assign_teachers(sp.partition, users, sp.teachers, cfg.seed)
     histogram = teachers_per_user(users, teacher_of)
     private_seqs = ws.encode([s.text for s in private])
     teacher_data = [(m, [private_seqs[i] for i in np.flatnonzero(teacher_of == m)]) for m in range(sp.teachers)]

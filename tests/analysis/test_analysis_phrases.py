@@ -17,7 +17,6 @@ from core.analysis.phrases import (
     KIND_PUBLIC,
     KIND_SEQPATE,
     KIND_USER_BATCHES,
-    assign_teachers,
     dpsgd_phrase_avg_multiplier,
     dpsgd_phrase_eps,
     mechanism_kind,
@@ -43,6 +42,7 @@ from core.privacy import (
     seqpate_phrase_epsilon,
     user_batched_phrase_epsilon,
 )
+from core.seqpate.partition import assign_teachers
 from tests.conftest import micro_config
 
 STD, QUERIES, DELTA = 69.04, 1000, 1e-6
@@ -104,7 +104,7 @@ def _phrase(name, indices, users, kind="name", inserted=0):
 def test_seqpate_table_uses_the_runs_partition():
     cfg = micro_config(method="seqpate", seqpate__partition="random", seqpate__teachers=4)
     train = [Sentence(f"s{i}", f"u{i % 7}") for i in range(40)]
-    teacher_of = assign_teachers(cfg, [s.user_id for s in train])
+    teacher_of = assign_teachers("random", [s.user_id for s in train], 4, cfg.seed)
     # three phrases: one sentence, two sentences in the same teacher, four sentences in four teachers
     same = [i for i in range(40) if teacher_of[i] == teacher_of[0]][:2]
     spread = [int(np.flatnonzero(teacher_of == t)[0]) for t in range(4)]
@@ -234,7 +234,7 @@ def test_calibration_helpers_average_over_name_phrases_only(tmp_path):
     ws = SimpleNamespace(cfg=cfg, data=data)
     phrases = calibration_phrases(ws)
     assert [p.kind for p in phrases] == ["name"] and phrases[0].phrase == "Mireya"  # the canary is left out
-    teacher_of = assign_teachers(cfg, [s.user_id for s in data.private_train])
+    teacher_of = assign_teachers("by-user", [s.user_id for s in data.private_train], 3, cfg.seed)
     ns = teachers_holding(phrases, teacher_of)
     assert seqpate_phrase_avg_std_for(ws, teacher_of, 100) == seqpate_phrase_avg_std(3.0, cfg.privacy.delta, 100, ns)
     z = dpsgd_phrase_avg_multiplier_for(ws, 1.0, 5)
