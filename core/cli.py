@@ -354,25 +354,28 @@ def cmd_audit(args) -> int:
 
 
 def cmd_privacy(args) -> int:
-    from core.privacy import epsilon_for_gaussian, gaussian_noise_multiplier
+    from core.privacy import SEQPATE_L2_SENSITIVITY, GaussianEvent, epsilon_from_events, gaussian_noise_multiplier
 
     eps = parse_number(args.epsilon, "epsilon") if args.epsilon is not None else None
     delta = parse_number(args.delta, "delta", allow_inf=False)
     check_delta_range(delta)  # the range runs take, both ways (autodp fails near 1e-300); calibrating checks epsilon's
     if args.queries < 1:
         raise ConfigError(f"--queries must be at least 1, got {args.queries}")
-    sensitivity = math.sqrt(2)
     if args.sigma is not None:  # reverse: the epsilon that a given noise std buys
         std = parse_number(args.sigma, "sigma", allow_inf=False)
         if std < 0:
             raise ConfigError(f"--sigma must be at least 0 (0: no noise, epsilon inf), got {args.sigma}")
-        out = {"queries": args.queries, "noise_std": std, "delta": delta,
-               "epsilon": epsilon_for_gaussian(std, args.queries, delta, sensitivity)}
+        out = {"queries": args.queries, "noise_std": std, "delta": delta}
     else:
         z = gaussian_noise_multiplier(eps, delta, args.queries)
+        std = z * SEQPATE_L2_SENSITIVITY
         out = {"queries": args.queries, "epsilon": eps, "delta": delta, "noise_multiplier": z,
-               "sensitivity": sensitivity, "noise_std": z * sensitivity}
-    out["accountant"] = "analytic-gaussian (exact composition)"
+               "sensitivity": SEQPATE_L2_SENSITIVITY, "noise_std": std}
+    # the epsilon and accountant a run would record for these releases (one module computes every epsilon)
+    report = epsilon_from_events([GaussianEvent(std, SEQPATE_L2_SENSITIVITY, args.queries)], delta)
+    if args.sigma is not None:
+        out["epsilon"] = report.epsilon
+    out["accountant"] = report.accountant
     print(json.dumps(out, indent=2))
     return 0
 

@@ -268,6 +268,14 @@ def test_privacy_calibrate_answers_infinity_for_a_noise_too_small_to_protect_any
     for sigma in ("1e-160", "1e-10"):
         out = cli("privacy", "calibrate", "--queries", "1000", "--sigma", sigma)
         assert out.returncode == 0 and json.loads(out.stdout)["epsilon"] == math.inf, out.stderr
+    # no noise at all is labelled as a run records it, not as the Gaussian accountant's answer
+    from core.privacy import ACCOUNTANT_EXACT_GAUSSIAN, ACCOUNTANT_NOT_PRIVATE
+
+    for args in (("--sigma", "0"), ("--epsilon", "inf")):
+        out = json.loads(cli("privacy", "calibrate", "--queries", "1000", *args).stdout)
+        assert (out["epsilon"], out["accountant"]) == (math.inf, ACCOUNTANT_NOT_PRIVATE)
+    out = json.loads(cli("privacy", "calibrate", "--queries", "1000", "--sigma", "1e-10").stdout)
+    assert out["accountant"] == ACCOUNTANT_EXACT_GAUSSIAN
 
 
 def test_existing_run_dir_is_refused(pub_gpt_run):
