@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import traceback
@@ -354,7 +353,12 @@ def cmd_audit(args) -> int:
 
 
 def cmd_privacy(args) -> int:
-    from core.privacy import SEQPATE_L2_SENSITIVITY, GaussianEvent, epsilon_from_events, gaussian_noise_multiplier
+    from core.privacy import (
+        SEQPATE_L2_SENSITIVITY,
+        GaussianEvent,
+        epsilon_from_events,
+        gaussian_noise_multiplier,
+    )
 
     eps = parse_number(args.epsilon, "epsilon") if args.epsilon is not None else None
     delta = parse_number(args.delta, "delta", allow_inf=False)

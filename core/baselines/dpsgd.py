@@ -108,27 +108,35 @@ def ghost_backward(model, losses: torch.Tensor) -> None:
     model.enable_hooks()
 
 
-def dp_step(model, optimizer, seqs: Sequence[Sequence[int]], pad_id: int, physical: int = PHYSICAL_BATCH) -> float:
-    """One DP-Adam step on a logical batch: clipped per-sentence gradients summed over physical chunks,
-    then one noise draw and one parameter update. Returns the mean loss of the batch (nan if empty)."""
-    if not seqs:
-        noise_only_step(optimizer)
+def clipped_noisy_step(model, optimizer, batch: Sequence, losses_of: Callable[[Sequence], torch.Tensor],
+                       update: Callable[[], object] | None = None, physical: int = PHYSICAL_BATCH) -> float:
+    """One DP step on a logical batch: the per-example losses of each physical chunk (losses_of), their clipped
+    gradients summed over the chunks, then one noise draw and one update (`update`, optimizer.step unless given).
+    An empty Poisson batch still gets its noisy update. Returns the mean loss of the batch (nan if empty)."""
+    update = update or optimizer.step
+    if len(batch) == 0:
+        noise_only_step(optimizer, step=update)
         return math.nan
-    chunks = [seqs[i : i + physical] for i in range(0, len(seqs), physical)]
+    chunks = [batch[i : i + physical] for i in range(0, len(batch), physical)]
     total = 0.0
     for k, chunk in enumerate(chunks):
-        ids, mask = pad_batch(chunk, pad_id)
-        losses = per_sample_loss(model, ids, mask)
+        losses = losses_of(chunk)
         if is_ghost(optimizer):
             ghost_backward(model, losses)
         else:
             losses.sum().backward()
         if k < len(chunks) - 1:
             optimizer.signal_skip_step(True)  # accumulate the clipped sum; noise and update only after the last
-        optimizer.step()
+        update()
         optimizer.zero_grad(set_to_none=True)
         total += float(losses.detach().sum())
-    return total / len(seqs)
+    return total / len(batch)
+
+
+def dp_step(model, optimizer, seqs: Sequence[Sequence[int]], pad_id: int, physical: int = PHYSICAL_BATCH) -> float:
+    """One DP-Adam step of a language model on a logical batch of token sequences (clipped_noisy_step)."""
+    return clipped_noisy_step(model, optimizer, seqs, lambda chunk: per_sample_loss(model, *pad_batch(chunk, pad_id)),
+                              physical=physical)
 
 
 def make_private(model, n: int, batch_size: int, noise_multiplier: float, max_grad_norm: float, lr: float,

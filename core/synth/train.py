@@ -27,10 +27,8 @@ import torch
 import core.baselines.opacus_conv1d  # noqa: F401  (opacus samplers for GPT-2's Conv1D layers)
 from core.baselines.batching import poisson_shape
 from core.baselines.dpsgd import (
-    ghost_backward,
-    is_ghost,
+    clipped_noisy_step,
     make_private,
-    noise_only_step,
     poisson_schedule,
     unwrap,
 )
@@ -56,7 +54,6 @@ from core.synth.model import (
 )
 from core.train import pad_batch
 
-PHYSICAL_BATCH = 64
 Log = Callable[..., None]
 
 
@@ -200,24 +197,9 @@ def _update(optimizer, unread: Sequence[torch.nn.Parameter]) -> None:
 
 
 def _step(model, optimizer, idx: Sequence[int], release: Release) -> float:
-    """One DP-Adam step (clipped per-example gradients summed over physical chunks, one noise draw)."""
-    if len(idx) == 0:  # an empty Poisson batch still gets its noisy update
-        noise_only_step(optimizer, step=lambda: _update(optimizer, release.unread))
-        return math.nan
-    chunks = [idx[i : i + PHYSICAL_BATCH] for i in range(0, len(idx), PHYSICAL_BATCH)]
-    total = 0.0
-    for k, chunk in enumerate(chunks):
-        losses = release.losses(model, chunk)
-        if is_ghost(optimizer):
-            ghost_backward(model, losses)
-        else:
-            losses.sum().backward()
-        if k < len(chunks) - 1:
-            optimizer.signal_skip_step(True)
-        _update(optimizer, release.unread)
-        optimizer.zero_grad(set_to_none=True)
-        total += float(losses.detach().sum())
-    return total / len(idx)
+    """One DP-Adam step of a release on the sampled batch (clipped_noisy_step), its unread gradients dropped."""
+    return clipped_noisy_step(model, optimizer, idx, lambda chunk: release.losses(model, chunk),
+                              update=lambda: _update(optimizer, release.unread))
 
 
 def adam_with_fast_head(head_params: Sequence[torch.nn.Parameter], head_lr: float) -> Callable:
