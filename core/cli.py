@@ -264,7 +264,7 @@ def cmd_runs(args) -> int:
             print(json.dumps([r.__dict__ | {"path": str(r.path)} for r in rows], indent=2, default=str))
         else:
             for r in rows:
-                print(f"{r.run_id:50s} {r.source:6s} {r.state:9s} {r.stage or '':16s} {r.method or '':20s} eps={r.epsilon}")
+                print(f"{r.run_id:50s} {r.source:6s} {r.state:9s} {r.stage or '':16s} {r.method or '':20s} eps asked={r.epsilon}")
         return 0
     run = resolve_run(args.run)
     reconcile(run)

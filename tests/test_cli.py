@@ -391,7 +391,7 @@ def test_runs_list_shows_a_fixed_epsilon_and_stops_quietly_when_the_pipe_closes(
     assert config["config"]["privacy"]["epsilon"] != 0  # the config's epsilon is not what Pub-GPT has
     env = {**os.environ, "SEQPATE_RUNS_DIR": str(run_dir.parent), "SEQPATE_CACHED_RUNS_DIR": str(run_dir / "none")}
     listed = subprocess.run([sys.executable, "-m", "core", "runs", "list"], env=env, capture_output=True, text=True)
-    assert listed.returncode == 0 and "eps=0.0" in listed.stdout and "pub-gpt" in listed.stdout
+    assert listed.returncode == 0 and "eps asked=0.0" in listed.stdout and "pub-gpt" in listed.stdout
     # a reader that closes the pipe at once (`runs list | head`) gets no "Broken pipe" error
     closed = subprocess.run(f"{sys.executable} -m core runs list | true", shell=True, env=env,
                             capture_output=True, text=True)

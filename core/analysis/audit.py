@@ -158,10 +158,8 @@ def audit_run(ws, result, metrics: dict[str, Any], completions: list[dict[str, A
 def _exposures(model, tokenizer, canaries, cfg) -> dict[str, Any]:
     from core.analysis.exposure import EXACT_LIMIT, SAMPLES, canary_exposures
 
-    data = cfg.data
-    return canary_exposures(model, tokenizer, canaries, max_tokens=data.max_tokens,
-                            exact_limit=int(getattr(data, "exposure_exact_limit", EXACT_LIMIT) or EXACT_LIMIT),
-                            samples=int(getattr(data, "exposure_samples", SAMPLES) or SAMPLES), seed=cfg.seed)
+    return canary_exposures(model, tokenizer, canaries, max_tokens=cfg.data.max_tokens, exact_limit=EXACT_LIMIT,
+                            samples=SAMPLES, seed=cfg.seed)
 
 
 def restore_canaries(data, run):

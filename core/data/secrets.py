@@ -11,9 +11,8 @@ A phrase occurs in a sentence when its words appear there contiguously, case-ins
 (words = runs of letters/digits/underscore, so "Mireya's" contains "Mireya"). Everything here quotes private
 text: phrase tables built from it are marked as such.
 
-Wiring canaries into the data (one line in core.data.prepare's cached load_prepared, see insert_canaries):
-    return insert_canaries(prepare(...), cfg.canaries, cfg.canary_seed, cfg.canary_digits)
-Until DataConfig has those fields, canary_spec_from_config reads them with getattr and defaults to "no canaries".
+core.data.prepare's load_prepared inserts the configured canaries (data.canaries, canary_seed, canary_digits) with
+insert_canaries, so every method of a config sees the same secrets.
 """
 
 from __future__ import annotations
@@ -299,18 +298,12 @@ def parse_canary_counts(spec: str | Sequence[int] | None) -> tuple[int, ...]:
 
 
 def canary_spec_from_config(cfg) -> CanarySpec | None:
-    """The canary spec of a RunConfig (or its DataConfig); None when no canaries are asked for.
-
-    Reads data.canaries / canary_seed / canary_digits / canary_template with getattr, so it works before and
-    after those fields exist in core.config.
-    """
+    """The canary spec of a RunConfig (or its DataConfig); None when no canaries are asked for."""
     data = getattr(cfg, "data", cfg)
-    counts = parse_canary_counts(getattr(data, "canaries", "") or "")
+    counts = parse_canary_counts(data.canaries)
     if not counts:
         return None
-    return CanarySpec(counts, int(getattr(data, "canary_seed", 0) or 0),
-                      int(getattr(data, "canary_digits", DEFAULT_DIGITS) or DEFAULT_DIGITS),
-                      getattr(data, "canary_template", "") or CANARY_TEMPLATE)
+    return CanarySpec(counts, data.canary_seed, data.canary_digits)
 
 
 def plan_canaries(prepared, spec: CanarySpec) -> list[Canary]:

@@ -38,7 +38,7 @@ class Row:
     preset: str
     method: str
     epsilon: float  # the target asked for (inf for references)
-    spent: float | None  # epsilon recomputed from the run's events
+    spent: float | None  # the epsilon its privacy.json records (computed by core.privacy from its events)
     target: str
     ablation: str
     filter: str

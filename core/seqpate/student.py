@@ -119,7 +119,7 @@ def distill(
             if epoch == 0:
                 stats["positions"] += len(targets)
                 stats["hard_positions"] += int(hard.sum())
-            stats["answered_positions"] += len(answers)
+            stats["answered_positions"] += len(answers)  # every epoch: a cached answer counts each time it is reused
         if on_epoch is not None:
             on_epoch(epoch, dict(stats))
     student.eval()

@@ -9,35 +9,24 @@ import pytest
 
 import core.runs.pipeline as pipeline
 from core.cli import main
-from core.data.secrets import CanarySpec, insert_canaries
 from core.privacy import seqpate_phrase_epsilon
 from core.runs.store import PHRASE_COLUMNS, RunDir
 from tests.conftest import micro_config
 
-# digits=2: |R| = 100 candidates per canary, ranked exactly (a second, not minutes)
-SPEC = CanarySpec((1, 10, 30), seed=0, digits=2)
-
-
-def with_canaries(load):
-    return lambda cfg, seed: insert_canaries(load(cfg, seed), SPEC)
-
 
 @pytest.fixture(scope="module")
 def audited(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    # until DataConfig has the canaries field, insert them where the pipeline loads the data (the audit command
-    # restores them from the run's canaries.json)
-    mp.setattr(pipeline, "load_prepared", with_canaries(pipeline.load_prepared))
     # smaller than the micro preset (about a minute on two cores): the audit, not SeqPATE, is under test here
     cfg = micro_config(method="seqpate", seqpate__partition="by-user", seqpate__teachers=2,
                        seqpate__distill_sentences=30, seqpate__query_budget=30, decode__n_completions=15,
                        decode__max_new_tokens=8, data__public_train=120, data__public_valid=20,
                        data__private_train=150, data__private_valid=20, data__private_test=30,
-                       model__pretrain_epochs=1)
+                       model__pretrain_epochs=1,
+                       # canary digits 2: |R| = 100 candidates per canary, ranked exactly (a second, not minutes)
+                       data__canaries="1,10,30", data__canary_digits=2)
     run = RunDir.create(tmp_path_factory.mktemp("audit") / "seqpate", cfg.to_dict(), cfg.seed)
     metrics = pipeline.execute(cfg, run)
-    yield cfg, run, metrics
-    mp.undo()
+    return cfg, run, metrics
 
 
 def test_phrases_csv_is_written_with_the_contract_columns(audited):

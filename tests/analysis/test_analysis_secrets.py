@@ -21,6 +21,7 @@ from core.data.secrets import (
     parse_canary_counts,
     secret_phrases,
 )
+from tests.conftest import micro_config
 
 
 @pytest.mark.parametrize(
@@ -143,8 +144,7 @@ def test_canary_spec_is_read_from_the_config():
         parse_canary_counts("1,x")
     with pytest.raises(ValueError):
         parse_canary_counts("0")
-    assert canary_spec_from_config(SimpleNamespace(data=DataConfig())) is None  # works before the field exists
-    cfg = SimpleNamespace(data=SimpleNamespace(canaries="1,10,100", canary_seed=3, canary_digits=4))
-    spec = canary_spec_from_config(cfg)
+    assert canary_spec_from_config(SimpleNamespace(data=DataConfig())) is None  # no canaries asked for
+    spec = canary_spec_from_config(micro_config(data__canaries="1,10,100", data__canary_seed=3, data__canary_digits=4))
     assert spec == CanarySpec((1, 10, 100), 3, 4)
     assert spec.to_dict() == {"counts": [1, 10, 100], "seed": 3, "digits": 4, "template": CANARY_TEMPLATE}
