@@ -29,10 +29,17 @@ elif which == "headline comparison":
     # preset, and another seed is another user split and base model
     preset = c.preset_picker(finished, key="export_preset") if not finished.empty else None
     pool = c.seed_picker(finished[finished["preset"] == preset], key="export_seed") if preset else finished
+    # the shipped runs unless the reader puts the runs made here in their place, as on the Overview (the toggle
+    # is shared between pages)
+    pool = c.made_here_or_shipped(pool, key="export_made_here")
     table = c.headline_table(pool, include_variants=True)
     name = f"headline_{preset}" if preset else name
+    if copies_note := c.replaced_copies_note(pool, table):
+        st.info(copies_note, icon=":material/content_copy:")
     if seed_note := c.seed_mix_note(table):
         st.warning(seed_note, icon=":material/warning:")
+    if shipped_note := c.shipped_copies_note(pool, table):
+        st.info(shipped_note, icon=":material/content_copy:")
 else:
     # open on the newest run that has this table (a synthetic-data run has no phrases or completions)
     has = {"phrases of a run": "has_phrases", "completions of a run": "has_completions",

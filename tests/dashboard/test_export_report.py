@@ -115,6 +115,21 @@ def test_headline_csv_keeps_to_one_seed_like_the_overview(roots, app_page):
     assert at.dataframe[0].value["run ids"].tolist() == ["quick-pub-seed1"]
 
 
+def test_headline_csv_shows_the_shipped_runs_the_overview_shows(roots, app_page):
+    """A walk found the headline CSV quietly swapping in a run made here for the shipped run the Overview shows."""
+    write_run(roots["cached"], "tiny-pub-gpt", "pub-gpt", ppl=500.0, config={"seqpate__kd_lambda": 20.0})
+    write_run(roots["live"], "pub-gpt-today", "pub-gpt", ppl=501.0)
+    at = app_page("export")
+    at.selectbox(key="export_table").set_value("headline comparison").run()
+    assert at.dataframe[0].value["run ids"].tolist() == ["tiny-pub-gpt"]
+    assert [x.value for x in at.caption if x.value.startswith("Hidden here: pub-gpt-today")]
+    at.toggle(key="export_made_here").set_value(True).run()  # the reader's choice, shared with the Overview
+    assert at.dataframe[0].value["run ids"].tolist() == ["pub-gpt-today"]
+    assert [i for i in at.info if "replace shipped runs" in i.value]
+    at.switch_page("views/overview.py").run()
+    assert at.dataframe[0].value["run ids"].tolist() == ["pub-gpt-today"]
+
+
 def test_a_run_table_opens_on_a_run_that_has_it(roots, app_page):
     write_run(roots["cached"], "seq", "seqpate", phrases=phrase_rows())
     write_synth_run(roots["cached"], "synth", "filter", 3.0, accuracy=0.3)  # the newest: no phrases.csv
