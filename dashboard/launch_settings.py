@@ -75,12 +75,12 @@ def build_launch_config(method: str, preset: str, epsilon: Any, delta: Any, teac
 
 
 def launch_filter_spec(settings: dict[str, Any]) -> str:
-    """'top-k:50' / 'top-p:0.95', or '' for the preset's own filter."""
-    if settings["filter_kind"] == "preset":
-        return ""
+    """'top-k:50' / 'top-p:0.95', or '' for the preset's own filter (also where no kind is chosen)."""
     if settings["filter_kind"] == "top-k":
         return f"top-k:{int(settings['top_k'])}"
-    return f"top-p:{float(settings['top_p'])!r}"  # repr: :g kept 6 digits (0.9999999 became 1, no filtering)
+    if settings["filter_kind"] == "top-p":
+        return f"top-p:{float(settings['top_p'])!r}"  # repr: :g kept 6 digits (0.9999999 became 1, no filtering)
+    return ""
 
 
 def settings_to_query(settings: dict[str, Any]) -> dict[str, str]:

@@ -62,9 +62,13 @@ with left:
                          "use 100 teachers")
         a, b = st.columns(2)
         default_filter = preset_value(preset_for_help, "seqpate", "filter")
+        # labels that do not change with the preset: a radio whose labels change is a new widget, and Streamlit
+        # dropped its choice when the preset changed (a walk saw none selected, and top-p launched)
         a.radio("Candidate filter", ["preset", "top-p", "top-k"], key="launch_filter_kind", horizontal=True,
-                format_func=lambda kind: f"{default_filter} (preset)" if kind == "preset" else kind,
+                format_func=lambda kind: "the preset's" if kind == "preset" else kind,
                 help="the student's own candidate set (public information) on which teachers are queried")
+        if st.session_state.get("launch_filter_kind") == "preset":
+            b.caption(f"{preset_for_help}'s filter: {default_filter}")
         kind = st.session_state.get("launch_filter_kind")
         if kind == "top-k":
             c.count_input(b, "k", min_value=None, key="launch_top_k")

@@ -197,7 +197,11 @@ def live_view() -> None:
                                                                                                "cancelled")),
                  help="remove a finished live run folder (cached runs are never deleted)"):
         st.session_state["runs_confirm"] = ("delete", run_id)
-    if b3.button("Rerun", key="runs_rerun", help="launch a new job with the same config"):
+    synth = c.is_synth_method(record["method"])  # jobs run text-generation configs; synthetic data runs from the CLI
+    if b3.button("Rerun", key="runs_rerun", disabled=synth,
+                 help=(f"a synthetic-data run is rerun from the command line: `python -m core synth --config "
+                       f"{run.path / 'config.json'} --run-dir DIR`" if synth else
+                       "launch a new job with the same config")):
         st.session_state["runs_confirm"] = ("rerun", run_id)
     if st.session_state.get("runs_confirm") == ("delete", run_id) and confirmed(
             f"Delete `{run_id}` and all its files?", "Yes, delete", "runs_delete"):

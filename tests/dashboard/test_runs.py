@@ -6,7 +6,7 @@ import json
 
 import pytest
 from apptest_helpers import plotly_specs, texts
-from fake_runs import write_run
+from fake_runs import write_run, write_synth_run
 
 from core.runs import jobs
 from dashboard import common as c
@@ -63,8 +63,6 @@ def test_failed_run_shows_its_error_and_log(some_runs, app_page):
 
 
 def test_a_finished_run_states_its_privacy_and_utility(some_runs, app_page):
-    from fake_runs import write_synth_run
-
     write_synth_run(some_runs["live"], "live-synth", "multitask", 3.0, 0.412)
     at = app_page("runs")
     at.selectbox(key="runs_selected").set_value("live-seq").run()
@@ -234,6 +232,15 @@ def test_delete_live_run_but_never_cached(some_runs, app_page):
     assert not (some_runs["live"] / "live-seq").exists()
     assert (some_runs["cached"] / "cached-seq").exists()
     assert "deleted live-seq" in texts(at)
+
+
+def test_a_synthetic_data_run_is_not_offered_a_rerun_it_cannot_do(roots, app_page):
+    """Jobs run text-generation configs: a walk's Rerun of a synthetic-data run failed with "unknown method"."""
+    write_synth_run(roots["cached"], "synth", "filter", 3.0, accuracy=0.3)
+    at = app_page("runs")
+    at.selectbox(key="runs_selected").set_value("synth").run()
+    button = at.button(key="runs_rerun")
+    assert button.disabled and "python -m core synth --config" in button.help
 
 
 def test_rerun_launches_the_same_config(some_runs, app_page, tmp_path, monkeypatch):

@@ -114,6 +114,27 @@ def test_whole_number_boxes_read_what_was_typed(server, browser_page):
     assert "teachers=1000" in page.url and exceptions(page) == []
 
 
+def _choose(page, key: str, option: str) -> None:
+    page.locator(f".st-key-{key}").click()
+    page.get_by_role("option", name=option, exact=True).click()
+    page.wait_for_timeout(300)
+    wait_ready(page)
+
+
+def test_launch_keeps_the_presets_own_filter_when_the_preset_changes(server, browser_page):
+    """A walk saw the candidate-filter radio lose its choice when the preset changed (its labels named the preset's
+    filter, so a new preset made it a new widget), after which the URL and the launch read top-p 0.95 on quick."""
+    page = browser_page
+    visit(page, server, "/launch?methods=seqpate&preset=tiny")
+    for preset in ("quick", "tiny", "quick"):
+        _choose(page, "launch_preset", preset)
+        checked = page.locator(".st-key-launch_filter_kind input[type=radio]").evaluate_all(
+            "boxes => boxes.map(box => box.checked)")
+        assert checked == [True, False, False], (preset, checked)
+        assert re.search(r"[?&]filter=(&|$)", page.url) and f"preset={preset}" in page.url, page.url
+    assert exceptions(page) == []
+
+
 def test_an_idle_runs_page_notices_a_run_started_elsewhere(server, browser_page, e2e_dirs):
     """With no job running the Runs page does not poll its table, but a run that appears in the live folder (a
     launch from another tab, or the command line) must show without a reload."""
