@@ -22,6 +22,11 @@ EMBEDDING_MODELS = {"filter": "filter: frozen (LM-only) model", "pplm": "PPLM: t
                     "multitask": "multitask: multitask-fine-tuned model"}
 COMMAND = "python -m core synth --generator multitask --epsilon 3 --preset tiny --run-dir runs/synth-multitask-eps3"
 
+# What the run releases beyond the model and its samples (its statement.md lists the same)
+OUTSIDE_EPSILON = ("ε covers the fine-tuned model and the samples only. The accuracies, the separability and the UMAP "
+                   "below (a point and the true label of every private test text) are computed from the private "
+                   "data without noise: they are outside ε, as are the n-gram ratios of the memorisation tab.")
+
 st.title("Synthetic data")
 st.caption("DP conditional text generation for a labelled data set (the paper \"Differentially private conditional "
            "text generation for synthetic data\"): a conditional LM is fine-tuned "
@@ -105,8 +110,14 @@ def pivot(value: str) -> pd.DataFrame:
 def show_accuracy() -> None:
     """The synthetic-data classifier's accuracy and the embeddings' separability per generator and ε."""
     deltas = list(dict.fromkeys(c.fmt_delta(d) for d in sorted(table["δ"].dropna()) if d > 0))
+    groups = table.groupby(["generator", "ε target"])
     averaged = [f"{generator} at ε = {eps_label(eps)} averages seeds {', '.join(str(x) for x in sorted(group['seed']))}"
-                for (generator, eps), group in table.groupby(["generator", "ε target"]) if len(group) > 1]
+                for (generator, eps), group in groups if len(group) > 1]
+    # beside means over seeds, the cells of one run say so (a walk read PPLM's seed-0 cell as a mean)
+    one_run = [f"{generator} at ε = {eps_label(eps)} (seed {group['seed'].iloc[0]})"
+               for (generator, eps), group in groups if len(group) == 1]
+    if averaged and one_run:
+        averaged.append(f"the other cells hold one run each: {', '.join(one_run)}")
     st.caption("Classifier: TF-IDF + logistic regression trained on each synthetic set, tested on the real test set; "
                "the last row trains it on the real train set. Cells average the runs of one setting"
                + (f" ({'; '.join(averaged)})" if averaged else "") + ". "
@@ -196,6 +207,8 @@ def show_run() -> None:
     cols[2].metric("separability", c.fmt_num(chosen["separability"], 3))
     cols[3].metric("ε", eps_label(chosen["ε"]))
     cols[4].metric("δ", c.fmt_delta(chosen["δ"]))
+    if c.present(chosen["ε"]) and math.isfinite(chosen["ε"]):
+        st.caption(OUTSIDE_EPSILON)
     if c.present(chosen["passed filter"]):
         st.caption(f"The filter kept {int(chosen['passed filter'])} of {int(chosen['samples'])} samples because the "
                    "discriminator scored them above its threshold; the rest (kept: filled) are the best-scored rejects, "

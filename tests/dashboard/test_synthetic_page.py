@@ -53,7 +53,12 @@ def test_page_shows_table_ngrams_umap_and_samples(roots):
     at.selectbox(key="synth_label").set_value("smell").run()
     assert list(at.dataframe[-1].value["text"]) == ["a smell sample 0", "a smell sample 1"]
     at.selectbox(key="synth_run").set_value("s-filter-3").run()
-    assert "The filter kept 2 of 6 samples" in " ".join(caption.value for caption in at.caption)
+    captions = [caption.value for caption in at.caption]
+    assert "The filter kept 2 of 6 samples" in " ".join(captions)
+    # what the run releases from the private data beside its ε (a walk found the metrics and UMAP without a word)
+    assert [x for x in captions if x.startswith("ε covers the fine-tuned model and the samples only")]
+    at.selectbox(key="synth_run").set_value("s-multitask-inf").run()
+    assert not [x.value for x in at.caption if x.value.startswith("ε covers")]  # at ε = ∞ nothing is covered
 
 
 def test_other_pages_tolerate_synth_runs(roots):
@@ -149,7 +154,8 @@ def test_accuracy_cells_say_which_seeds_they_average(roots):
     assert at.dataframe[0].value.loc["3", "multitask"] == pytest.approx(0.30)
     assert "averages seeds" not in texts(at)
     at.selectbox(key="synth_seed").set_value("every seed (mean)").run()
-    assert "Cells average the runs of one setting (multitask at ε = 3 averages seeds 0, 1, 2)." in texts(at)
+    assert ("Cells average the runs of one setting (multitask at ε = 3 averages seeds 0, 1, 2; the other cells hold "
+            "one run each: filter at ε = 3 (seed 0)).") in texts(at)  # a single-seed cell beside means says so
     assert at.dataframe[0].value.loc["3", "multitask"] == pytest.approx(0.40)
 
 
