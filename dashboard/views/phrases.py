@@ -109,17 +109,22 @@ def show_histogram() -> None:
     options = list(records)
     same_preset = [i for i in options if records[i]["preset"] == records[run_id]["preset"]]
     # by default one run of each other method whose phrases can sit on a log axis (not ε = 0 or ∞), of the chosen
-    # run's seed (another seed splits the users anew, so its runs hold other names), the closest in kind: the same
-    # privacy target (phrase-avg or sample) and target ε, then at the preset's defaults rather than a variant, then
-    # the latest
+    # run's seed (another seed splits the users anew, so its runs hold other names), the closest in kind: holding
+    # every kind of phrase it holds (its canaries too), the same privacy target (phrase-avg or sample) and target
+    # ε, then at the preset's defaults rather than a variant, then the latest
     me = records[run_id]
     noisy = [i for i in same_preset if c.present(records[i]["epsilon"]) and 0 < records[i]["epsilon"] < math.inf
              and c.same_seed(records[i], me) and records[i]["method"] != me["method"]]
 
-    def unlike(i: str) -> tuple[bool, bool, bool]:
+    def kinds_of(i: str) -> set:
+        return {r.get("kind") for r in c.read_run(c.get_run(i), "phrases")}
+
+    my_kinds = kinds_of(run_id)
+
+    def unlike(i: str) -> tuple[bool, bool, bool, bool]:
         r = records[i]
-        return (r["privacy_target"] != me["privacy_target"], r["epsilon_target"] != me["epsilon_target"],
-                bool(r["variant"]) and r["privacy_target"] == "sample")
+        return (not my_kinds <= kinds_of(i), r["privacy_target"] != me["privacy_target"],
+                r["epsilon_target"] != me["epsilon_target"], bool(r["variant"]) and r["privacy_target"] == "sample")
 
     best: dict[str, str] = {}
     for i in noisy:  # newest first: on a tie the latest run of the method stays
@@ -131,9 +136,15 @@ def show_histogram() -> None:
                             key=f"phrases_hist_runs_{run_id}", persist_state="page",
                             format_func=lambda i: c.run_option_label(records[i]))
     per_run: dict[str, tuple[str, list[float]]] = {}
+    without_kind = []
     for rid in chosen:
         rows = [r for r in c.read_run(c.get_run(rid), "phrases") if kind == "all" or r.get("kind") == kind]
+        if not rows:
+            without_kind.append(rid)
+            continue
         per_run[rid] = (records[rid]["method"], [r["epsilon"] for r in rows if r.get("epsilon") is not None])
+    if without_kind:
+        st.caption(f"Not drawn (no {kind} phrases in the run): {', '.join(without_kind)}.")
     if per_run:
         st.plotly_chart(charts.phrase_epsilon_histogram(per_run), width="stretch", key="phrases_hist")
         values = [v for _, vs in per_run.values() for v in vs]

@@ -283,6 +283,23 @@ def test_phrases_summary_is_per_kind_and_histogram_per_run(roots, app_page):
     assert len(at.dataframe[0].value) == 4
 
 
+def test_the_histogram_prefers_runs_with_the_chosen_runs_canaries_and_names_those_without(roots, app_page):
+    """A walk chose canaries and read "no phrase with a finite ε above 0" for runs that hold no canaries at all."""
+    names = [{"phrase": "Name0", "occurrences": 2, "users": 1, "teachers": 1, "epsilon": 2.0, "kind": "name"}]
+    canary = [{"phrase": "123456", "occurrences": 100, "users": 1, "teachers": 1, "epsilon": 500.0, "kind": "canary"}]
+    write_run(roots["cached"], "seq-canaries", "seqpate", phrases=names + canary)
+    write_run(roots["cached"], "sgd-canaries", "noisysgd", phrases=names + canary)
+    write_run(roots["cached"], "sgd-names", "noisysgd", phrases=names)  # newer, but without canaries
+    write_run(roots["cached"], "gc-names", "noisysgd-gc+pseudo", phrases=names)
+    at = app_page("phrases")
+    at.selectbox(key="phrases_run").set_value("seq-canaries").run()
+    at.radio(key="phrases_kind").set_value("canary").run()
+    open_tab(at, "phrases_tab", "ε histogram")
+    assert at.multiselect(key="phrases_hist_runs_seq-canaries").value == ["seq-canaries", "sgd-canaries", "gc-names"]
+    assert "Not drawn (no canary phrases in the run): gc-names." in texts(at)
+    assert "no phrase with a finite ε above 0" not in texts(at)
+
+
 def test_phrases_without_any_csv(roots, app_page):
     write_run(roots["cached"], "pub", "pub-gpt")
     at = app_page("phrases")
