@@ -834,7 +834,9 @@ def base_model_note(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
 
     def result(record: Mapping[str, Any]) -> str:
         ppl = as_float(record.get("ppl"))
-        return f" (PPL {ppl:.2f})" if ppl is not None and math.isfinite(ppl) else ""
+        if ppl is not None and math.isfinite(ppl):
+            return f" (PPL {ppl:.2f})"
+        return f" ({record['state']}, no PPL)" if isinstance(record.get("state"), str) else ""
 
     named = f"A{result(a)} and B{result(b)}"
     if digest(a) and digest(b):

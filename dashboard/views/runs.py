@@ -257,8 +257,9 @@ else:
         st.session_state["runs_cmp_b"] = partner_of(st.session_state["runs_cmp_a"])
 
     # defaults through the session state only: a box given an index as well warns when follow_a has set it
-    if st.session_state.get("runs_cmp_a") not in all_ids:
+    if st.session_state.get("runs_cmp_a") not in all_ids:  # first load, or run A deleted: B follows the new A
         st.session_state["runs_cmp_a"] = all_ids[0]
+        st.session_state["runs_cmp_b"] = partner_of(all_ids[0])
     if st.session_state.get("runs_cmp_b") not in all_ids:
         st.session_state["runs_cmp_b"] = partner_of(st.session_state["runs_cmp_a"])
     id_a = a.selectbox("Run A", all_ids, key="runs_cmp_a", on_change=follow_a)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 from apptest_helpers import plotly_specs, texts
@@ -144,6 +145,12 @@ def test_compare_opens_on_a_partner_of_the_same_preset_and_seed(roots, app_page)
     at.selectbox(key="runs_cmp_a").set_value("b-other-seed").run()  # ... gives way to the new A's partner
     assert at.selectbox(key="runs_cmp_b").value == all_ids_partner(at, "b-other-seed")
     assert at.selectbox(key="runs_cmp_b").value != "d-first"
+    at.selectbox(key="runs_cmp_a").set_value("d-first").run()
+    at.selectbox(key="runs_cmp_b").set_value("c-other-preset").run()
+    shutil.rmtree(roots["cached"] / "d-first")  # run A deleted: the new A brings its partner (a walk saw B stay)
+    at.run()
+    assert at.selectbox(key="runs_cmp_a").value == "c-other-preset"
+    assert at.selectbox(key="runs_cmp_b").value == all_ids_partner(at, "c-other-preset")
     records = [{"preset": "quick", "seed": 1, "state": "done"}, {"preset": "tiny", "seed": 1, "state": "done"},
                {"preset": "tiny", "seed": 1, "state": "failed"}, {"preset": "tiny", "seed": 1, "state": "done"}]
     assert c.compare_partner(records) == 1  # none shares quick: the next run
@@ -197,6 +204,9 @@ def test_compare_warns_when_two_runs_stand_on_other_base_models(roots, app_page)
     at.run()
     [warning] = [w.value for w in at.warning]
     assert "trained from different base models (their weights digests 1b287bb1c1cae4f6 and ffffffffffffffff" in warning
+    # a run without a perplexity (cancelled) says so instead of leaving A bare beside B's number
+    assert c.base_model_note({"state": "cancelled", "source": "live"}, {"ppl": 762.04, "source": "cached"}).startswith(
+        "A (cancelled, no PPL) and B (PPL 762.04): one was made on this machine")
 
 
 def test_compare_shows_the_paired_perplexity_interval_when_both_runs_kept_test_nll(some_runs, app_page):
