@@ -485,8 +485,12 @@ def carried_picker(label: str, options: list, default: Any, key: str, shared: st
     value there only once the reader changes it, and refuses st.query_params for it."""
     last = st.session_state.get(shared)
     opening = last if last in options else default if default in options else options[0]
+    linked = st.query_params.get(key)  # Streamlit drops a link's value that is not an option, without a word
     choice = st.selectbox(label, options, index=options.index(opening), key=key, bind="query-params",
                           on_change=_remember, args=(key, shared), help=help)
+    if linked is not None and linked != str(choice):
+        st.warning(f"The link's {key}={linked} is not one of this page's choices "
+                   f"({', '.join(str(o) for o in options)}): showing {choice}.", icon=":material/link_off:")
     if key in st.query_params:  # set by a link: no on_change is called, yet the other pages should follow it
         st.session_state[shared] = choice
     return choice

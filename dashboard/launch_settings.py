@@ -117,7 +117,9 @@ def settings_from_query(query: dict[str, str]) -> tuple[dict[str, Any], list[str
         if good or not chosen:  # an empty list is a link to the page with nothing chosen yet
             settings["methods"] = list(dict.fromkeys(good))
     for name in ("eps", "delta"):
-        if (raw := get(name)) is not None and raw.strip():
+        if (raw := get(name)) is not None and not raw.strip():
+            ignored.append(f"{name}= (empty: {LAUNCH_DEFAULTS[name]} kept)")  # this page never writes it empty
+        elif raw is not None:
             if len(raw.strip()) <= 40:
                 settings[name] = raw.strip()  # validated (with a clear error) like anything typed
             else:  # cutting it would launch another number than the link's

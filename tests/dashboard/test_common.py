@@ -54,6 +54,8 @@ def test_url_settings_keep_what_the_link_says_or_say_why_not():
     assert back["eps"] == launch.LAUNCH_DEFAULTS["eps"] and len(ignored) == 1 and ignored[0].startswith("eps=")
     # a link made with every method cleared opens with none chosen (it opened with SeqPATE, silently)
     assert launch.settings_from_query({"methods": ""})[0]["methods"] == []
+    back, ignored = launch.settings_from_query({"eps": " ", "delta": ""})  # a walk saw eps= become 3 without a word
+    assert (back["eps"], back["delta"]) == ("3", "1e-6") and ignored == ["eps= (empty: 3 kept)", "delta= (empty: 1e-6 kept)"]
     # top-p keeps its digits in the URL (:g made top-p:0.9999999 into top-p:1, no filtering)
     assert launch.launch_filter_spec(dict(launch.LAUNCH_DEFAULTS, filter_kind="top-p", top_p=0.9999999)) == "top-p:0.9999999"
 

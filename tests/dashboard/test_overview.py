@@ -207,6 +207,18 @@ def test_a_link_names_the_preset_and_seed_and_they_carry_to_the_other_pages(root
     assert at.selectbox(key="comp_preset").value == "quick" and at.selectbox(key="comp_seed").value == 1
 
 
+def test_a_link_value_that_is_not_a_choice_is_named_once_not_dropped_silently(roots, app_page):
+    for seed in (0, 1):
+        write_run(roots["cached"], f"quick-seq-{seed}", "seqpate", preset="quick", seed=seed)
+    at = app_page(query={"overview_preset": "quick", "overview_seed": "7"})
+    assert at.selectbox(key="overview_seed").value == 0
+    assert [w.value for w in at.warning if "link" in w.value] == [
+        "The link's overview_seed=7 is not one of this page's choices (0, 1, every seed (mean)): showing 0."]
+    assert not [w for w in at.run().warning if "link" in w.value]  # said once, on opening the link
+    at = app_page(query={"overview_preset": "quick", "overview_seed": "every seed (mean)"})
+    assert not [w for w in at.warning if "link" in w.value]  # a value that is a choice draws no warning
+
+
 def test_the_leak_rates_help_says_how_little_a_zero_can_show(roots, app_page):
     """A browser walk read R_name 0% for every method, Pri-GPT (no protection) included: on tiny it looks for 4
     names, none of them in a test reference. The column's help says so, from the runs' recorded counts."""
