@@ -21,6 +21,17 @@ from core.runs import jobs
 from dashboard import common as c
 from dashboard import launch_settings
 
+# what each ablation of Table 3 switches (core.config.ABLATION_SWITCHES)
+ABLATION_HELP = {
+    "none": "full SeqPATE",
+    "-merge_p": "teachers vote for their top candidate instead of averaging their distributions",
+    "-kl": "cross-entropy on the noisy answer's top candidate instead of KL to it",
+    "-pseudo": "no loss on the pseudo labels",
+    "-effi_kd": "every position queried, not only the hard ones",
+    "-gaussian": "Laplace noise instead of Gaussian (L1 sensitivity 2)",
+    "-all": "all five at once",
+}
+
 st.title("Launch runs")
 st.caption("Each selected method becomes one background job (`python -m core job`); jobs queue and keep running "
            "when you reload or close the browser. The settings live in the URL: copy it to share them.")
@@ -49,14 +60,16 @@ with left:
                      "paper: the whole corpus")
     # the Launch boxes check no range themselves: the config does, and its error disables the button
     c.count_input(b, "Seed", min_value=None, key="launch_seed")
+    no_seqpate = "seqpate" not in chosen  # greyed out, as ε and δ are for methods that take none
     with st.container(border=True):
-        st.markdown("**SeqPATE settings** (used by SeqPATE runs only)")
+        st.markdown("**SeqPATE settings** (used by SeqPATE runs only"
+                    + ("; choose SeqPATE to set them)" if no_seqpate else ")"))
         preset_for_help = st.session_state.get("launch_preset", "quick")
         default_teachers = preset_value(preset_for_help, "seqpate", "teachers")
         a, b = st.columns(2)
-        c.count_input(a, "Teachers", value=None, min_value=None, key="launch_teachers",
-                       placeholder=f"{default_teachers} (preset)")
-        b.selectbox("Partition", ["random", "by-user"], key="launch_partition",
+        c.count_input(a, "Teachers", value=None, min_value=None, key="launch_teachers", disabled=no_seqpate,
+                      placeholder=f"{default_teachers} (preset)")
+        b.selectbox("Partition", ["random", "by-user"], key="launch_partition", disabled=no_seqpate,
                     help="by-user keeps each user's sentences in as few teachers as possible (App. F); it needs "
                          "many more users than teachers: quick's private set has 649 users, so its phrase runs "
                          "use 100 teachers")
@@ -65,16 +78,19 @@ with left:
         # labels that do not change with the preset: a radio whose labels change is a new widget, and Streamlit
         # dropped its choice when the preset changed (a walk saw none selected, and top-p launched)
         a.radio("Candidate filter", ["preset", "top-p", "top-k"], key="launch_filter_kind", horizontal=True,
+                disabled=no_seqpate,
                 format_func=lambda kind: "the preset's" if kind == "preset" else kind,
                 help="the student's own candidate set (public information) on which teachers are queried")
         if st.session_state.get("launch_filter_kind") == "preset":
             b.caption(f"{preset_for_help}'s filter: {default_filter}")
         kind = st.session_state.get("launch_filter_kind")
         if kind == "top-k":
-            c.count_input(b, "k", min_value=None, key="launch_top_k")
+            c.count_input(b, "k", min_value=None, key="launch_top_k", disabled=no_seqpate)
         elif kind == "top-p":
-            c.float_input(b, "p", decimals=launch_settings.TOP_P_DECIMALS, step=0.01, key="launch_top_p")
-        st.selectbox("Ablation", ABLATIONS, key="launch_ablation", help="Table 3 of the paper; none = full SeqPATE")
+            c.float_input(b, "p", decimals=launch_settings.TOP_P_DECIMALS, step=0.01, key="launch_top_p",
+                          disabled=no_seqpate)
+        st.selectbox("Ablation", ABLATIONS, key="launch_ablation", disabled=no_seqpate,
+                     help="Table 3 of the paper: " + "; ".join(f"{name}: {what}" for name, what in ABLATION_HELP.items()))
 
 settings = launch_settings.save_launch_settings()
 filter_spec = launch_settings.launch_filter_spec(settings)

@@ -186,6 +186,20 @@ def test_methods_without_epsilon_ignore_the_epsilon_box(roots, app_page, fake_jo
     assert any("delta must be a number, got 'abc'" in e.value for e in at.error)  # no "(or inf)" for a delta
 
 
+def test_seqpate_settings_are_greyed_out_without_seqpate_and_each_ablation_is_explained(roots, app_page):
+    from core.config import ABLATIONS
+
+    at = app_page("launch", {"preset": "tiny", "methods": "pub-gpt"})
+    seqpate_boxes = (at.number_input(key="launch_teachers"), at.selectbox(key="launch_partition"),
+                     at.radio(key="launch_filter_kind"), at.selectbox(key="launch_ablation"))
+    assert all(box.disabled for box in seqpate_boxes)  # a walk found them taking input that no run would read
+    assert "choose SeqPATE to set them" in texts(at)
+    at.multiselect(key="launch_methods").set_value(["pub-gpt", "seqpate"]).run()
+    assert not any(box.disabled for box in (at.number_input(key="launch_teachers"), at.selectbox(key="launch_ablation")))
+    help_text = at.selectbox(key="launch_ablation").help
+    assert all(f"{name}: " in help_text for name in ABLATIONS) and "-merge_p: teachers vote" in help_text
+
+
 def test_launch_says_how_many_jobs_run_at_once_and_with_how_many_threads(roots, app_page, fake_job, monkeypatch):
     monkeypatch.setenv("SEQPATE_MAX_JOBS", "2")
     monkeypatch.delenv("SEQPATE_THREADS", raising=False)
