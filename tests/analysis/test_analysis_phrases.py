@@ -17,6 +17,7 @@ from core.analysis.phrases import (
     KIND_PUBLIC,
     KIND_SEQPATE,
     KIND_USER_BATCHES,
+    check_partition,
     dpsgd_phrase_avg_multiplier,
     dpsgd_phrase_eps,
     mechanism_kind,
@@ -99,6 +100,19 @@ def test_seqpate_phrase_epsilon_is_computed_from_the_recorded_events_not_the_sum
 
 def _phrase(name, indices, users, kind="name", inserted=0):
     return SecretPhrase(name, kind, tuple(users[:1]), tuple(indices), tuple(sorted(set(users))), inserted=inserted)
+
+
+def test_the_partition_check_names_a_teachers_per_user_histogram_other_than_the_runs():
+    from core.seqpate.partition import teachers_per_user
+
+    users = [f"u{i % 5}" for i in range(40)]
+    teacher_of = assign_teachers("by-user", users, 4, 0)
+    recorded = teachers_per_user(users, teacher_of)
+    assert check_partition(users, teacher_of, {"teachers_per_user": recorded}) == "ok"
+    spread = assign_teachers("random", users, 4, 0)  # every user in several teachers: another partition
+    check = check_partition(users, spread, {"teachers_per_user": recorded})
+    assert check.startswith("MISMATCH: recomputed") and str(recorded) in check
+    assert check_partition(users, teacher_of, {}) == "not recorded by the run"
 
 
 def test_seqpate_table_uses_the_runs_partition():
