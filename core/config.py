@@ -292,6 +292,12 @@ def fixed_epsilon(method: str | None) -> float | None:
     return None
 
 
+def dpsgd_batch_size(cfg: RunConfig) -> int:
+    """The expected batch a DP-SGD method samples: NoisySGD-GC+pseudo's large ghost-clipping batch, else
+    dpsgd.batch_size. The runs and the Launch page's noise preview both read it here."""
+    return cfg.dpsgd.ghost_batch_size if cfg.method == "noisysgd-gc+pseudo" else cfg.dpsgd.batch_size
+
+
 # Methods that fine-tune on pseudo data first: they read the pseudo-data sampling and the shared warm-up settings.
 PSEUDO_METHODS = ("pub-gpt+pseudo", "seqpate", "noisysgd+pseudo", "noisysgd-gc+pseudo")
 PSEUDO_FIELDS = {"decode": ("pseudo_top_k", "pseudo_temperature"),

@@ -1103,15 +1103,9 @@ def warm_privacy_import() -> None:
 
 
 def _privacy():
-    try:
-        import core.privacy as privacy
+    import core.privacy as privacy  # lazy: autodp and scipy take 1-2 s to import
 
-        privacy.gaussian_noise_multiplier  # noqa: B018 (the package may not re-export yet)
-        return privacy
-    except (ImportError, AttributeError):
-        from core.privacy import calibrate
-
-        return calibrate
+    return privacy
 
 
 @st.cache_data(show_spinner="Partitioning the private users by user…", max_entries=64)
@@ -1165,6 +1159,11 @@ def seqpate_max_queries(epsilon: float, delta: float, noise_std: float) -> int:
 @st.cache_data(show_spinner=False, max_entries=500)
 def dpsgd_noise(epsilon: float, delta: float, sampling_rate: float, steps: int) -> float:
     return _privacy().dpsgd_noise_multiplier(float(epsilon), float(delta), float(sampling_rate), int(steps))
+
+
+def poisson_shape(n: int, batch_size: int, epochs: int) -> tuple[float, int]:
+    """(sampling rate q, steps) of a Poisson DP-SGD run, as the runs compute them (core.privacy.poisson_shape)."""
+    return _privacy().poisson_shape(int(n), int(batch_size), int(epochs))
 
 
 @st.cache_data(show_spinner=False, max_entries=500)

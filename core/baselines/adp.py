@@ -22,9 +22,14 @@ import time
 import numpy as np
 import torch
 
-from core.baselines.batching import poisson_shape
 from core.baselines.dpsgd import Plan, make_private, poisson_schedule, run_schedule, unwrap
-from core.privacy import SubsampledGaussianEvent, dpsgd_noise_multiplier, epsilon_from_events, events_to_dicts
+from core.privacy import (
+    SubsampledGaussianEvent,
+    dpsgd_noise_multiplier,
+    epsilon_from_events,
+    events_to_dicts,
+    poisson_shape,
+)
 from core.runs.pipeline import MethodResult, Workspace
 from core.train import pad_batch, token_nll
 

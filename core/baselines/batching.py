@@ -6,30 +6,10 @@ front lets a method calibrate from it (adaptive DP) and lets the run record whic
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Sequence
 
 import numpy as np
-from opacus.utils.uniform_sampler import UniformWithReplacementSampler
-
-
-def poisson_rate(n: int, batch_size: int) -> float:
-    """Sampling rate opacus' DPDataLoader uses for an expected batch of `batch_size`: 1 / ceil(n / batch_size).
-
-    This is batch_size / n up to rounding the number of steps per epoch to an integer; the accountant is
-    always given this exact rate, the one the sampler really uses.
-    """
-    return 1.0 / math.ceil(n / batch_size)
-
-
-def poisson_shape(n: int, batch_size: int, epochs: int) -> tuple[float, int]:
-    """(sampling rate q, steps) of Poisson DP-SGD as opacus runs it: q = poisson_rate, and per epoch as many steps
-    as opacus' sampler draws at that rate. That is int(1 / q), one fewer than ceil(n / batch_size) for some sizes
-    (93 batches give 92 steps: 1 / (1 / 93) rounds below 93), so the sampler itself is asked. Noise is calibrated
-    for exactly these steps."""
-    q = poisson_rate(n, batch_size)
-    return q, epochs * len(UniformWithReplacementSampler(num_samples=n, sample_rate=q))
 
 
 def pack_users(user_ids: Sequence[str], batch_size: int) -> list[list[int]]:

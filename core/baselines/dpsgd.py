@@ -27,7 +27,8 @@ from opacus.optimizers import DPOptimizerFastGradientClipping
 from torch.utils.data import DataLoader, TensorDataset
 
 import core.baselines.opacus_conv1d  # noqa: F401  (registers opacus samplers for GPT-2's Conv1D layers)
-from core.baselines.batching import batch_of_sentence, pack_users, poisson_shape, users_schedule
+from core.baselines.batching import batch_of_sentence, pack_users, users_schedule
+from core.config import dpsgd_batch_size
 from core.privacy import (
     GaussianEvent,
     SubsampledGaussianEvent,
@@ -35,6 +36,7 @@ from core.privacy import (
     epsilon_from_events,
     events_to_dicts,
     gaussian_noise_multiplier,
+    poisson_shape,
 )
 from core.runs.pipeline import MethodResult, Workspace
 from core.train import pad_batch
@@ -350,19 +352,19 @@ def _result(model, privacy: dict, metrics: dict, extra_s: float = 0.0) -> Method
 
 def noisysgd(ws: Workspace) -> MethodResult:
     """NoisySGD: DP-Adam on the private data, starting from the public base model."""
-    model, privacy, metrics = train_dp(ws, ws.fresh_base(), ghost=False, batch_size=ws.cfg.dpsgd.batch_size,
+    model, privacy, metrics = train_dp(ws, ws.fresh_base(), ghost=False, batch_size=dpsgd_batch_size(ws.cfg),
                                        stage="dp-train")
     return _result(model, privacy, metrics)
 
 
 def noisysgd_pseudo(ws: Workspace) -> MethodResult:
     """NoisySGD+pseudo: fine-tune on public pseudo data first (free), then the same DP training."""
-    return _pseudo_then_dp(ws, ghost=False, batch_size=ws.cfg.dpsgd.batch_size)
+    return _pseudo_then_dp(ws, ghost=False, batch_size=dpsgd_batch_size(ws.cfg))
 
 
 def noisysgd_gc_pseudo(ws: Workspace) -> MethodResult:
     """NoisySGD+GC+pseudo: as above with ghost clipping and a large logical batch (cfg.dpsgd.ghost_batch_size)."""
-    return _pseudo_then_dp(ws, ghost=True, batch_size=ws.cfg.dpsgd.ghost_batch_size)
+    return _pseudo_then_dp(ws, ghost=True, batch_size=dpsgd_batch_size(ws.cfg))
 
 
 def _pseudo_then_dp(ws: Workspace, *, ghost: bool, batch_size: int) -> MethodResult:

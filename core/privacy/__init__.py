@@ -28,6 +28,8 @@ from core.privacy.calibrate import (
     gaussian_std,
     laplace_scale,
     per_release_noise_multiplier,
+    poisson_rate,
+    poisson_shape,
 )
 from core.privacy.events import (
     GaussianEvent,
@@ -78,6 +80,8 @@ __all__ = [
     "gaussian_std",
     "laplace_scale",
     "per_release_noise_multiplier",
+    "poisson_rate",
+    "poisson_shape",
     "group_release",
     "seqpate_phrase_epsilon",
     "summarize_phrase_epsilons",

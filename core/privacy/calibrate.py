@@ -195,6 +195,24 @@ def dpsgd_epsilon(noise_multiplier: float, sampling_rate: float, steps: int, del
     ).epsilon
 
 
+def poisson_rate(n: int, batch_size: int) -> float:
+    """Sampling rate of Poisson DP-SGD for an expected batch of `batch_size` out of n, as opacus' DPDataLoader sets
+    it: 1 / ceil(n / batch_size), batch_size / n up to rounding the steps per epoch to an integer."""
+    check_int("n", n, 1)
+    check_int("batch_size", batch_size, 1)
+    return 1.0 / math.ceil(n / batch_size)
+
+
+def poisson_shape(n: int, batch_size: int, epochs: int) -> tuple[float, int]:
+    """(sampling rate q, steps) of Poisson DP-SGD as opacus runs it, the accountant's inputs: q = poisson_rate and,
+    per epoch, the int(1 / q) batches opacus' sampler draws at that rate: one fewer than ceil(n / batch_size) for
+    some sizes (93 batches give 92 steps, as 1 / (1 / 93) rounds below 93). Runs calibrate their noise for these
+    steps, and the dashboard previews them (tests/baselines/test_batching_users.py checks them against opacus)."""
+    check_int("epochs", epochs, 1)
+    q = poisson_rate(n, batch_size)
+    return q, epochs * int(1 / q)
+
+
 def dpsgd_noise_multiplier(epsilon: float, delta: float, sampling_rate: float, steps: int) -> float:
     """Noise multiplier whose DP-SGD epsilon (PLD) is in [target * (1 - 1e-3), target]; inf -> 0."""
     check_target(epsilon, delta)

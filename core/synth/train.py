@@ -25,7 +25,6 @@ import numpy as np
 import torch
 
 import core.baselines.opacus_conv1d  # noqa: F401  (opacus samplers for GPT-2's Conv1D layers)
-from core.baselines.batching import poisson_shape
 from core.baselines.dpsgd import (
     clipped_noisy_step,
     make_private,
@@ -38,6 +37,7 @@ from core.privacy import (
     epsilon_from_events,
     events_to_dicts,
     per_release_noise_multiplier,
+    poisson_shape,
 )
 from core.synth.config import SynthConfig
 from core.synth.model import (

@@ -105,8 +105,8 @@ def dpsgd_calculator() -> None:
     if batch > n:  # Poisson sampling at rate batch / N: a batch cannot expect more sentences than there are
         st.error(f"The expected batch size ({batch:,}) cannot exceed the number of training sentences ({n:,}).")
         return
-    q = batch / n
-    steps = max(1, int(math.ceil(epochs * n / batch)))
+    q, per_epoch = c.poisson_shape(n, batch, 1)  # as the DP-SGD runs sample, so Launch and a run agree with it
+    steps = max(1, int(math.ceil(epochs * per_epoch)))
     if steps > MAX_STEPS:
         st.error(f"{steps:,} steps (epochs · N / batch): the calculator accounts up to {MAX_STEPS:,} steps, which "
                  "take the PLD accountant about 10 s; 10^7 take about a minute.")
@@ -119,8 +119,9 @@ def dpsgd_calculator() -> None:
     r = st.columns(4)
     r[0].metric("ε", c.fmt_eps(eps))
     r[1].metric("noise multiplier", f"{sigma:.4g}", help="per-step noise std / clipping norm")
-    r[2].metric("sampling rate q", f"{q:.4g}", help="batch / N (Poisson sampling)")
-    r[3].metric("steps", f"{steps:,}", help="epochs · N / batch")
+    r[2].metric("sampling rate q", f"{q:.4g}", help="1 / ceil(N / batch): Poisson sampling as the runs do it "
+                "(opacus), batch / N up to a whole number of batches per epoch")
+    r[3].metric("steps", f"{steps:,}", help="epochs · int(1 / q) batches, as the runs draw them")
     st.markdown(c.epsilon_reading(eps, delta))
     st.caption("Accountant: privacy loss distributions (dp_accounting PLD, pessimistic), the one the DP-SGD "
                "runs report. Results are cached: repeating a setting is instant.")

@@ -13,6 +13,7 @@ from core.config import (
     ConfigError,
     check_delta_range,
     check_epsilon_range,
+    dpsgd_batch_size,
     fixed_epsilon,
     parse_number,
     preset_value,
@@ -170,21 +171,26 @@ with right:
                            "noise added) on the whole vocabulary.")
     dpsgd = [m for m in configs if m in c.DPSGD_METHODS]
     if dpsgd and valid_privacy and not math.isinf(eps):
-        cfg = configs[dpsgd[0]]
-        n = cfg.data.private_train
         with st.container(border=True):
-            st.markdown("**DP-SGD noise** (" + ", ".join(c.method_label(m) for m in dpsgd) + ")")
-            if n is None:
-                st.caption("Preset paper uses the whole corpus: the run calibrates once the data is loaded.")
-            else:
-                q = min(1.0, cfg.dpsgd.batch_size / n)
-                steps = max(1, cfg.dpsgd.epochs * math.ceil(n / cfg.dpsgd.batch_size))
+            st.markdown("**DP-SGD noise** (calibrated before training, as each run will)")
+            for method in dpsgd:  # each its own batch: NoisySGD-GC+pseudo samples ghost clipping's large one
+                cfg = configs[method]
+                n, batch, epochs = cfg.data.private_train, dpsgd_batch_size(cfg), cfg.dpsgd.epochs
+                if n is None:
+                    st.caption(f"{c.method_label(method)}: preset paper uses the whole corpus, so the run "
+                               "calibrates once the data is loaded.")
+                    continue
+                q, steps = c.poisson_shape(n, batch, epochs)
                 with st.spinner("PLD accountant…"):
                     z = c.dpsgd_noise(eps, delta, q, steps)
+                st.caption(c.method_label(method) + (" (the base noise; ADP scales it per batch, never below it)"
+                                                     if method == "adp" else ""))
                 m1, m2, m3 = st.columns(3)
                 m1.metric("noise multiplier", f"{z:.4g}")
-                m2.metric("sampling rate q", f"{q:.4g}", help=f"batch {cfg.dpsgd.batch_size} / N {n}")
-                m3.metric("steps", f"{steps:,}", help=f"{cfg.dpsgd.epochs} epochs")
+                m2.metric("sampling rate q", f"{q:.4g}",
+                          help=f"1 / ceil(N / batch): expected batch {batch:,}, N {n:,}")
+                m3.metric("steps", f"{steps:,}",
+                          help=f"{epochs} epochs of int(1 / q) Poisson batches, as opacus draws them")
     fixed = [m for m in settings["methods"] if fixed_epsilon(m) is not None]
     if fixed:
         its, they = ("its", "it reads") if len(fixed) == 1 else ("their", "they read")

@@ -4,9 +4,14 @@ import numpy as np
 import pytest
 
 from core.baselines.adp import adp_accounting, batch_gammas, privacy_probabilities
-from core.baselines.batching import poisson_shape
 from core.baselines.dpsgd import Plan
-from core.privacy import dpsgd_epsilon, dpsgd_noise_multiplier, epsilon_from_events, gaussian_noise_multiplier
+from core.privacy import (
+    dpsgd_epsilon,
+    dpsgd_noise_multiplier,
+    epsilon_from_events,
+    gaussian_noise_multiplier,
+    poisson_shape,
+)
 
 DELTA = 1e-6
 

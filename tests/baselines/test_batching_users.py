@@ -6,7 +6,8 @@ from collections import Counter
 import pytest
 import torch
 
-from core.baselines.batching import batch_of_sentence, pack_users, poisson_rate, poisson_shape, users_schedule
+from core.baselines.batching import batch_of_sentence, pack_users, users_schedule
+from core.privacy import poisson_rate, poisson_shape
 
 
 def users_example():

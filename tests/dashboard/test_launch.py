@@ -39,6 +39,25 @@ def test_sigma_shown_equals_calibration(roots, app_page):
     assert "e^ε ≈ 7.39×" in texts(at)  # the plain-language reading of epsilon 2
 
 
+def test_dp_sgd_noise_shown_is_what_each_method_calibrates(roots, app_page):
+    """A review found one number for every DP-SGD method, from the small batch: NoisySGD-GC+pseudo samples ghost
+    clipping's batch of 512 (tiny: q 0.25 over 8 steps, z 1.596, where the page showed 0.7919)."""
+    from core.config import dpsgd_batch_size
+    from core.privacy import dpsgd_noise_multiplier, poisson_shape
+
+    at = app_page("launch", {"preset": "tiny", "eps": "3", "delta": "1e-6", "methods": "noisysgd,noisysgd-gc+pseudo"})
+    assert not at.exception
+    shown = [(m.label, m.value) for m in at.metric]
+    expected = []
+    for method in ("noisysgd", "noisysgd-gc+pseudo"):
+        cfg = preset_config("tiny", method=method)
+        q, steps = poisson_shape(cfg.data.private_train, dpsgd_batch_size(cfg), cfg.dpsgd.epochs)
+        z = dpsgd_noise_multiplier(3.0, 1e-6, q, steps)
+        expected += [("noise multiplier", f"{z:.4g}"), ("sampling rate q", f"{q:.4g}"), ("steps", f"{steps:,}")]
+    assert shown == expected
+    assert expected[3:] == [("noise multiplier", "1.596"), ("sampling rate q", "0.25"), ("steps", "8")]
+
+
 @pytest.mark.parametrize("ablation", ["-gaussian", "-all"])
 def test_laplace_ablations_show_the_laplace_scale_the_run_will_use(roots, app_page, ablation):
     """Those ablations release Laplace noise: the preview is the engine's own calibration, not the Gaussian's."""

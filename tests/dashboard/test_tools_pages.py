@@ -103,6 +103,12 @@ def test_calculator_dpsgd_tab(roots, app_page):
     q, steps = 32 / 20000, math.ceil(2 * 20000 / 32)
     assert shown["steps"] == f"{steps:,}"
     assert shown["ε"] == f"{dpsgd_epsilon(1.0, q, steps, 1e-6):.3g}"
+    # the runs' Poisson shape (core.privacy.poisson_shape), not epochs · N / batch: 2,970 sentences in batches of 32
+    # are 93 batches, of which opacus draws 92 per epoch
+    at.number_input(key="calc_dp_n").set_value(2970).run()
+    assert (metrics(at)["sampling rate q"], metrics(at)["steps"]) == (f"{1 / 93:.4g}", "184")
+    assert metrics(at)["ε"] == f"{dpsgd_epsilon(1.0, 1 / 93, 184, 1e-6):.3g}"
+    at.number_input(key="calc_dp_n").set_value(20000).run()
     at.number_input(key="calc_dp_sigma").set_value(0.8).run()
     at.number_input(key="calc_dp_batch").set_value(50000).run()  # more than the 20,000 sentences
     assert not at.exception and "cannot exceed the number of training sentences" in at.error[0].value
