@@ -304,7 +304,11 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
     requested = as_float(pv.get("epsilon"))
     accounted = as_float(privacy.get("epsilon"))
     fixed = fixed_epsilon(as_str(cfg.get("method")))
-    epsilon = accounted if accounted is not None else fixed if fixed is not None else requested
+    state = status.get("state") if status.get("state") in store.STATES else "failed"
+    # every ε shown comes from the run's recorded events (privacy.json); the one asked for stands in only while the
+    # run has not written them yet: a finished run without them has no guarantee to show
+    asked = requested if state in ACTIVE_STATES else None
+    epsilon = accounted if accounted is not None else fixed if fixed is not None else asked
     elapsed, remaining = timing(status)
     timings = as_dict(metrics.get("timings"))
     base_model = as_dict(metrics.get("base_model"))
@@ -312,7 +316,7 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
     return {
         "run_id": run.run_id,
         "source": source,
-        "state": status.get("state") if status.get("state") in store.STATES else "failed",
+        "state": state,
         "stage": as_str(status.get("stage")),
         "progress": as_float(status.get("progress")) or 0.0,
         "error": status.get("error"),

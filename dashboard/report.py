@@ -34,7 +34,7 @@ h1{margin-bottom:.2rem} h2{border-bottom:1px solid #e2e8f0;padding-bottom:.2rem;
 table{border-collapse:collapse;font-size:.9rem;margin:.5rem 0} td,th{border:1px solid #e2e8f0;padding:.25rem .6rem;
 text-align:left;vertical-align:top} th{background:#f7fafc} .muted{color:#718096} mark{background:#fefcbf}
 .card{border:1px solid #e2e8f0;border-radius:8px;padding:.6rem 1rem;margin:.5rem 0}
-.bad{color:#c53030;font-weight:600} .ok{color:#2f855a;font-weight:600}
+.bad{color:#c53030;font-weight:600} .ok{color:#2f855a;font-weight:600} .warn{color:#b7791f;font-weight:600}
 """
 
 
@@ -81,7 +81,9 @@ def build_report_html(record: dict[str, Any], config: dict[str, Any], privacy: d
     title = f"{method_label(record.get('method'))} run {record.get('run_id')}"
     statement = privacy_statement(record.get("epsilon"), record.get("delta"), record.get("unit"),
                                   record.get("method"), record.get("privacy_target"))
-    kind_class = "bad" if "NOT PRIVATE" in statement else "ok"
+    # green only for a guarantee: no record is as bad as none, and a heuristic's ε is not a DP guarantee
+    kind_class = ("bad" if "NOT PRIVATE" in statement or statement == "no privacy record"
+                  else "warn" if "heuristic" in statement else "ok")
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>",

@@ -108,7 +108,7 @@ def dpsgd_calculator() -> None:
     q, per_epoch = c.poisson_shape(n, batch, 1)  # as the DP-SGD runs sample, so Launch and a run agree with it
     steps = max(1, int(math.ceil(epochs * per_epoch)))
     if steps > MAX_STEPS:
-        st.error(f"{steps:,} steps (epochs · N / batch): the calculator accounts up to {MAX_STEPS:,} steps, which "
+        st.error(f"{steps:,} steps (epochs · int(1 / q)): the calculator accounts up to {MAX_STEPS:,} steps, which "
                  "take the PLD accountant about 10 s; 10^7 take about a minute.")
         return
     with st.spinner("PLD accountant…"):

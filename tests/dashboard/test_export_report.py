@@ -82,6 +82,27 @@ def test_report_gives_epsilon_to_six_digits_and_delta_like_the_dashboard(roots):
     assert "15.998339688884274" not in document
 
 
+def test_a_finished_run_without_its_privacy_record_shows_no_guarantee(roots, app_page):
+    """A review deleted a done run's privacy.json and read the ε it had asked for on a green card: every ε shown comes
+    from recorded events. The report marks a missing record and a heuristic as no guarantee either."""
+    from dashboard import common as c
+
+    write_run(roots["cached"], "seq", "seqpate", epsilon=3.0)
+    write_run(roots["cached"], "adp", "adp", epsilon=3.0)
+    (roots["cached"] / "seq" / "privacy.json").unlink()
+    row = c.runs_frame().set_index("run_id").loc["seq"]
+    assert not c.present(row["epsilon"]) and c.privacy_statement(row["epsilon"], row["delta"], row["unit"]) == \
+        "no privacy record"
+    at = app_page()
+    [card] = [x for x in c.privacy_cards(c.finished_frame()) if x["method"] == "seqpate"]
+    assert card["kind"] == "unknown" and card["epsilon"] == "–"
+    assert not [s.value for s in at.success if "ε = 3" in s.value]  # no green shield for the run without a record
+    _, document = report_of("seq", figures=False)
+    assert "<span class='bad'>no privacy record</span>" in document
+    _, document = report_of("adp", figures=False)
+    assert "<span class='warn'>ε = " in document and "heuristic" in document
+
+
 def test_synthetic_run_report_shows_its_own_metrics(roots):
     write_run(roots["cached"], "seq", "seqpate", epsilon=3.0)
     write_synth_run(roots["cached"], "synth", "multitask", 16.0, accuracy=0.3, separability=0.4)
