@@ -44,9 +44,9 @@ from core.config import (
 )
 from core.runs import registry, store
 from core.runs.registry import RunInfo
-from core.runs.store import RunDir, RunError
+from core.runs.store import RunDir, RunError, RunFormatError
 from dashboard.estimate import choose_pace, method_began, method_start, pace_runs, timing, trains_its_base
-from dashboard.values import as_dict, as_float, as_str, safe_read
+from dashboard.values import as_dict, as_float, as_int, as_str, safe_read
 
 # ----------------------------------------------------------------------------------------------------------------
 # Methods: names, groups, colours
@@ -319,18 +319,18 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
         "state": state,
         "stage": as_str(status.get("stage")),
         "progress": as_float(status.get("progress")) or 0.0,
-        "error": status.get("error"),
+        "error": as_str(status.get("error")),
         "method": as_str(cfg.get("method")),
         "preset": as_str(cfg.get("preset")),
-        "seed": cfg.get("seed", stored.get("seed")),
+        "seed": as_int(cfg.get("seed", stored.get("seed"))),
         # before privacy.json exists: the epsilon the run is calibrated for, or the one no setting changes
         "epsilon": epsilon,
         "epsilon_target": requested if fixed is None else None,  # a fixed-ε method ignores its config's ε
         # phrase-avg: calibrated on name phrases (a fixed-ε method calibrates nothing)
         "privacy_target": (as_str(pv.get("target")) or "sample") if fixed is None else "sample",
         "delta": shown_delta(epsilon, as_float(privacy.get("delta")) if privacy else as_float(pv.get("delta"))),
-        "accountant": privacy.get("accountant"),
-        "unit": privacy.get("unit"),
+        "accountant": as_str(privacy.get("accountant")),
+        "unit": as_str(privacy.get("unit")),
         "has_privacy": bool(privacy),
         "ppl": as_float(metrics.get("ppl")),
         "bleu1": as_float(metrics.get("bleu1")),
@@ -341,20 +341,20 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
         # how much the leak rate can show: the private names it looks for, the test references holding one
         "r_name_names": as_float(as_dict(metrics.get("r_name_counts")).get("names")),
         "r_name_references": as_float(as_dict(metrics.get("r_name_counts")).get("references_with_name")),
-        "teachers": sp.get("teachers"),
-        "filter": sp.get("filter"),
-        "partition": sp.get("partition"),
-        "ablation": sp.get("ablation") or "none",
+        "teachers": as_int(sp.get("teachers")),
+        "filter": as_str(sp.get("filter")),
+        "partition": as_str(sp.get("partition")),
+        "ablation": as_str(sp.get("ablation")) or "none",
         "variant": variant_label(varied),
         "varied": tuple(varied),  # the names only, for only_varies
-        "query_budget": privacy.get("query_budget", sp.get("query_budget")),
-        "queries_spent": privacy.get("queries_spent"),
-        "teachers_per_user": privacy.get("teachers_per_user"),
+        "query_budget": as_int(privacy.get("query_budget", sp.get("query_budget"))),
+        "queries_spent": as_int(privacy.get("queries_spent")),
+        "teachers_per_user": as_dict(privacy.get("teachers_per_user")) or None,
         "has_phrases": (path / store.PHRASES).is_file(),
         "has_completions": (path / store.COMPLETIONS).is_file(),
-        "config_hash": stored.get("config_hash"),
+        "config_hash": as_str(stored.get("config_hash")),
         # copies of one run: equal where the configs differ only in fields the method never reads
-        "effective_hash": effective_hash(cfg) if cfg else stored.get("config_hash"),
+        "effective_hash": effective_hash(cfg) if cfg else as_str(stored.get("config_hash")),
         "created": as_str(status.get("created")) or as_str(stored.get("created")),
         "started": as_str(status.get("started")),
         "finished": as_str(status.get("finished")),
@@ -607,6 +607,17 @@ def read_run(run: RunDir, kind: str) -> Any:
     """A cached read of one run file (config, privacy, metrics, progress, completions or phrases)."""
     key = _digest((str(run.path), run.source, file_signature(run.path, (_FILE_OF[kind],))))
     return _READERS[kind](key, str(run.path), run.source)
+
+
+def read_shown(run: RunDir, kind: str) -> Any:
+    """read_run for a page: a damaged file (RunFormatError, e.g. a bad line in completions.jsonl) is named in an
+    error on the page and read as empty ([] rows, or None for a JSON file), so the page and the other runs still
+    show instead of the page failing."""
+    try:
+        return read_run(run, kind)
+    except RunFormatError as exc:
+        st.error(f"{run.run_id}: {exc}", icon=":material/error:")
+        return [] if kind in ("completions", "phrases", "progress") else None
 
 
 @st.cache_data(show_spinner=False, max_entries=100)

@@ -3,6 +3,7 @@ crash, a full disk or a hand edit), so a field of the wrong type counts as absen
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -20,13 +21,19 @@ def safe_read(read: Callable[[], Any], default: Any = None) -> Any:
 
 
 def as_float(value: Any) -> float | None:
-    """A number field of a run file; booleans, text and other JSON types count as absent."""
+    """A number field of a run file (or numeric text); booleans and other JSON types count as absent."""
     if value is None or isinstance(value, bool):
         return None
     try:
         return float(value)
     except (TypeError, ValueError, OverflowError):
         return None
+
+
+def as_int(value: Any) -> int | None:
+    """A whole-number field of a run file (a seed, a teacher count); anything else counts as absent."""
+    number = as_float(value)
+    return int(number) if number is not None and math.isfinite(number) and number == int(number) else None
 
 
 def as_str(value: Any) -> str | None:

@@ -35,16 +35,20 @@ if not run_ids:
     st.info("Choose at least one run.")
     st.stop()
 
-completions = {rid: c.read_run(c.get_run(rid), "completions") for rid in run_ids}
-phrases = {rid: [p["phrase"] for p in c.read_run(c.get_run(rid), "phrases")] if records[rid]["has_phrases"]
+completions = {rid: c.read_shown(c.get_run(rid), "completions") for rid in run_ids}
+phrases = {rid: [p["phrase"] for p in c.read_shown(c.get_run(rid), "phrases")] if records[rid]["has_phrases"]
            else [] for rid in run_ids}
 all_phrases = sorted({p for values in phrases.values() for p in values})
 
+# a run with no completions to show (none written, or a damaged file named above) is left out; the others show
+if without := [rid for rid in run_ids if not completions[rid]]:
+    st.warning(f"No completions to show for {', '.join(without)}.")
+    run_ids = [rid for rid in run_ids if completions[rid]]
+    if not run_ids:
+        st.stop()
+completions = {rid: completions[rid] for rid in run_ids}
 first = completions[run_ids[0]]
 n = min(len(rows) for rows in completions.values())
-if n == 0:
-    st.warning("A selected run has no completions.")
-    st.stop()
 if any(len(rows) != len(first) for rows in completions.values()):
     st.caption(f"The runs have different numbers of completions; showing the first {n} shared indices.")
 prefixes = [first[i].get("prefix", "") for i in range(n)]

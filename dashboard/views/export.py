@@ -51,13 +51,13 @@ else:
     run = c.get_run(run_id)
     name = f"{run_id}_{which.split(' ')[0]}"
     if which == "phrases of a run":
-        table = pd.DataFrame(c.read_run(run, "phrases"))
+        table = pd.DataFrame(c.read_shown(run, "phrases"))
     elif which == "completions of a run":
-        table = pd.DataFrame(c.read_run(run, "completions"))
+        table = pd.DataFrame(c.read_shown(run, "completions"))
     elif which == "privacy events of a run":
-        table = pd.DataFrame((c.read_run(run, "privacy") or {}).get("events") or [])
+        table = pd.DataFrame((c.read_shown(run, "privacy") or {}).get("events") or [])
     else:
-        table = pd.DataFrame(c.read_run(run, "progress"))
+        table = pd.DataFrame(c.read_shown(run, "progress"))
 if table is None or table.empty:
     st.info("This table is empty.")
 else:
@@ -81,13 +81,13 @@ run_id = st.selectbox("Run", list(done), index=list(done).index(default_run), ke
 n_completions = st.slider("Completions to include", 0, 50, 10, key="export_report_n")
 record = done[run_id]
 run = c.get_run(run_id)
-phrases = [p["phrase"] for p in c.read_run(run, "phrases")] if record["has_phrases"] else []
+phrases = [p["phrase"] for p in c.read_shown(run, "phrases")] if record["has_phrases"] else []
 def make_report() -> bytes:
     """Built only when the button is clicked (plotly inlined makes it several MB)."""
     figures = report.report_figures(record, finished[finished["preset"] == record["preset"]],
-                                    c.read_run(run, "progress"))
-    document = report.build_report_html(record, c.run_config_dict(run), c.read_run(run, "privacy"),
-                                        c.read_run(run, "metrics"), c.read_run(run, "completions"), phrases,
+                                    c.read_shown(run, "progress"))
+    document = report.build_report_html(record, c.run_config_dict(run), c.read_shown(run, "privacy"),
+                                        c.read_shown(run, "metrics"), c.read_shown(run, "completions"), phrases,
                                         figures, n_completions=n_completions)
     return document.encode("utf-8")
 

@@ -30,7 +30,7 @@ run_id = st.selectbox("Run", list(records), index=list(records).index(default_ru
 run = c.get_run(run_id)
 if records[run_id]["privacy_target"] == "phrase-avg":
     st.warning(c.PHRASE_TARGET_HEURISTIC, icon=":material/warning:")
-phrases = pd.DataFrame(c.read_run(run, "phrases"))
+phrases = pd.DataFrame(c.read_shown(run, "phrases"))
 if phrases.empty:
     st.info("This run's phrases.csv has no rows.")
     st.stop()
@@ -116,14 +116,11 @@ def show_histogram() -> None:
     noisy = [i for i in same_preset if c.present(records[i]["epsilon"]) and 0 < records[i]["epsilon"] < math.inf
              and c.same_seed(records[i], me) and records[i]["method"] != me["method"]]
 
-    def kinds_of(i: str) -> set:
-        return {r.get("kind") for r in c.read_run(c.get_run(i), "phrases")}
-
-    my_kinds = kinds_of(run_id)
+    kinds_of = {i: {r.get("kind") for r in c.read_shown(c.get_run(i), "phrases")} for i in noisy}  # read once
 
     def unlike(i: str) -> tuple[bool, bool, bool, bool]:
         r = records[i]
-        return (not my_kinds <= kinds_of(i), r["privacy_target"] != me["privacy_target"],
+        return (not set(kinds) <= kinds_of[i], r["privacy_target"] != me["privacy_target"],
                 r["epsilon_target"] != me["epsilon_target"], bool(r["variant"]) and r["privacy_target"] == "sample")
 
     best: dict[str, str] = {}
@@ -138,7 +135,7 @@ def show_histogram() -> None:
     per_run: dict[str, tuple[str, list[float]]] = {}
     without_kind = []
     for rid in chosen:
-        rows = [r for r in c.read_run(c.get_run(rid), "phrases") if kind == "all" or r.get("kind") == kind]
+        rows = [r for r in c.read_shown(c.get_run(rid), "phrases") if kind == "all" or r.get("kind") == kind]
         if not rows:
             without_kind.append(rid)
             continue

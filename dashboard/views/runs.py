@@ -169,7 +169,7 @@ def live_view() -> None:
                 st.code(trace, language="text")
     elif record["state"] == "done" and record["has_privacy"]:
         if c.is_synth_method(record["method"]):  # no PPL or BLEU: the classifier trained on its synthetic set
-            m = c.read_run(run, "metrics") or {}
+            m = c.read_shown(run, "metrics") or {}
             utility = (f"  ·  accuracy on real test text {c.fmt_num(m.get('accuracy_synthetic'), 3)} (real train "
                        f"data: {c.fmt_num(m.get('accuracy_real'), 3)})  ·  Synthetic data page")
         else:
@@ -228,7 +228,7 @@ def live_view() -> None:
         # plotly figures: built only when asked for
         from dashboard import charts
 
-        figure = charts.run_progress_figure(c.read_run(run, "progress"))
+        figure = charts.run_progress_figure(c.read_shown(run, "progress"))
         if figure is None:
             st.caption("No loss or ε lines in progress.jsonl yet." if record["state"] in c.ACTIVE_STATES
                        else "This run logged no loss or ε lines in progress.jsonl.")

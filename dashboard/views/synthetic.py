@@ -82,7 +82,7 @@ runs = c.seed_picker(synth[synth["preset"] == preset], key="synth_seed")
 rows = []
 label_counts = set()  # number of labels of each run's data set: chance level = 1 / that
 for record in runs.to_dict("records"):
-    m = c.read_run(c.get_run(record["run_id"]), "metrics") or {}
+    m = c.read_shown(c.get_run(record["run_id"]), "metrics") or {}
     if (m.get("data") or {}).get("labels"):
         label_counts.add(len(m["data"]["labels"]))
     grams = m.get("ngram_ratios") or {}
@@ -180,7 +180,7 @@ def show_memorisation() -> None:
                                  name=name, customdata=[[row["run"]]] * 5, line=dict(dash=dash),
                                  hovertemplate="%{y:.4f} (run %{customdata[0]})"))
         if c.present(row["seed"]) and row["seed"] not in references:
-            metrics = c.read_run(c.get_run(row["run"]), "metrics") or {}
+            metrics = c.read_shown(c.get_run(row["run"]), "metrics") or {}
             if metrics.get("ngram_ratios_real_test"):
                 references[row["seed"]] = metrics["ngram_ratios_real_test"]
     for seed, reference in sorted(references.items()):
@@ -227,7 +227,7 @@ def show_run() -> None:
             part = points[points["label"] == label]
             scatter.add_trace(go.Scatter(x=part["x"], y=part["y"], mode="markers", name=label,
                                          marker=dict(size=6, opacity=0.75, color=palette[k % len(palette)])))
-        metrics = c.read_run(c.get_run(run_id), "metrics") or {}
+        metrics = c.read_shown(c.get_run(run_id), "metrics") or {}
         scatter.update_layout(title=f"{str(metrics.get('projection', 'umap')).upper()} of the real test embeddings, "
                               "coloured by label", xaxis_title="", yaxis_title="", **LAYOUT)
         st.plotly_chart(scatter, width="stretch", key="synth_umap")

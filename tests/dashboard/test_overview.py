@@ -219,6 +219,25 @@ def test_a_link_value_that_is_not_a_choice_is_named_once_not_dropped_silently(ro
     assert not [w for w in at.warning if "link" in w.value]  # a value that is a choice draws no warning
 
 
+def test_a_run_file_field_of_the_wrong_type_counts_as_absent_and_fails_no_page(roots, app_page):
+    """A review set one run's seed to "zero": int() raised on the Overview and the Runs page."""
+    write_run(roots["cached"], "good", "seqpate", ppl=100.0)
+    bad = write_run(roots["cached"], "garbled", "seqpate", ppl=200.0, seed=1)
+    config = json.loads(bad.file("config.json").read_text())
+    config["config"]["seed"] = "zero"
+    config["config"]["seqpate"]["teachers"] = "many"
+    bad.file("config.json").write_text(json.dumps(config))
+    privacy = json.loads(bad.file("privacy.json").read_text())
+    bad.file("privacy.json").write_text(json.dumps({**privacy, "unit": ["sample"], "accountant": {"x": 1}}))
+    for page in ("overview", "runs", "privacy_utility", "completions", "phrases", "export"):
+        at = app_page(None if page == "overview" else page)
+        assert not at.exception, (page, at.exception)
+    from dashboard import common as c
+
+    row = c.runs_frame().set_index("run_id").loc["garbled"]
+    assert not c.present(row["seed"]) and not c.present(row["teachers"]) and not c.present(row["unit"])
+
+
 def test_the_leak_rates_help_says_how_little_a_zero_can_show(roots, app_page):
     """A browser walk read R_name 0% for every method, Pri-GPT (no protection) included: on tiny it looks for 4
     names, none of them in a test reference. The column's help says so, from the runs' recorded counts."""

@@ -349,6 +349,23 @@ def test_completions_side_by_side_with_highlights_and_leak_rate(results, app_pag
     assert "SeqPATE · ε 3 · seq-eps3" in html and "SeqPATE · ε 3 · seq-topk" in html
 
 
+def test_a_damaged_completions_or_phrases_file_is_named_and_the_page_still_shows(roots, app_page):
+    """A review put a bad line in the middle of completions.jsonl: the whole Completions page failed."""
+    write_run(roots["cached"], "pub", "pub-gpt", phrases=phrase_rows())
+    bad = write_run(roots["cached"], "seq", "seqpate", phrases=phrase_rows())
+    lines = bad.file("completions.jsonl").read_text().splitlines()
+    bad.file("completions.jsonl").write_text("\n".join([lines[0], "{not json", *lines[1:]]) + "\n")
+    bad.file("phrases.csv").write_text('phrase,epsilon\n"unclosed,1\n')
+    at = app_page("completions")
+    assert not at.exception
+    assert [e.value for e in at.error if e.value.startswith("seq: ") and "line 2" in e.value]
+    assert "pub-gpt says something about item 4" in texts(at)  # the other run's completions still show
+    assert "No completions to show for seq." in texts(at)
+    at = app_page("phrases")
+    at.selectbox(key="phrases_run").set_value("seq").run()
+    assert not at.exception
+
+
 def test_completions_show_runs_of_one_seed(results, app_page):
     # another seed splits the users anew: its runs completed other test prefixes, so seeds are shown one at a time
     for run_id, method in (("a-seq-seed1", "seqpate"), ("a-pub-seed1", "pub-gpt"), ("a-pri-seed1", "pri-gpt")):

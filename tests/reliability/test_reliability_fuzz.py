@@ -128,6 +128,14 @@ def test_listing_reconcile_and_dashboard_rows_never_fail(scratch, status, config
     assert [i.run_id for i in list_runs([run.path.parent])] == ["run"]  # the root still lists
     record = _build_record(run.path, "live")
     assert record["state"] in STATES
+    # and the pages' tables take the record: one garbled field (a seed "zero") crashed the Overview and Runs pages
+    import pandas as pd
+
+    from dashboard import common as c
+
+    frame = pd.DataFrame([{**record, "state": "done"}])
+    c.seeds_of(frame), c.headline_table(frame), c.privacy_cards(frame), c.distinct_configs(frame)
+    c.privacy_statement(record["epsilon"], record["delta"], record["unit"], record["method"], record["privacy_target"])
 
 
 # ----------------------------------------------------------------------------------------------------------------
