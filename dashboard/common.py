@@ -913,11 +913,20 @@ def made_here_copies(pool: pd.DataFrame) -> pd.Series:
     return made_here & pool["effective_hash"].isin(set(pool.loc[~made_here, "effective_hash"].dropna()))
 
 
+def made_here_in_place() -> bool:
+    """Whether the reader switched on MADE_HERE_TOGGLE on a page that shows it (the choice is kept across pages)."""
+    return bool(st.session_state.get(_LAST_MADE_HERE))
+
+
+def shown_pool(pool: pd.DataFrame, in_place: bool) -> pd.DataFrame:
+    """pool as the Overview shows it, for a page without the toggle: the shipped runs, not the copies made here,
+    unless in_place (made_here_in_place)."""
+    return pool if in_place else pool[~made_here_copies(pool)]
+
+
 def shipped_first_defaults(pool: pd.DataFrame) -> list[str]:
-    """side_by_side_defaults as the Overview shows them: the shipped runs, not the copies made here, unless the
-    reader switched on MADE_HERE_TOGGLE on a page that shows it (the choice is kept across pages)."""
-    in_place = bool(st.session_state.get(_LAST_MADE_HERE))
-    return side_by_side_defaults(pool if in_place else pool[~made_here_copies(pool)])
+    """side_by_side_defaults of the runs the Overview shows (shown_pool)."""
+    return side_by_side_defaults(shown_pool(pool, made_here_in_place()))
 
 
 def made_here_or_shipped(pool: pd.DataFrame, key: str) -> pd.DataFrame:

@@ -79,6 +79,9 @@ preset = c.preset_picker(synth, key="synth_preset")
 # one seed at a time, as on the other pages: a cell averaging seeds 0-2 beside one of seed 0 alone compared two
 # different things (filter and PPLM share one model, yet their separability columns differed)
 runs = c.seed_picker(synth[synth["preset"] == preset], key="synth_seed")
+# as on the Overview: the shipped runs unless the reader puts the copies made here in their place (one toggle for
+# every page), and one run per config, so that a copy is never averaged with the run it copies
+runs = c.distinct_configs(c.made_here_or_shipped(runs, key="synth_made_here"))
 rows = []
 label_counts = set()  # number of labels of each run's data set: chance level = 1 / that
 for record in runs.to_dict("records"):

@@ -61,6 +61,22 @@ def test_report_chart_has_the_runs_at_their_defaults(roots):
     assert points(figures) == {"SeqPATE": ["seq", "seq-m5"], "NoisySGD": ["sgd"]}
 
 
+def test_report_chart_shows_the_overviews_runs_and_the_reports_own(roots):
+    """A review found the report's chart drawing Pub-GPT from a copy made here where the Overview shows the shipped
+    run: the chart follows the Overview's choice, and a report of a run made here shows that run."""
+    from dashboard import common as c
+    from dashboard import report
+
+    write_run(roots["cached"], "seq", "seqpate", epsilon=3.0)
+    write_run(roots["cached"], "tiny-pub-gpt", "pub-gpt", config={"seqpate__kd_lambda": 20.0})
+    write_run(roots["live"], "pub-gpt-today", "pub-gpt")
+    frame = c.finished_frame(c.runs_frame())
+    assert sorted(report.chart_runs(frame, "seq", in_place=False)["run_id"]) == ["seq", "tiny-pub-gpt"]
+    shown = c.distinct_configs(report.chart_runs(frame, "seq", in_place=True))  # one copy per config, as charted
+    assert sorted(shown["run_id"]) == ["pub-gpt-today", "seq"]
+    assert sorted(report.chart_runs(frame, "pub-gpt-today", in_place=False)["run_id"]) == ["pub-gpt-today", "seq"]
+
+
 def test_report_chart_and_default_run_keep_to_one_seed(roots, app_page):
     cached = roots["cached"]
     for seed in (0, 1):

@@ -142,6 +142,17 @@ def test_every_run_table_shows_delta_and_epsilon_as_the_rest_of_the_page(roots):
     assert metrics(at)["δ"] == "0.000651"
 
 
+def test_a_copy_made_here_is_not_averaged_with_the_shipped_run_it_copies(roots):
+    """A review saw a shipped filter run (0.40) and its copy made here (0.20) averaged into one cell of 0.30."""
+    write_synth_run(roots["cached"], "s-filter-3", "filter", 3.0, 0.40)
+    write_synth_run(roots["live"], "s-filter-3-today", "filter", 3.0, 0.20)
+    at = open_page("synthetic")
+    assert at.dataframe[0].value.loc["3", "filter"] == pytest.approx(0.40)  # the shipped run, as on the Overview
+    assert "averages seeds" not in texts(at)
+    at.toggle(key="synth_made_here").set_value(True).run()  # the reader's choice: the copy made here instead
+    assert at.dataframe[0].value.loc["3", "filter"] == pytest.approx(0.20)
+
+
 def test_accuracy_cells_say_which_seeds_they_average(roots):
     for seed, accuracy in ((0, 0.30), (1, 0.40), (2, 0.50)):
         name = f"s-multitask-3-seed{seed}"
