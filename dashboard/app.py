@@ -43,7 +43,10 @@ PAGES = {
 
 from dashboard.common import warm_privacy_import  # noqa: E402 (needs the path above)
 
-st.navigation(PAGES).run()
-# After the page: an import thread running beside the first page's script would compete with it for the GIL
-# (measured with the shipped runs: a cold Overview load took 3.8 s with the thread started before the page, 2.7 s after).
-warm_privacy_import()
+try:
+    st.navigation(PAGES).run()
+finally:  # also after a page that stops early (st.stop raises through here)
+    # After the page: an import thread running beside the first page's script would compete with it for the GIL
+    # (measured with the shipped runs: a cold Overview load took 3.8 s with the thread started before the page, 2.7 s
+    # after).
+    warm_privacy_import()

@@ -146,7 +146,7 @@ def present(value: Any) -> bool:
     return value is not None and not (isinstance(value, float) and math.isnan(value))
 
 
-def privacy_kind(epsilon: float | None, unit: str | None = None) -> str:
+def privacy_kind(epsilon: float | None) -> str:
     """'private', 'not-private' (private data, no protection), 'public-only' (no private data used) or 'unknown'."""
     if epsilon is None or (isinstance(epsilon, float) and math.isnan(epsilon)):
         return "unknown"
@@ -161,7 +161,7 @@ def privacy_statement(epsilon: float | None, delta: float | None, unit: str | No
                       target: str | None = None) -> str:
     """One line on a run's guarantee; with the method and privacy target, ADP's and a phrase-avg run's are
     heuristics (noise chosen from the private data) and synthetic data's δ a weak one."""
-    kind = privacy_kind(epsilon, unit)
+    kind = privacy_kind(epsilon)
     if kind == "not-private":
         return "NOT PRIVATE: trained on private data without noise (ε = ∞)"
     if kind == "public-only":

@@ -10,12 +10,8 @@ import pytest
 from apptest_helpers import metrics, texts
 
 from core.config import ConfigError, preset_config
+from core.privacy import gaussian_noise_multiplier
 from core.runs import jobs
-
-try:
-    from core.privacy import gaussian_noise_multiplier
-except ImportError:  # the package may not re-export it yet
-    from core.privacy.calibrate import gaussian_noise_multiplier
 
 
 @pytest.fixture

@@ -16,6 +16,15 @@ def test_empty_overview_says_no_runs(roots, app_page):
     assert at.get("graphviz_chart"), "the SeqPATE diagram is shown even without runs"
 
 
+def test_the_privacy_import_is_warmed_also_after_a_page_that_stops_early(roots, app_page):
+    """The warm-up ran after the page only when the page ran to its end: one that called st.stop never started it."""
+    from dashboard import common as c
+
+    c._WARMED.clear()
+    at = app_page()  # no runs: the Overview says so and stops
+    assert "No finished runs yet" in texts(at) and c._WARMED.is_set()
+
+
 def test_headline_table_matches_run_files(roots, app_page):
     seq = write_run(roots["cached"], "seq-eps3", "seqpate", epsilon=3.0, ppl=123.456, bleu4=2.75)
     pub = write_run(roots["live"], "pub", "pub-gpt", ppl=300.5, bleu4=0.5)
