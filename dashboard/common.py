@@ -33,6 +33,7 @@ from core.config import (
     ConfigError,
     RunConfig,
     check_delta_range,
+    check_epsilon_range,
     effective_config,
     effective_hash,
     fixed_epsilon,
@@ -178,8 +179,11 @@ def privacy_statement(epsilon: float | None, delta: float | None, unit: str | No
 
 def epsilon_reading(epsilon: float, delta: float, unit: str = "training sentence") -> str:
     """A plain-language reading of (epsilon, delta)."""
-    if epsilon is None or math.isnan(epsilon) or epsilon <= 0:
+    if epsilon is None or math.isnan(epsilon) or epsilon < 0:
         return "ε must be a positive number."
+    if epsilon == 0:  # the accountant's answer where the noise is so large that δ alone covers the bound
+        return (f"ε = 0 at this δ: whatever anyone can observe about the result is as likely with any one {unit} in "
+                f"the private data as without it, except with probability δ = {fmt_delta(delta)}.")
     if math.isinf(epsilon):
         return (f"ε = ∞ gives no formal protection: the model may memorise and repeat any {unit}, "
                 "names and secrets included.")
@@ -1287,6 +1291,20 @@ def count_input(where: Any, label: str, *, min_value: int | None = 1, max_value:
     number = float_input(where, label, decimals=0, min_value=None if min_value is None else float(min_value),
                          max_value=None if max_value is None else float(max_value), step=float(step), **kwargs)
     return None if number is None else int(number)
+
+
+def epsilon_input(where: Any, label: str = "ε", *, key: str, default: str = "3", **kwargs: Any) -> float | None:
+    """ε typed as text, as on the Launch page, with the engine's range (above 0, at most MAX_EPSILON); None (with
+    the reason shown) when it is not usable. A number box of 2 decimals turned a typed 0.005 into 0.01 and 2.345
+    into 2.35, so the Calculator answered for another ε than Launch did."""
+    text = where.text_input(label, value=default, key=key, **kwargs)
+    try:
+        epsilon = parse_number(text, "ε", allow_inf=False)
+        check_epsilon_range(epsilon, "ε")
+    except ConfigError as err:
+        where.error(str(err).replace(" or inf", "").replace(" (or inf for no noise)", ""))
+        return None
+    return epsilon
 
 
 def delta_input(where: Any, label: str = "δ", *, key: str, default: str = "1e-6", **kwargs: Any) -> float | None:

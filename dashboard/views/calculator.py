@@ -4,7 +4,7 @@ import math
 
 import streamlit as st
 
-from core.config import MAX_EPSILON, preset_value
+from core.config import preset_value
 from dashboard import charts
 from dashboard import common as c
 
@@ -29,8 +29,7 @@ def seqpate_calculator() -> None:
     teachers = c.count_input(e, "teachers M", value=QUICK_TEACHERS, max_value=MAX_COUNT, key="calc_sp_teachers",
                              persist_state="page")
     if mode == "noise from ε":
-        eps = c.float_input(a, "ε", min_value=0.01, max_value=MAX_EPSILON, value=3.0, step=0.5, key="calc_sp_eps",
-                            persist_state="page")
+        eps = c.epsilon_input(a, key="calc_sp_eps", persist_state="page")
         queries = c.count_input(b, "queries Q", value=QUICK_QUERIES, max_value=MAX_COUNT, step=100,
                                 key="calc_sp_queries", persist_state="page")
         if None in (delta, teachers, eps, queries):  # a box out of its range says so beneath it
@@ -47,8 +46,7 @@ def seqpate_calculator() -> None:
         eps = c.seqpate_epsilon(std, queries, delta)
         z = std / math.sqrt(2)
     else:
-        eps = c.float_input(a, "ε", min_value=0.01, max_value=MAX_EPSILON, value=3.0, step=0.5,
-                            key="calc_sp_eps3", persist_state="page")
+        eps = c.epsilon_input(a, key="calc_sp_eps3", persist_state="page")
         std = c.float_input(b, "noise std σ", min_value=0.01, max_value=MAX_STD, value=100.0, step=10.0,
                             key="calc_sp_std3", persist_state="page")
         if None in (delta, teachers, eps, std):
@@ -93,8 +91,7 @@ def dpsgd_calculator() -> None:
     a, b = st.columns(2)
     delta = c.delta_input(b, key="calc_dp_delta", persist_state="page")
     if mode == "noise multiplier from ε":
-        eps = c.float_input(a, "ε", min_value=0.01, max_value=MAX_EPSILON, value=3.0, step=0.5, key="calc_dp_eps",
-                            persist_state="page")
+        eps = c.epsilon_input(a, key="calc_dp_eps", persist_state="page")
         given = eps
     else:
         sigma = c.float_input(a, "noise multiplier", min_value=0.05, max_value=MAX_STD, value=1.0, step=0.1,

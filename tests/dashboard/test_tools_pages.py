@@ -8,7 +8,7 @@ import sys
 import textwrap
 
 import pytest
-from apptest_helpers import ROOT, metrics, plotly_specs
+from apptest_helpers import ROOT, metrics, plotly_specs, texts
 from fake_runs import phrase_rows, write_run
 
 try:
@@ -50,6 +50,12 @@ def test_calculator_seqpate_matches_core_privacy(roots, app_page):
     at.number_input(key="calc_sp_std").set_value(69.04).run()
     at.number_input(key="calc_sp_queries2").set_value(1000).run()
     assert metrics(at)["ε"] == f"{epsilon_for_gaussian(69.04, 1000, 1e-6):.3g}"
+    # so much noise that δ alone covers the bound: ε is 0, and the reading says what that means (a walk read "ε must
+    # be a positive number" there)
+    at.number_input(key="calc_sp_std").set_value(1e6).run()
+    at.number_input(key="calc_sp_queries2").set_value(1).run()
+    assert metrics(at)["ε"] == "0" and "ε = 0 at this δ: whatever anyone can observe" in texts(at)
+    assert "must be a positive number" not in texts(at)
     at.radio(key="calc_sp_mode").set_value("queries from ε and noise").run()
     q = int(metrics(at)["queries Q"].replace(",", ""))
     assert epsilon_for_gaussian(100.0, q, 1e-6) <= 3.0 < epsilon_for_gaussian(100.0, q + 1, 1e-6)
@@ -65,15 +71,18 @@ def test_calculator_counts_are_whole_numbers_rounded_as_shown(roots, app_page):
     assert metrics(at)["noise multiplier z"] == f"{gaussian_noise_multiplier(3.0, 1e-6, 2001):.4g}"
     at.number_input(key="calc_sp_queries").set_value(1e9).run()
     assert metrics(at)["queries Q"] == "1,000,000,000" and not at.exception
-    at.number_input(key="calc_sp_eps").set_value(0.015).run()  # a float box: the ε used is the one it shows
-    assert metrics(at)["ε"] == "0.01"
-    # the boxes end where the accountants and the chart still answer (ε 10^9 ran the server out of memory): a number
-    # past the end is named under its box and nothing is computed (the box itself kept the last number without a
-    # word, and the page answered for that one)
-    at.number_input(key="calc_sp_eps").set_value(5000).run()
-    assert [e.value for e in at.error] == ["ε must be from 0.01 to 1,000.00, got 5,000.00"]
-    assert "ε" not in metrics(at)
-    at.number_input(key="calc_sp_eps").set_value(3).run()
+    # ε is typed as text, as on Launch: 0.005 and 2.345 are the ε Launch takes (a 2-decimal box read 0.01, 2.35)
+    at.text_input(key="calc_sp_eps").input("0.005").run()
+    assert metrics(at)["ε"] == "0.005"
+    assert metrics(at)["noise multiplier z"] == f"{gaussian_noise_multiplier(0.005, 1e-6, 10**9):.4g}"
+    # ε ends where the engine's range does (ε 10^9 ran the server out of memory): past it, the reason is named under
+    # the box and nothing is computed
+    for typed, reason in [("5000", "ε must be at most 1000, got 5000"), ("0", "ε must be a positive number, got 0.0"),
+                          ("inf", "ε must be a number")]:
+        at.text_input(key="calc_sp_eps").input(typed).run()
+        assert [e.value for e in at.error if e.value.startswith("ε ")] and reason in at.error[0].value, typed
+        assert "ε" not in metrics(at)
+    at.text_input(key="calc_sp_eps").input("3").run()
     at.number_input(key="calc_sp_queries").set_value(2e12).run()
     assert [e.value for e in at.error] == ["queries Q must be from 1 to 1,000,000,000,000, got 2,000,000,000,000"]
     at.number_input(key="calc_sp_queries").set_value(0).run()
