@@ -550,7 +550,12 @@ def seed_picker(df: pd.DataFrame, key: str, every: bool = True) -> pd.DataFrame:
     when df holds several. Another seed is another user split and base model (quick's Pub-GPT: 223.8, 198.3, 202.3),
     a spread larger than most gaps between methods, so numbers are compared within a seed unless the reader asks."""
     seeds = seeds_of(df)
-    if len(seeds) < 2:
+    if len(seeds) < 2:  # no picker: a link's seed other than the one these runs have is named, not dropped silently
+        linked = st.query_params.get(key)
+        if linked is not None and [str(s) for s in seeds] != [linked]:
+            st.warning(f"The link's {key}={linked} is not a seed of these runs: showing "
+                       + (f"seed {seeds[0]}, their only one." if seeds else "them (they record no seed)."),
+                       icon=":material/link_off:")
         return df
     options = [*seeds, EVERY_SEED] if every else seeds
     choice = carried_picker("Seed", options, seeds[0], key, _LAST_SEED,

@@ -102,7 +102,8 @@ def live_view() -> None:
         "state": view["state"],
         "progress": view["progress"].round(2),  # whole percents, as the run details show
         "elapsed": view["elapsed_s"] / 60,  # minutes as numbers, so that the columns sort as numbers
-        "remaining": view["remaining_s"] / 60,
+        # only a run still to finish has time remaining: a finished one's is blank, not "0.0 min"
+        "remaining": (view["remaining_s"] / 60).where(view["state"].isin(c.ACTIVE_STATES)),
         "stage": view["stage"],
         "source": view["source"],
         "created": view["created"].fillna("").str.slice(0, 19).str.replace("T", " "),
@@ -112,7 +113,7 @@ def live_view() -> None:
         table = table.drop(columns="error")
     # widths in pixels: the ten columns up to "remaining" fit the 940 px a 1400 px window leaves the table (Streamlit
     # sized them to their content, and "remaining" was off the page); a run id cut short is whole in its tooltip
-    st.dataframe(table, hide_index=True, width="stretch", column_config={
+    st.dataframe(table, hide_index=True, width="stretch", placeholder="", column_config={  # a missing value is blank
         "run": st.column_config.TextColumn(width=200),
         "method": st.column_config.TextColumn(width=120),
         "preset": st.column_config.TextColumn(width=60),

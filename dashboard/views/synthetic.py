@@ -23,9 +23,10 @@ EMBEDDING_MODELS = {"filter": "filter: frozen (LM-only) model", "pplm": "PPLM: t
 COMMAND = "python -m core synth --generator multitask --epsilon 3 --preset tiny --run-dir runs/synth-multitask-eps3"
 
 # What the run releases beyond the model and its samples (its statement.md lists the same)
-OUTSIDE_EPSILON = ("ε covers the fine-tuned model and the samples only. The accuracies, the separability and the UMAP "
-                   "below (a point and the true label of every private test text) are computed from the private "
-                   "data without noise: they are outside ε, as are the n-gram ratios of the memorisation tab.")
+OUTSIDE_EPSILON = ("ε covers the fine-tuned model and the samples only. The accuracies and the separability above and "
+                   "the UMAP below (a point and the true label of every private test text) are computed from the "
+                   "private data without noise: they are outside ε, as are the n-gram ratios of the memorisation "
+                   "tab.")
 
 st.title("Synthetic data")
 st.caption("DP conditional text generation for a labelled data set (the paper \"Differentially private conditional "
@@ -119,7 +120,7 @@ def show_accuracy() -> None:
     averaged = [f"{generator} at ε = {eps_label(eps)} averages seeds {', '.join(str(x) for x in sorted(group['seed']))}"
                 for (generator, eps), group in groups if len(group) > 1]
     # beside means over seeds, the cells of one run say so (a walk read PPLM's seed-0 cell as a mean)
-    one_run = [f"{generator} at ε = {eps_label(eps)} (seed {group['seed'].iloc[0]})"
+    one_run = [f"{generator} at ε = {eps_label(eps)} in seed {group['seed'].iloc[0]}"
                for (generator, eps), group in groups if len(group) == 1]
     if averaged and one_run:
         averaged.append(f"the other cells hold one run each: {', '.join(one_run)}")

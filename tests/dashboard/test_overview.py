@@ -226,6 +226,10 @@ def test_a_link_value_that_is_not_a_choice_is_named_once_not_dropped_silently(ro
     assert not [w for w in at.run().warning if "link" in w.value]  # said once, on opening the link
     at = app_page(query={"overview_preset": "quick", "overview_seed": "every seed (mean)"})
     assert not [w for w in at.warning if "link" in w.value]  # a value that is a choice draws no warning
+    write_run(roots["cached"], "tiny-seq", "seqpate")  # tiny has one seed, so no seed picker, yet a link may name one
+    at = app_page(query={"overview_preset": "tiny", "overview_seed": "2"})
+    assert [w.value for w in at.warning if "link" in w.value] == [
+        "The link's overview_seed=2 is not a seed of these runs: showing seed 0, their only one."]
 
 
 def test_a_run_file_field_of_the_wrong_type_counts_as_absent_and_fails_no_page(roots, app_page):

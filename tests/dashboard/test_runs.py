@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import shutil
 
 import pytest
@@ -36,6 +37,9 @@ def test_lists_every_run_with_state_and_progress(some_runs, app_page):
     assert records["live-running"]["delta"] == 0.0 and records["live-seq"]["delta"] == 1e-6  # not its config's 1e-6
     assert rows["live-running"]["δ"] == "0" and rows["live-seq"]["δ"] == "1e-06"  # ε is read with its δ
     assert all(isinstance(row["elapsed"], float) for row in rows.values())  # minutes: sorts as numbers
+    # only a run still to finish has time remaining; a finished run's cell is blank, not "0.0 min"
+    assert math.isnan(rows["cached-seq"]["remaining"]) and math.isnan(rows["live-failed"]["remaining"])
+    assert at.dataframe[0].proto.placeholder == ""  # a missing value shows blank, not "None"
     assert rows["cached-seq"]["source"] == "cached"
     assert rows["live-failed"]["error"] == "RuntimeError: teacher 3 diverged"
     for run, root in (("cached-seq", "cached"), ("live-seq", "live")):  # numbers, so the column sorts as numbers

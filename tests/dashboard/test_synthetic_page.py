@@ -167,7 +167,7 @@ def test_accuracy_cells_say_which_seeds_they_average(roots):
     assert "averages seeds" not in texts(at)
     at.selectbox(key="synth_seed").set_value("every seed (mean)").run()
     assert ("Cells average the runs of one setting (multitask at ε = 3 averages seeds 0, 1, 2; the other cells hold "
-            "one run each: filter at ε = 3 (seed 0)).") in texts(at)  # a single-seed cell beside means says so
+            "one run each: filter at ε = 3 in seed 0).") in texts(at)  # a single-seed cell beside means says so
     assert at.dataframe[0].value.loc["3", "multitask"] == pytest.approx(0.40)
 
 
