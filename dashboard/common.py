@@ -9,6 +9,7 @@ Rules kept here so that pages stay thin:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import html
@@ -222,14 +223,27 @@ def file_signature(path: Path, names: Iterable[str] = _RECORD_FILES) -> tuple:
     return tuple(sig)
 
 
+# A run made here in a folder named like a shipped run (`core run --run-dir runs/tiny-seqpate-eps3`, a sweep into
+# runs/) shares its id, and the pages key runs by id: the shipped one is listed under this suffix, so that each id
+# names one run (a review saw one run's number beside the other's completions).
+SHIPPED_SUFFIX = " (shipped)"
+
+
 def list_infos() -> list[RunInfo]:
-    """Every live and cached run, newest first (live runs whose process died are marked failed)."""
-    return registry.list_runs()
+    """Every live and cached run, newest first (live runs whose process died are marked failed), each id once."""
+    infos = registry.list_runs()
+    made_here = {info.run_id for info in infos if info.source != "cached"}
+    return [dataclasses.replace(info, run_id=info.run_id + SHIPPED_SUFFIX)
+            if info.source == "cached" and info.run_id in made_here else info for info in infos]
 
 
 def get_run(run_id: str) -> RunDir:
-    """A run by id only: user input never becomes a path (RunNotFoundError otherwise)."""
-    return registry.resolve_run(str(run_id), allow_paths=False)
+    """A run by id only (as list_infos names it): user input never becomes a path (RunNotFoundError otherwise)."""
+    text = str(run_id)
+    if text.endswith(SHIPPED_SUFFIX):
+        shipped = [(registry.cached_root(), "cached")]
+        return registry.resolve_run(text.removesuffix(SHIPPED_SUFFIX), shipped, allow_paths=False)
+    return registry.resolve_run(text, allow_paths=False)
 
 
 # Settings whose non-default values make a run an experiment variant (Tables 2-4, App. H) rather than a point of
@@ -395,11 +409,12 @@ def run_record(info: RunInfo) -> dict[str, Any]:
 
 
 def _fresh_times(record: dict[str, Any], info: RunInfo) -> dict[str, Any]:
+    """The cached record as listed now: its times moved on while it runs, its id as list_infos names it."""
     if record["state"] in ACTIVE_STATES:  # times move on even when no file changed
         status = safe_read(info.run_dir.status, {})
         record = {**record}
         record["elapsed_s"], record["remaining_s"] = timing(status)
-    return record
+    return record if record["run_id"] == info.run_id else {**record, "run_id": info.run_id}
 
 
 def run_records(infos: Sequence[RunInfo]) -> list[dict[str, Any]]:

@@ -366,6 +366,23 @@ def test_a_damaged_completions_or_phrases_file_is_named_and_the_page_still_shows
     assert not at.exception
 
 
+def test_a_run_made_here_under_a_shipped_runs_name_keeps_each_runs_own_numbers_and_text(roots, app_page):
+    """A review made a run in runs/tiny-seqpate-eps3 beside the shipped one: the pages keyed both by one id, and
+    showed the shipped run's perplexity beside the run made here's completions."""
+    from dashboard import common as c
+
+    write_run(roots["cached"], "tiny-seqpate-eps3", "seqpate", ppl=100.0, completions=["SHIPPED text"] * 3)
+    write_run(roots["live"], "tiny-seqpate-eps3", "seqpate", ppl=200.0, completions=["MADEHERE text"] * 3)
+    rows = c.runs_frame().set_index("run_id")
+    assert rows.loc["tiny-seqpate-eps3", "ppl"] == 200.0 and rows.loc["tiny-seqpate-eps3", "source"] == "live"
+    assert rows.loc["tiny-seqpate-eps3 (shipped)", "ppl"] == 100.0
+    assert c.get_run("tiny-seqpate-eps3 (shipped)").source == "cached"
+    at = app_page("completions")
+    at.multiselect(key=next(m.key for m in at.multiselect if m.key.startswith("comp_runs"))).set_value(
+        ["tiny-seqpate-eps3 (shipped)"]).run()
+    assert not at.exception and "SHIPPED text" in texts(at) and "MADEHERE" not in texts(at)
+
+
 def test_completions_show_runs_of_one_seed(results, app_page):
     # another seed splits the users anew: its runs completed other test prefixes, so seeds are shown one at a time
     for run_id, method in (("a-seq-seed1", "seqpate"), ("a-pub-seed1", "pub-gpt"), ("a-pri-seed1", "pri-gpt")):
