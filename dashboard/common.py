@@ -303,9 +303,9 @@ def only_varies(df: pd.DataFrame, setting: str) -> pd.DataFrame:
 
 
 def shown_delta(epsilon: float | None, delta: float | None) -> float | None:
-    """The delta that goes with an epsilon: none at epsilon inf (no guarantee; runs record their config's delta all
-    the same), 0 at epsilon 0 (public data only)."""
-    if epsilon is not None and math.isinf(epsilon):
+    """The delta that goes with an epsilon: none without an epsilon or at epsilon inf (no guarantee; runs record
+    their config's delta all the same), 0 at epsilon 0 (public data only)."""
+    if epsilon is None or math.isinf(epsilon):
         return None
     return 0.0 if epsilon == 0 else delta
 
@@ -501,6 +501,18 @@ def preset_picker(df: pd.DataFrame, key: str, label: str = "Preset", include_all
                           help="Runs are only comparable within one preset (same data sizes and model).")
 
 
+_OPENED_LINK = "_opened_link"  # the URL's parameters when the session opened the app
+
+
+def opened_link_value(key: str) -> str | None:
+    """The value a link named for this page's picker `key`, once: the URL's parameters are kept as the session
+    opened the app, and each is handed out one time. So a link's value is judged on opening it, and a parameter the
+    page itself wrote (a seed chosen, then left behind by a preset with one seed) is never taken for a link."""
+    if _OPENED_LINK not in st.session_state:
+        st.session_state[_OPENED_LINK] = st.query_params.to_dict()
+    return st.session_state[_OPENED_LINK].pop(key, None)
+
+
 def carried_picker(label: str, options: list, default: Any, key: str, shared: str, help: str) -> Any:
     """A selectbox bound to the URL (a choice made on the page, or named by a link, is in the URL, so a link shows
     the same runs) that opens on the choice last made on another page (session_state[shared]) where this page has
@@ -508,7 +520,7 @@ def carried_picker(label: str, options: list, default: Any, key: str, shared: st
     value there only once the reader changes it, and refuses st.query_params for it."""
     last = st.session_state.get(shared)
     opening = last if last in options else default if default in options else options[0]
-    linked = st.query_params.get(key)  # Streamlit drops a link's value that is not an option, without a word
+    linked = opened_link_value(key)  # Streamlit drops a link's value that is not an option, without a word
     choice = st.selectbox(label, options, index=options.index(opening), key=key, bind="query-params",
                           on_change=_remember, args=(key, shared), help=help)
     if linked is not None and linked != str(choice):
@@ -566,7 +578,7 @@ def seed_picker(df: pd.DataFrame, key: str, every: bool = True) -> pd.DataFrame:
     a spread larger than most gaps between methods, so numbers are compared within a seed unless the reader asks."""
     seeds = seeds_of(df)
     if len(seeds) < 2:  # no picker: a link's seed other than the one these runs have is named, not dropped silently
-        linked = st.query_params.get(key)
+        linked = opened_link_value(key)
         if linked is not None and [str(s) for s in seeds] != [linked]:
             st.warning(f"The link's {key}={linked} is not a seed of these runs: showing "
                        + (f"seed {seeds[0]}, their only one." if seeds else "them (they record no seed)."),

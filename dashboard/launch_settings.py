@@ -59,11 +59,11 @@ def build_launch_config(method: str, preset: str, epsilon: Any, delta: Any, teac
     if fixed_epsilon(method) is None:
         overrides.update(privacy__epsilon=parse_number(epsilon, "epsilon"),
                          privacy__delta=parse_number(delta, "delta", allow_inf=False))
-    if filter_spec:
-        kind, value = parse_filter(filter_spec)
-        if kind == "top-k" and value > MAX_LAUNCH_COUNT:
-            raise ConfigError(f"top-k must be at most {MAX_LAUNCH_COUNT:,}, got {value:,}")
-    if method == "seqpate":
+    if method == "seqpate":  # the other methods read no filter: one SeqPATE cannot use refuses nothing else
+        if filter_spec:
+            kind, value = parse_filter(filter_spec)
+            if kind == "top-k" and value > MAX_LAUNCH_COUNT:
+                raise ConfigError(f"top-k must be at most {MAX_LAUNCH_COUNT:,}, got {value:,}")
         if teachers is not None and teachers > MAX_LAUNCH_COUNT:
             raise ConfigError(f"teachers must be at most {MAX_LAUNCH_COUNT:,}, got {int(teachers):,}")
         overrides.update(seqpate__partition=partition, seqpate__ablation=ablation)

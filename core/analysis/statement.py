@@ -136,9 +136,14 @@ def privacy_statement(
     else:
         unit = privacy.get("unit", "sample")
         change, relation = neighbours(kind, str(privacy.get("mechanism", "gaussian")))
+        # noise chosen from the private data (ADP, a phrase-avg target): the bound below is a heuristic (see below)
+        heuristic = method == "adp" or (privacy.get("target_epsilon") is not None
+                                        and getattr(cfg.privacy, "target", "sample") == "phrase-avg")
         lines += [
             f"**Protected unit: one {unit if unit != 'sample' else 'sentence (sample)'}.** "
-            f"(epsilon, delta) = ({_num(eps, 4)}, {_num(delta)}): for any one private training sentence, "
+            + ("As a heuristic, not a DP guarantee (its noise level was chosen from the private data, see below): "
+               if heuristic else "")
+            + f"(epsilon, delta) = ({_num(eps, 4)}, {_num(delta)}): for any one private training sentence, "
             f"{change} changes the probability of anything this run released by at most a factor "
             f"e^epsilon = {_num(math.exp(eps) if isinstance(eps, (int, float)) and eps < 700 else math.inf)}, "
             "except with probability delta.",

@@ -91,6 +91,9 @@ for i, card in enumerate(cards):
             st.error("NOT PRIVATE: private data, no noise (ε = ∞)", icon=":material/warning:")
         elif card["kind"] == "public-only":
             st.info("Non-private reference: uses no private data (ε = 0)", icon=":material/public:")
+        elif card["kind"] == "unknown":  # finished runs without a privacy record: no guarantee to show
+            st.warning("No privacy record (privacy.json missing or unreadable): no guarantee is shown.",
+                       icon=":material/warning:")
         elif card["caveat"]:
             st.warning(f"ε = {card['epsilon']}, δ = {card['delta']}. {card['caveat']}", icon=":material/warning:")
         else:

@@ -287,6 +287,11 @@ def test_launch_limits_apply_to_the_methods_that_read_them_and_damaged_leak_coun
     with pytest.raises(c.ConfigError, match="teachers must be at most 1,000,000,000"):
         launch.build_launch_config("seqpate", **args)
     assert launch.build_launch_config("pub-gpt", **args).method == "pub-gpt"  # Pub-GPT has no teachers to limit
+    # nor a filter: a top-p SeqPATE refuses (its box greyed out once SeqPATE is not chosen) refuses no other method
+    for bad in ("top-p:0", "top-p:1.5", f"top-k:{2 * 10**9}"):
+        with pytest.raises(c.ConfigError):
+            launch.build_launch_config("seqpate", **{**args, "teachers": None, "filter_spec": bad})
+        assert launch.build_launch_config("noisysgd", **{**args, "filter_spec": bad}).method == "noisysgd"
     run = write_run(roots["cached"], "damaged", "seqpate", r_name=0.0)
     run.write_metrics({**run.metrics(), "r_name_counts": {"names": "x", "references_with_name": [1]}})
     frame = c.runs_frame()
