@@ -237,6 +237,12 @@ def list_infos() -> list[RunInfo]:
             if info.source == "cached" and info.run_id in made_here else info for info in infos]
 
 
+def listed_id(run: RunDir) -> str:
+    """A run's id as list_infos names it (a shipped run with a run made here in a folder of its name: suffixed)."""
+    shadowed = run.source == "cached" and (registry.live_root() / run.run_id).is_dir()
+    return run.run_id + SHIPPED_SUFFIX if shadowed else run.run_id
+
+
 def get_run(run_id: str) -> RunDir:
     """A run by id only (as list_infos names it): user input never becomes a path (RunNotFoundError otherwise)."""
     text = str(run_id)
@@ -652,7 +658,7 @@ def read_shown(run: RunDir, kind: str) -> Any:
     try:
         return read_run(run, kind)
     except RunFormatError as exc:
-        st.error(f"{run.run_id}: {exc}", icon=":material/error:")
+        st.error(f"{listed_id(run)}: {exc}", icon=":material/error:")
         return [] if kind in ("completions", "phrases", "progress") else None
 
 
@@ -911,7 +917,8 @@ def stand_in_note(pool: pd.DataFrame, shown: set[str]) -> str:
     perplexities, or "". A fresh clone retrains the base model, and the shipped runs' bases (trained before
     seeding) cannot be remade, so such a run can differ from its copy by more than the methods differ. A pair whose
     base models' weights digests are both recorded and equal is left out: same base, same settings."""
-    # keyed by (shipped, id): a run made here may carry a shipped run's id (`sweep --out runs` names them alike)
+    # keyed by (shipped, id): a shipped run and a run made here in a folder of its name are told apart (list_infos
+    # lists them under two ids; a caller's pool may not have been built by it)
     rows = {(row.get("source") == "cached", row["run_id"]): row for row in pool.to_dict("records")}
 
     def named(run_id: str, shipped: bool) -> str:

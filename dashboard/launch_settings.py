@@ -118,7 +118,7 @@ def settings_from_query(query: dict[str, str]) -> tuple[dict[str, Any], list[str
             settings["methods"] = list(dict.fromkeys(good))
     for name in ("eps", "delta"):
         if (raw := get(name)) is not None and not raw.strip():
-            ignored.append(f"{name}= (empty: {LAUNCH_DEFAULTS[name]} kept)")  # this page never writes it empty
+            ignored.append(f"{name}= (empty: {LAUNCH_DEFAULTS[name]} kept)")  # a link's, or a box left empty
         elif raw is not None:
             if len(raw.strip()) <= 40:
                 settings[name] = raw.strip()  # validated (with a clear error) like anything typed

@@ -137,10 +137,10 @@ def build_report_html(record: dict[str, Any], config: dict[str, Any], privacy: d
 
 def chart_runs(same_preset: pd.DataFrame, run_id: str, in_place: bool) -> pd.DataFrame:
     """The runs a report's chart may show: the Overview's (the shipped runs, unless in_place puts the copies made
-    here in their place), with the report's own run standing for its config."""
-    own = same_preset["run_id"] == run_id
-    copies = same_preset["effective_hash"] == same_preset.loc[own, "effective_hash"].iloc[0] if own.any() else own
-    return pd.concat([shown_pool(same_preset[~copies], in_place), same_preset[own]])
+    here in their place), and the report's own run, which report_figures draws in place of its config's copies."""
+    shown = shown_pool(same_preset, in_place)
+    own = same_preset[same_preset["run_id"] == run_id]
+    return shown if own["run_id"].isin(shown["run_id"]).all() else pd.concat([shown, own])
 
 
 def report_figures(record: dict[str, Any], same_preset: pd.DataFrame, progress: list[dict[str, Any]]) -> list:

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from core.baselines.dpsgd import Plan, make_private, poisson_schedule, run_schedule, unwrap
+from core.config import dpsgd_batch_size
 from core.privacy import (
     SubsampledGaussianEvent,
     dpsgd_noise_multiplier,
@@ -115,11 +116,13 @@ def adp(ws: Workspace) -> MethodResult:
     # 2. the Poisson schedule, drawn up front, fixes every gamma_t; sigma is set so that the smallest
     #    multiplier min(gamma) * sigma equals what plain DP-SGD needs for the target
     t0 = time.time()
-    q, steps = poisson_shape(len(seqs), dp.batch_size, dp.epochs)
+    batch_size = dpsgd_batch_size(ws.cfg)
+    q, steps = poisson_shape(len(seqs), batch_size, dp.epochs)
     z_dpsgd = dpsgd_noise_multiplier(eps, delta, q, steps)
-    model, optimizer, loader = make_private(ws.fresh_base(), len(seqs), dp.batch_size, z_dpsgd, dp.max_grad_norm,
+    model, optimizer, loader = make_private(ws.fresh_base(), len(seqs), batch_size, z_dpsgd, dp.max_grad_norm,
                                             dp.lr, ghost=False, poisson=True)
     schedule = poisson_schedule(loader, dp.epochs)
+    assert len(schedule) == steps, (len(schedule), steps)  # z_dpsgd is calibrated for the steps it runs
     gammas = batch_gammas(schedule, rho)
     sigma = z_dpsgd / float(np.min(gammas)) * (1 + 1e-12)  # hair of slack: min(gamma)*sigma never rounds below
     timings["calibrate_s"] = time.time() - t0

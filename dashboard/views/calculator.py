@@ -99,7 +99,7 @@ def dpsgd_calculator() -> None:
         given = sigma
     if None in (n, batch, epochs, delta, given):  # a box out of its range says so beneath it
         return
-    if batch > n:  # Poisson sampling at rate batch / N: a batch cannot expect more sentences than there are
+    if batch > n:  # Poisson sampling: a batch cannot expect more sentences than there are
         st.error(f"The expected batch size ({batch:,}) cannot exceed the number of training sentences ({n:,}).")
         return
     q, per_epoch = c.poisson_shape(n, batch, 1)  # as the DP-SGD runs sample, so Launch and a run agree with it

@@ -71,10 +71,16 @@ def test_report_chart_shows_the_overviews_runs_and_the_reports_own(roots):
     write_run(roots["cached"], "tiny-pub-gpt", "pub-gpt", config={"seqpate__kd_lambda": 20.0})
     write_run(roots["live"], "pub-gpt-today", "pub-gpt")
     frame = c.finished_frame(c.runs_frame())
-    assert sorted(report.chart_runs(frame, "seq", in_place=False)["run_id"]) == ["seq", "tiny-pub-gpt"]
-    shown = c.distinct_configs(report.chart_runs(frame, "seq", in_place=True))  # one copy per config, as charted
-    assert sorted(shown["run_id"]) == ["pub-gpt-today", "seq"]
-    assert sorted(report.chart_runs(frame, "pub-gpt-today", in_place=False)["run_id"]) == ["pub-gpt-today", "seq"]
+    records = frame.set_index("run_id")
+
+    def drawn(run_id: str, in_place: bool) -> list[str]:
+        record = records.loc[run_id].to_dict() | {"run_id": run_id}
+        [chart] = report.report_figures(record, report.chart_runs(frame, run_id, in_place), [])
+        return sorted({str(row[0]) for t in chart.data if t.customdata is not None for row in t.customdata})
+
+    assert drawn("seq", in_place=False) == ["seq", "tiny-pub-gpt"]  # the Overview's runs
+    assert drawn("seq", in_place=True) == ["pub-gpt-today", "seq"]  # the reader put the copy made here in place
+    assert drawn("pub-gpt-today", in_place=False) == ["pub-gpt-today", "seq"]  # the report's own run for its config
 
 
 def test_report_chart_and_default_run_keep_to_one_seed(roots, app_page):

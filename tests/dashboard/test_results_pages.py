@@ -377,6 +377,7 @@ def test_a_run_made_here_under_a_shipped_runs_name_keeps_each_runs_own_numbers_a
     assert rows.loc["tiny-seqpate-eps3", "ppl"] == 200.0 and rows.loc["tiny-seqpate-eps3", "source"] == "live"
     assert rows.loc["tiny-seqpate-eps3 (shipped)", "ppl"] == 100.0
     assert c.get_run("tiny-seqpate-eps3 (shipped)").source == "cached"
+    assert [c.listed_id(c.get_run(i)) for i in rows.index] == list(rows.index)  # the names a damaged file is shown by
     at = app_page("completions")
     at.multiselect(key=next(m.key for m in at.multiselect if m.key.startswith("comp_runs"))).set_value(
         ["tiny-seqpate-eps3 (shipped)"]).run()

@@ -11,10 +11,7 @@ import pytest
 from apptest_helpers import ROOT, metrics, plotly_specs, texts
 from fake_runs import phrase_rows, write_run
 
-try:
-    from core.privacy import dpsgd_epsilon, epsilon_for_gaussian, gaussian_noise_multiplier
-except ImportError:  # the package may not re-export them yet
-    from core.privacy.calibrate import dpsgd_epsilon, epsilon_for_gaussian, gaussian_noise_multiplier
+from core.privacy import dpsgd_epsilon, epsilon_for_gaussian, gaussian_noise_multiplier
 
 
 def test_calculator_seqpate_matches_core_privacy(roots, app_page):
