@@ -554,8 +554,9 @@ def same_seed(a: dict[str, Any], b: dict[str, Any]) -> bool:
 def compare_partner(records: Sequence[dict[str, Any]], a: int = 0) -> int:
     """Run B's default beside run A (records[a]): another run of A's preset and seed (whose test sentences are A's,
     so that their perplexities compare), of A's kind (text generation or synthetic data), for a run made here the
-    shipped run of its config (another base model: what the pages show in its place), finished, of A's method; each
-    preference in that order, then the first listed."""
+    shipped run of its config (another base model: what the pages show in its place; of several shipped copies the
+    one whose id sorts first, as distinct_configs and REPORT.md keep), finished, of A's method; each preference in
+    that order, then the first listed."""
     first = records[a]
 
     def shipped_copy(r: dict[str, Any]) -> bool:
@@ -566,7 +567,8 @@ def compare_partner(records: Sequence[dict[str, Any]], a: int = 0) -> int:
         r = records[i]
         return (r.get("preset") != first.get("preset") or not same_seed(r, first),
                 is_synth_method(r.get("method")) != is_synth_method(first.get("method")), not shipped_copy(r),
-                r.get("state") != "done", r.get("method") != first.get("method"), i)
+                str(r.get("run_id")) if shipped_copy(r) else "", r.get("state") != "done",
+                r.get("method") != first.get("method"), i)
 
     return min((i for i in range(len(records)) if i != a), key=misfit)
 
@@ -589,6 +591,10 @@ def seed_picker(df: pd.DataFrame, key: str, every: bool = True) -> pd.DataFrame:
             st.warning(f"The link's {key}={linked} is not a seed of these runs: showing "
                        + (f"seed {seeds[0]}, their only one." if seeds else "them (they record no seed)."),
                        icon=":material/link_off:")
+            try:  # and out of the URL, so that a copied link does not carry it on (no widget holds it here)
+                del st.query_params[key]
+            except Exception:  # noqa: BLE001 (Streamlit refuses it while a widget is bound to the key: kept)
+                pass
         return df
     options = [*seeds, EVERY_SEED] if every else seeds
     choice = carried_picker("Seed", options, seeds[0], key, _LAST_SEED,
@@ -1337,6 +1343,9 @@ def epsilon_input(where: Any, label: str = "ε", *, key: str, default: str = "3"
     the reason shown) when it is not usable. A number box of 2 decimals turned a typed 0.005 into 0.01 and 2.345
     into 2.35, so the Calculator answered for another ε than Launch did."""
     text = where.text_input(label, value=default, key=key, **kwargs)
+    if text.strip().lower() in ("inf", "infinity", "∞"):
+        where.error("ε = ∞ means no noise: there is nothing to calculate.")
+        return None
     try:
         epsilon = parse_number(text, "ε", allow_inf=False)
         check_epsilon_range(epsilon, "ε")

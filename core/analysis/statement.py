@@ -140,9 +140,10 @@ def privacy_statement(
         heuristic = method == "adp" or (privacy.get("target_epsilon") is not None
                                         and getattr(cfg.privacy, "target", "sample") == "phrase-avg")
         lines += [
-            f"**Protected unit: one {unit if unit != 'sample' else 'sentence (sample)'}.** "
-            + ("As a heuristic, not a DP guarantee (its noise level was chosen from the private data, see below): "
-               if heuristic else "")
+            f"**Protected unit: one {unit if unit != 'sample' else 'sentence (sample)'}"
+            + (", as a heuristic, not a DP guarantee.** Its noise level was chosen from the private data (see "
+               "below), so the bound that follows holds only as far as that choice is public: "
+               if heuristic else ".** ")
             + f"(epsilon, delta) = ({_num(eps, 4)}, {_num(delta)}): for any one private training sentence, "
             f"{change} changes the probability of anything this run released by at most a factor "
             f"e^epsilon = {_num(math.exp(eps) if isinstance(eps, (int, float)) and eps < 700 else math.inf)}, "

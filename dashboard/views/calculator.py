@@ -54,7 +54,7 @@ def seqpate_calculator() -> None:
         queries = c.seqpate_max_queries(eps, delta, std)
         z = std / math.sqrt(2)
     r = st.columns(5)
-    r[0].metric("ε", c.fmt_eps(eps))
+    r[0].metric("ε", f"{eps:.6g}" if mode != "ε from noise" else c.fmt_eps(eps))  # a typed ε as typed (2.345)
     r[1].metric("noise multiplier z", f"{z:.4g}", help="std / L2 sensitivity (√2: one teacher changes)")
     r[2].metric("noise std σ", f"{std:.4g}")
     r[3].metric("σ / M", f"{std / teachers:.4g}", help="noise on the AVERAGE of the M teacher distributions")
@@ -114,7 +114,7 @@ def dpsgd_calculator() -> None:
         else:
             eps = c.dpsgd_eps(sigma, q, steps, delta)
     r = st.columns(4)
-    r[0].metric("ε", c.fmt_eps(eps))
+    r[0].metric("ε", f"{eps:.6g}" if mode == "noise multiplier from ε" else c.fmt_eps(eps))  # a typed ε as typed
     r[1].metric("noise multiplier", f"{sigma:.4g}", help="per-step noise std / clipping norm")
     r[2].metric("sampling rate q", f"{q:.4g}", help="1 / ceil(N / batch): Poisson sampling as the runs do it "
                 "(opacus), batch / N up to a whole number of batches per epoch")

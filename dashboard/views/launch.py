@@ -170,7 +170,10 @@ with right:
                 st.caption("top-p 1 keeps every token: no candidate filtering, the teachers are queried (and the "
                            "noise added) on the whole vocabulary.")
     dpsgd = [m for m in configs if m in c.DPSGD_METHODS]
-    if dpsgd and valid_privacy and not math.isinf(eps):
+    if dpsgd and valid_privacy and math.isinf(eps):  # as SeqPATE's box says at ε = ∞
+        st.warning(f"ε = ∞: {', '.join(c.method_label(m) for m in dpsgd)} add no noise at all; the runs are "
+                   "labelled non-private.")
+    elif dpsgd and valid_privacy:
         with st.container(border=True):
             st.markdown("**DP-SGD noise** (calibrated before training, as each run will)")
             for method in dpsgd:  # each its own batch: NoisySGD-GC+pseudo samples ghost clipping's large one

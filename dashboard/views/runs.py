@@ -160,7 +160,8 @@ def live_view() -> None:
                 delta_arrow="off")
     m[1].metric("progress", f"{record['progress']:.0%}")
     m[2].metric("elapsed", estimate.fmt_duration(record["elapsed_s"]))
-    m[3].metric("remaining (est.)", estimate.fmt_duration(record["remaining_s"]), help=estimate.estimate_help(record))
+    remaining = record["remaining_s"] if record["state"] in c.ACTIVE_STATES else None  # blank once it ended, as the table
+    m[3].metric("remaining (est.)", estimate.fmt_duration(remaining), help=estimate.estimate_help(record))
     if record["state"] == "failed":
         st.error(f"Failed at stage {record['stage'] or '?'}: {record['error'] or 'no error recorded'}",
                  icon=":material/error:")
@@ -286,7 +287,7 @@ else:
     else:
         if effective_hash(config_a) == effective_hash(config_b):  # the method is part of the effective config
             st.success(f"Same run settings: these fields are ones {c.method_label(config_a.get('method'))} never "
-                       "reads, so the pages treat the two runs as copies (one row: the newest run made here, else the "
-                       "shipped one).")
+                       "reads, so the pages treat the two runs as copies (one row: the newest finished run made here, "
+                       "else the shipped one).")
         st.caption(f"{len(diff)} differing field(s); equal fields are hidden.")
         st.dataframe(diff, hide_index=True, width="stretch")

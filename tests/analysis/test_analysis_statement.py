@@ -78,7 +78,7 @@ def test_user_batches_state_zero_out_neighbours():
     adp = privacy_statement(micro_config(method="adp"), {**privacy, "statement": "Treat the ADP run as a heuristic.",
                                                           "epsilon_claimed": 1.2}, {})
     assert "ADP caveat" in adp and "heuristic" in adp and "not a guarantee" in adp
-    assert "**Protected unit: one sentence (sample).** As a heuristic, not a DP guarantee" in adp  # from its first line
+    assert "**Protected unit: one sentence (sample), as a heuristic, not a DP guarantee.**" in adp  # its first claim
     assert "statistics of the private sentences' perplexities, released outside any epsilon" in adp
 
 
@@ -91,7 +91,7 @@ def test_a_phrase_avg_run_is_stated_as_a_heuristic_and_a_sample_target_run_is_no
     avg = privacy_statement(micro_config(method="seqpate", privacy__target="phrase-avg"), privacy, {})
     assert "a heuristic, not a DP guarantee" in avg and "still valid" not in avg
     assert "holds only where those counts are public" in avg
-    assert "**Protected unit: one sentence (sample).** As a heuristic, not a DP guarantee" in avg  # its first claim
+    assert "**Protected unit: one sentence (sample), as a heuristic, not a DP guarantee.**" in avg  # its first claim
     sample = privacy_statement(micro_config(method="seqpate"), privacy, {})
     assert "heuristic" not in sample and "Calibrated for the average phrase epsilon" not in sample
 

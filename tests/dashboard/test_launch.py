@@ -52,6 +52,8 @@ def test_dp_sgd_noise_shown_is_what_each_method_calibrates(roots, app_page):
         expected += [("noise multiplier", f"{z:.4g}"), ("sampling rate q", f"{q:.4g}"), ("steps", f"{steps:,}")]
     assert shown == expected
     assert expected[3:] == [("noise multiplier", "1.596"), ("sampling rate q", "0.25"), ("steps", "8")]
+    at.text_input(key="launch_eps").set_value("inf").run()  # no noise: said, as SeqPATE's box says it
+    assert "ε = ∞: NoisySGD, NoisySGD-GC + pseudo add no noise at all" in texts(at)
 
 
 @pytest.mark.parametrize("ablation", ["-gaussian", "-all"])

@@ -230,6 +230,7 @@ def test_a_link_value_that_is_not_a_choice_is_named_once_not_dropped_silently(ro
     at = app_page(query={"overview_preset": "tiny", "overview_seed": "2"})
     assert [w.value for w in at.warning if "link" in w.value] == [
         "The link's overview_seed=2 is not a seed of these runs: showing seed 0, their only one."]
+    assert "overview_seed" not in at.query_params  # and out of the URL, so a copied link does not carry it on
     assert not [w for w in at.run().warning if "link" in w.value]  # once
     # a seed the reader chose, left in the URL when a preset with one seed is chosen, is not taken for a link's
     at = app_page()

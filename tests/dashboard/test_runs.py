@@ -72,6 +72,7 @@ def test_a_finished_run_states_its_privacy_and_utility(some_runs, app_page):
     at = app_page("runs")
     at.selectbox(key="runs_selected").set_value("live-seq").run()
     assert "PPL 120.00  ·  BLEU-4 2.50" in texts(at)
+    assert {m.label: m.value for m in at.metric}["remaining (est.)"] == "–"  # blank once it ended, as in the table
     at.selectbox(key="runs_selected").set_value("live-synth").run()
     assert not at.exception
     # a synthetic-data run has no PPL or BLEU: its utility is the classifier trained on its synthetic set
@@ -166,6 +167,12 @@ def test_compare_opens_on_a_partner_of_the_same_preset_and_seed(roots, app_page)
                {"method": "pub-gpt", "preset": "tiny", "seed": 0, "state": "done"}]
     assert c.compare_partner(records) == 3
     assert c.compare_partner(records[:3]) == 2
+    # a run made here beside several shipped copies of its config: the one the pages show (id first in order), as a
+    # walk saw B open on tiny-seqpate-teachers10 where the Overview shows tiny-seqpate-ablationnone
+    copy = {"method": "seqpate", "preset": "tiny", "seed": 0, "state": "done", "effective_hash": "h"}
+    records = [{**copy, "run_id": "mine", "source": "live"}, {**copy, "run_id": "tiny-seqpate-teachers10",
+               "source": "cached"}, {**copy, "run_id": "tiny-seqpate-ablationnone", "source": "cached"}]
+    assert c.compare_partner(records) == 2
 
 
 def test_compare_says_when_two_configs_differ_only_in_fields_the_method_never_reads(roots, app_page):
@@ -178,7 +185,7 @@ def test_compare_says_when_two_configs_differ_only_in_fields_the_method_never_re
     assert list(at.dataframe[-1].value["field"]) == ["seqpate.kd_lambda"]
     assert [s.value for s in at.success] == [
         "Same run settings: these fields are ones Pub-GPT never reads, so the pages treat the two runs as copies "
-        "(one row: the newest run made here, else the shipped one)."]
+        "(one row: the newest finished run made here, else the shipped one)."]
     at.selectbox(key="runs_cmp_b").set_value("seq-today").run()  # another method: kd_lambda is read by SeqPATE
     assert not at.success
 
