@@ -1020,7 +1020,9 @@ def shipped_copies_note(pool: pd.DataFrame, table: pd.DataFrame) -> str:
     if not pairs:
         return ""
     return ("Some settings ship under several names, one per sweep plan that needed them, and count once: "
-            + "; ".join(pairs) + ".")
+            + "; ".join(pairs) + ". Each row shows the first name; the copies were trained separately, so their "
+            "numbers can differ slightly (thread counts, base models trained before seeding: \"Reproducing a run\" in "
+            "the README).")
 
 
 def seed_mix_note(table: pd.DataFrame) -> str:
