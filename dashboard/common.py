@@ -1345,14 +1345,14 @@ def epsilon_input(where: Any, label: str = "ε", *, key: str, default: str = "3"
     the reason shown) when it is not usable. A number box of 2 decimals turned a typed 0.005 into 0.01 and 2.345
     into 2.35, so the Calculator answered for another ε than Launch did."""
     text = where.text_input(label, value=default, key=key, **kwargs)
-    if text.strip().lower() in ("inf", "infinity", "∞"):
-        where.error("ε = ∞ means no noise: there is nothing to calculate.")
-        return None
     try:
-        epsilon = parse_number(text, "ε", allow_inf=False)
+        epsilon = parse_number(text, "ε")
         check_epsilon_range(epsilon, "ε")
     except ConfigError as err:
-        where.error(str(err).replace(" or inf", "").replace(" (or inf for no noise)", ""))
+        where.error(str(err))
+        return None
+    if math.isinf(epsilon):  # in range for a run (no noise), but nothing for a calculator to compute
+        where.error("ε = ∞ means no noise: there is nothing to calculate.")
         return None
     return epsilon
 

@@ -141,7 +141,8 @@ def show_histogram() -> None:
             continue
         per_run[rid] = (records[rid]["method"], [r["epsilon"] for r in rows if r.get("epsilon") is not None])
     if without_kind:
-        st.caption(f"Not drawn (no {kind} phrases in the run): {', '.join(without_kind)}.")
+        st.caption(f"Not drawn (no {'' if kind == 'all' else kind + ' '}phrases in the run): "
+                   f"{', '.join(without_kind)}.")
     if per_run:
         st.plotly_chart(charts.phrase_epsilon_histogram(per_run), width="stretch", key="phrases_hist")
         values = [v for _, vs in per_run.values() for v in vs]
