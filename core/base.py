@@ -60,11 +60,12 @@ def load_or_train_base(
     data: PreparedData,
     log: Callable[..., None] = lambda *a, **k: None,
     progress: Callable[[float], float | None] = lambda fraction: None,
+    device: torch.device | str = "cpu",
 ) -> tuple[GPT2LMHeadModel, object, dict]:
-    """(model, tokenizer, info). A local checkout is loaded as is; the tiny model is trained once per config.
-    Each training epoch is logged with progress(share of the epochs done)."""
+    """(model, tokenizer, info), the model on `device` (trained there). A local checkout is loaded as is; the tiny
+    model is trained once per config. Each training epoch is logged with progress(share of the epochs done)."""
     if cfg.model.source != "tiny":
-        model = load_local_model(cfg.model.source)
+        model = load_local_model(cfg.model.source).to(device)
         tokenizer = load_tokenizer(cfg.model.source)
         # the digest tells runs on one path apart when the checkout there changed (and keys their pseudo data)
         return model, tokenizer, {"source": cfg.model.source, "cached": True,
@@ -79,12 +80,12 @@ def load_or_train_base(
             info = json.loads((folder / "done.json").read_text())
             if "weights_sha256" not in info:  # cached before digests (setdefault would hash every time)
                 info["weights_sha256"] = weights_digest(folder)
-            return load_local_model(folder), load_tokenizer(folder), {**info, "cached": True}
+            return load_local_model(folder).to(device), load_tokenizer(folder), {**info, "cached": True}
         public_texts = [s.text for s in data.public_train]
         log("base-model", message="training tokenizer on public text", public_sentences=len(public_texts))
         tokenizer = train_tokenizer(public_texts, cfg.model.vocab_size)
         torch.manual_seed(cfg.seed)  # the initial weights too: torch seeds itself per process otherwise
-        model = build_tiny_gpt2(cfg.model, len(tokenizer))
+        model = build_tiny_gpt2(cfg.model, len(tokenizer)).to(device)  # built on the CPU: the same start anywhere
         seqs = encode_sentences(tokenizer, public_texts, cfg.data.max_tokens)
 
         def on_epoch(epoch: int, loss: float) -> None:

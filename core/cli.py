@@ -17,6 +17,7 @@ from core.config import (
     canonical_filter,
     check_delta_range,
     check_private_size,
+    device_setting,
     effective_config,
     fixed_epsilon,
     parse_number,
@@ -147,6 +148,7 @@ def cmd_run(args) -> int:
     data = load_prepared(cfg.data, cfg.seed)  # cached in this process: the pipeline reuses it
     check_private_size(cfg, len(data.private_train))
     thread_setting()  # a SEQPATE_THREADS that is not a number is refused here, not as a failed run
+    check_device()
 
     run = RunDir.create(run_dir, cfg.to_dict(), cfg.seed)
     from core.runs.pipeline import Cancelled, execute, install_sigterm_handler
@@ -214,10 +216,20 @@ def cmd_job(args) -> int:
         return 130
 
 
+def check_device() -> None:
+    """Refuses an unknown SEQPATE_DEVICE, or cuda where torch sees no GPU, before anything is written. torch is
+    imported for it only when a GPU is asked for: a CPU run's refusals stay quick."""
+    if device_setting() == "cuda":
+        from core.models import compute_device
+
+        compute_device()
+
+
 def cmd_sweep(args) -> int:
     from core.runs.sweep import run_plan
 
     thread_setting()  # refused before any run of the plan starts
+    check_device()
     done = run_plan(args.plan, args.preset, Path(args.out), seed=args.seed)
     print(f"{len(done)} runs finished in {args.out}")
     return 0

@@ -70,6 +70,21 @@ def thread_setting() -> int:
     return max(1, min(count, MAX_THREADS))
 
 
+DEVICES = ("cpu", "cuda")
+
+
+def device_setting() -> str:
+    """SEQPATE_DEVICE: where the language-model runs compute, cpu (unset or blank) or cuda (the first GPU).
+
+    Not part of a run's config, like the thread count: it changes how fast a run goes, and its numbers in the last
+    bits, which training amplifies (recorded in metrics as device). CPU is the default so that a seed reproduces
+    the shipped runs; whether torch sees a GPU is checked where torch is imported (core.models.compute_device)."""
+    value = os.environ.get("SEQPATE_DEVICE", "").strip().lower() or "cpu"
+    if value not in DEVICES:
+        raise ConfigError(f"SEQPATE_DEVICE must be cpu or cuda, got {os.environ['SEQPATE_DEVICE']!r}")
+    return value
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Stage configs
 # ----------------------------------------------------------------------------------------------------------------

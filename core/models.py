@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 from transformers import DynamicCache, GPT2Config, GPT2LMHeadModel, GPT2Model
 
-from core.config import ModelConfig, thread_setting
+from core.config import ConfigError, ModelConfig, device_setting, thread_setting
 from core.tokenizer import ModelLoadError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -32,6 +32,14 @@ def set_threads() -> int:
     torch.set_num_threads(threads)
     keep_freed_memory()
     return threads
+
+
+def compute_device() -> torch.device:
+    """The device SEQPATE_DEVICE names (core.config.device_setting); refuses cuda where torch sees no GPU."""
+    name = device_setting()
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"SEQPATE_DEVICE=cuda, but torch {torch.__version__} sees no CUDA GPU")
+    return torch.device(name)
 
 
 def keep_freed_memory() -> None:

@@ -20,6 +20,18 @@ def pad_batch(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor,
     return ids, mask
 
 
+def model_device(model) -> torch.device:
+    """Where a model's weights are (an opacus wrapper's too; the CPU for a model without any): batches are built
+    on the CPU and moved there."""
+    weight = next(model.parameters(), None)
+    return torch.device("cpu") if weight is None else weight.device
+
+
+def on_model_device(model, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    device = model_device(model)
+    return tuple(t.to(device) for t in tensors)
+
+
 def batch_indices(n: int, batch_size: int, rng: np.random.Generator | None) -> list[np.ndarray]:
     order = rng.permutation(n) if rng is not None else np.arange(n)
     return [order[i : i + batch_size] for i in range(0, n, batch_size)]
@@ -31,6 +43,7 @@ def hidden_states(model, ids: torch.Tensor) -> torch.Tensor:
     No attention mask: with right padding and causal attention a real token only ever sees real tokens, so the
     outputs at real positions are those of the masked call, and the cheaper causal path is used.
     """
+    (ids,) = on_model_device(model, ids)
     return model.base_model(input_ids=ids).last_hidden_state
 
 
@@ -38,8 +51,9 @@ def predicted_logits(model, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torc
     """(logits, targets, predicted) at the predicted positions only, in row-major (sentence) order.
 
     The LM head (the largest matmul of a small GPT-2) and the softmax over the vocabulary run only where the
-    target is a real token, not on padding.
+    target is a real token, not on padding. All three are on the model's device.
     """
+    ids, mask = on_model_device(model, ids, mask)
     predicted = mask[:, 1:]
     hidden = hidden_states(model, ids)[:, :-1][predicted]
     return model.get_output_embeddings()(hidden), ids[:, 1:][predicted], predicted
@@ -47,11 +61,14 @@ def predicted_logits(model, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torc
 
 def next_token_logits(model, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Logits for predicting token t+1 from tokens <= t: shape (B, L-1, V)."""
+    ids, mask = on_model_device(model, ids, mask)
     return model(input_ids=ids, attention_mask=mask.long()).logits[:, :-1]
 
 
 def token_nll(model, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-position NLL of the next token and the mask of positions that are predicted (target is real)."""
+    """Per-position NLL of the next token and the mask of positions that are predicted (target is real), on the
+    model's device."""
+    ids, mask = on_model_device(model, ids, mask)
     logits = next_token_logits(model, ids, mask)
     targets = ids[:, 1:]
     nll = F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1), reduction="none")
@@ -65,7 +82,7 @@ def lm_loss(model, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 def adam(model, lr: float) -> torch.optim.Adam:
-    """Adam with the fused CPU kernel: one pass over the parameters instead of a Python loop per tensor."""
+    """Adam with the fused kernel (CPU or CUDA): one pass over the parameters instead of a Python loop per tensor."""
     return torch.optim.Adam(model.parameters(), lr=lr, fused=True)
 
 

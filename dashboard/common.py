@@ -385,6 +385,8 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
         "elapsed_s": elapsed,
         "remaining_s": remaining,
         "total_s": as_float(timings.get("total_s")),
+        # where it computed (SEQPATE_DEVICE); runs from before the GPU path all ran on the CPU
+        "device": as_str(metrics.get("device")) or ("cpu" if metrics else None),
         "base_weights": as_str(base_model.get("weights_sha256")),  # runs since 2026-11-25
         "base_cached": base_model.get("cached"),  # False: the run trained its base model
     }
@@ -895,7 +897,7 @@ def base_model_note(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
     """For Compare: why two runs (records) may differ by more than their configs, or "". Runs record their base
     model's weights digest since 2026-11-25; the shipped text runs' bases were trained before seeding and record
     none, and a fresh clone trains its own, so a run made here and a shipped one stand on other base models unless
-    both digests are recorded and equal."""
+    both digests are recorded and equal. Runs that computed on different devices (metrics' device) are named too."""
     def digest(record: Mapping[str, Any]) -> str | None:
         return as_str(record.get("base_weights"))
 
@@ -906,16 +908,21 @@ def base_model_note(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
         return f" ({record['state']}, no PPL)" if isinstance(record.get("state"), str) else ""
 
     named = f"A{result(a)} and B{result(b)}"
-    if digest(a) and digest(b):
-        return "" if digest(a) == digest(b) else (
-            f"{named} were trained from different base models (their weights digests {digest(a)} and {digest(b)} "
-            "differ), so their results can differ by more than their configs.")
-    if a.get("source") != b.get("source"):
+    devices = [as_str(record.get("device")) for record in (a, b)]
+    differ = None not in devices and devices[0] != devices[1]
+    where = (f"computed on different devices (A on {devices[0]}, B on {devices[1]}: SEQPATE_DEVICE), where float "
+             "rounding and random draws differ, which training amplifies")
+    on_devices = f" They also {where}." if differ else ""
+    both = digest(a) and digest(b)
+    if both and digest(a) != digest(b):
+        return (f"{named} were trained from different base models (their weights digests {digest(a)} and {digest(b)} "
+                f"differ), so their results can differ by more than their configs.{on_devices}")
+    if not both and a.get("source") != b.get("source"):
         return (f"{named}: one was made on this machine, the other is a shipped run, and they do not both record "
                 "their base model's weights digest. A run made here trains from this machine's base model (under "
                 "`$SEQPATE_CACHE`), not from the shipped runs' (trained before seeding, they cannot be remade), so "
-                "the two can differ by more than their configs.")
-    return ""
+                f"the two can differ by more than their configs.{on_devices}")
+    return f"{named} {where}, so their results can differ by more than their configs." if differ else ""
 
 
 def stand_in_note(pool: pd.DataFrame, shown: set[str]) -> str:

@@ -55,6 +55,7 @@ def test_local_checkout_loads_untied_with_its_tokenizer(checkout):
 
 def test_run_with_a_local_model_uses_it(checkout, tmp_path, monkeypatch):
     monkeypatch.setenv("SEQPATE_THREADS", "1")
+    monkeypatch.delenv("SEQPATE_DEVICE", raising=False)
     cfg = micro_config(method="pub-gpt", model__source=str(checkout))
     run = RunDir.create(tmp_path / "local", cfg.to_dict(), cfg.seed)
     metrics = execute(cfg, run)
@@ -64,6 +65,7 @@ def test_run_with_a_local_model_uses_it(checkout, tmp_path, monkeypatch):
     assert metrics["base_model"]["weights_sha256"] == hashlib.sha256(weights).hexdigest()[:16]
     assert metrics["ppl"] > 1 and run.is_complete()
     assert metrics["torch_threads"] == 1  # part of what reproduces a run (the order of float sums)
+    assert metrics["device"] == "cpu"  # SEQPATE_DEVICE unset: the CPU, as the shipped runs
 
 
 def test_the_digest_covers_the_weight_files_a_checkout_loads_and_no_others(tmp_path):

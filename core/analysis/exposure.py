@@ -114,11 +114,9 @@ def model_scorer(model, tokenizer, max_tokens: int = 64, batch_size: int = 512) 
     import torch
 
     from core.tokenizer import encode_sentences
+    from core.train import model_device
 
-    try:
-        device = next(model.parameters()).device
-    except StopIteration:
-        device = torch.device("cpu")
+    device = model_device(model)
 
     def suffix_nll(ids: torch.Tensor, first: int, prefix_state) -> torch.Tensor:
         """Sum of NLL of targets ids[:, first:] (first >= 1), all rows of equal length."""

@@ -64,7 +64,7 @@ def sequence_perplexities(model, seqs, pad_id: int, batch_size: int = 64) -> np.
         ids, mask = pad_batch(seqs[start : start + batch_size], pad_id)
         nll, predicted = token_nll(model, ids, mask)
         mean_nll = (nll * predicted).sum(dim=1) / predicted.sum(dim=1).clamp(min=1)
-        out.append(torch.exp(mean_nll).double().numpy())
+        out.append(torch.exp(mean_nll).double().cpu().numpy())
     return np.concatenate(out) if out else np.zeros(0)
 
 

@@ -39,7 +39,7 @@ from core.privacy import (
     poisson_shape,
 )
 from core.runs.pipeline import MethodResult, Workspace
-from core.train import pad_batch
+from core.train import on_model_device, pad_batch
 
 # Expected here, and printed on every step otherwise: embeddings have no input that requires a gradient, so
 # torch says their backward hook fires on outputs (as opacus intends); the secure RNG is for production runs.
@@ -64,7 +64,8 @@ def per_sample_loss(model, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tenso
     last position gets an ignored target instead, which spares every backward pass a logits-sized zero fill.
     """
     # opacus needs explicit, contiguous full-batch position ids with GPT-2 (opacus issue #841)
-    positions = torch.arange(ids.size(1)).unsqueeze(0).repeat(ids.size(0), 1)
+    ids, mask = on_model_device(model, ids, mask)
+    positions = torch.arange(ids.size(1), device=ids.device).unsqueeze(0).repeat(ids.size(0), 1)
     logits = model(input_ids=ids, attention_mask=mask.long(), position_ids=positions).logits
     predicted = torch.cat([mask[:, 1:], mask.new_zeros((ids.size(0), 1))], dim=1)
     targets = torch.cat([ids[:, 1:], ids[:, :1]], dim=1).masked_fill(~predicted, IGNORE)
@@ -82,7 +83,7 @@ def noise_only_step(optimizer, step: Callable[[], object] | None = None) -> None
     for p in optimizer.params:
         p.grad = torch.zeros_like(p)
         if not is_ghost(optimizer):
-            p.grad_sample = torch.zeros((0, *p.shape), dtype=p.dtype)  # the shape opacus gives an empty batch
+            p.grad_sample = torch.zeros((0, *p.shape), dtype=p.dtype, device=p.device)  # the shape opacus gives an empty batch
     (step or optimizer.step)()
     optimizer.zero_grad(set_to_none=True)
 

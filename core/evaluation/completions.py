@@ -16,6 +16,7 @@ import torch
 from core.config import DecodeConfig
 from core.models import output_cache, with_cache
 from core.tokenizer import encode_prefixes
+from core.train import on_model_device
 
 
 def left_pad(seqs: Sequence[Sequence[int]], pad: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -51,7 +52,8 @@ def sample_next(logits: torch.Tensor, decode: DecodeConfig, generator: torch.Gen
         return logits.argmax(-1)
     probs, tokens = sampling_distribution(logits, decode)
     cdf = probs.cumsum(-1)
-    u = torch.rand(len(probs), 1, generator=generator) * cdf[:, -1:]  # weights need not sum to 1
+    # drawn on the CPU's generator wherever the model runs: the same seed draws the same uniforms on a GPU
+    u = torch.rand(len(probs), 1, generator=generator).to(cdf.device) * cdf[:, -1:]  # weights need not sum to 1
     choice = torch.searchsorted(cdf, u, right=True).clamp(max=probs.size(-1) - 1)  # first cdf > u: weight > 0
     return (choice if tokens is None else tokens.gather(1, choice)).squeeze(1)
 
@@ -61,10 +63,11 @@ def sample_batch(model, ids: torch.Tensor, mask: torch.Tensor, decode: DecodeCon
                  generator: torch.Generator) -> torch.Tensor:
     """Sampled continuations (B, <= new_tokens); stops early once every row has produced EOS."""
     body, head = model.base_model, model.get_output_embeddings()
+    ids, mask = on_model_device(model, ids, mask)
     positions = (mask.cumsum(1) - 1).clamp(min=0)
     out = body(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True)
     cache, steps = output_cache(out), []
-    finished = torch.zeros(ids.size(0), dtype=torch.bool)
+    finished = torch.zeros(ids.size(0), dtype=torch.bool, device=ids.device)
     for step in range(new_tokens):
         token = sample_next(head(out.last_hidden_state[:, -1]), decode, generator)
         steps.append(token)

@@ -26,7 +26,7 @@ from core.evaluation import (
     sentence_nll,
     total_nll,
 )
-from core.models import clone, set_threads
+from core.models import clone, compute_device, set_threads
 from core.runs.store import METHOD_END, METHOD_START_CACHED, METHOD_START_TRAINING, RunDir
 from core.tokenizer import encode_sentences
 
@@ -221,6 +221,7 @@ def method_function(name: str) -> Callable[[Workspace], MethodResult]:
 def execute(cfg: RunConfig, run: RunDir, should_stop: Callable[[], bool] = lambda: False) -> dict:
     """Run every stage, writing progress as it goes; returns metrics. Raises on failure (the caller records it)."""
     threads = set_threads()
+    device = compute_device()
     timings: dict[str, float] = {}
     t0 = time.time()
 
@@ -245,7 +246,8 @@ def execute(cfg: RunConfig, run: RunDir, should_stop: Callable[[], bool] = lambd
     method_start = METHOD_START_CACHED if base_is_cached(cfg) else METHOD_START_TRAINING
     log("base-model", 0.04, method_start=method_start)
     model, tokenizer, base_info = load_or_train_base(cfg, data, log,
-                                                     progress=lambda done: 0.04 + (method_start - 0.04) * done)
+                                                     progress=lambda done: 0.04 + (method_start - 0.04) * done,
+                                                     device=device)
     timings["base_model_s"] = time.time() - t
 
     ws = Workspace(
@@ -268,7 +270,8 @@ def execute(cfg: RunConfig, run: RunDir, should_stop: Callable[[], bool] = lambd
     metrics, completions, test_nll = evaluate(result.model, ws, result.postprocess)
     timings["evaluate_s"] = time.time() - t
     timings["total_s"] = time.time() - t0
-    metrics = {**metrics, **result.metrics, "timings": timings, "base_model": base_info, "torch_threads": threads}
+    metrics = {**metrics, **result.metrics, "timings": timings, "base_model": base_info, "torch_threads": threads,
+               "device": device.type}
     from core.analysis.audit import audit_run  # phrases.csv, statement.md, r_name, exposure
 
     metrics = audit_run(ws, result, metrics, completions, run)

@@ -21,7 +21,7 @@ from core.seqpate.aggregate import TeacherOracle
 from core.seqpate.partition import assign_teachers, crowding_note, teachers_per_user
 from core.seqpate.student import DistillSettings, distill
 from core.seqpate.teachers import TeacherJob, count_rows, get_executor
-from core.train import train_lm
+from core.train import model_device, train_lm
 
 
 def calibrate_noise(noise: str, epsilon: float, delta: float, budget: int) -> tuple[str, float]:
@@ -69,10 +69,10 @@ def run_seqpate(ws: Workspace) -> MethodResult:
     # 4. Teachers: train, infer once over the distillation positions, fold into the running sum, discard.
     t = time.time()
     job = TeacherJob(
-        base_state={k: v.detach().clone() for k, v in ws.base_model.state_dict().items()},
+        base_state={k: v.detach().cpu().clone() for k, v in ws.base_model.state_dict().items()},
         base_config=ws.base_model.config.to_dict(), distill_seqs=distill_seqs, n_rows=n_rows, pad_id=ws.pad_id,
         epochs=sp.teacher_epochs, lr=sp.teacher_lr, batch_size=sp.batch_size, seed=cfg.seed,
-        want_votes=switches.get("use_votes", False),
+        want_votes=switches.get("use_votes", False), device=model_device(ws.base_model).type,
     )
 
     def on_teacher(index: int) -> None:

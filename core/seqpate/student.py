@@ -59,7 +59,8 @@ def teacher_terms(logits: torch.Tensor, positions: list[int], answers: list, kin
     for i, a in enumerate(answers):
         k = len(a.candidates)
         cands[i, :k], dist[i, :k], valid[i, :k] = a.candidates, a.distribution, True
-    picked = logits[torch.as_tensor(positions)[:, None], cands].masked_fill(~valid, float("-inf"))
+    positions, cands, dist, valid = (t.to(logits.device) for t in (torch.as_tensor(positions), cands, dist, valid))
+    picked = logits[positions[:, None], cands].masked_fill(~valid, float("-inf"))
     log_student = torch.log_softmax(picked, dim=-1).masked_fill(~valid, 0.0)
     if kind == "ce":
         return -log_student.gather(1, dist.argmax(1, keepdim=True)).squeeze(1)
@@ -99,6 +100,7 @@ def distill(
                 hard = pseudo_label_rank(probs, targets) > s.rank_threshold
                 if not s.efficient_kd:
                     hard = torch.ones_like(hard)
+                probs = probs.cpu()  # candidate sets index the teacher sums, which live on the CPU
             positions, answers = [], []
             for j, ((b, t), is_hard) in enumerate(zip(predicted.nonzero().tolist(), hard.tolist(), strict=True)):
                 row = int(offsets[idx[b]]) + t

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from core.models import keep_freed_memory
-from core.train import hidden_states, pad_batch, train_lm
+from core.train import hidden_states, on_model_device, pad_batch, train_lm
 
 # Bounds the partial sums that travel back (each is a positions x vocabulary table) while leaving enough tasks to
 # keep 16 workers busy. Changing it changes the float summation order (results move in the last bits).
@@ -45,6 +45,7 @@ class TeacherJob:
     batch_size: int
     seed: int
     want_votes: bool
+    device: str = "cpu"  # where each teacher trains and its group's partial sum accumulates
 
 
 def count_rows(seqs: Sequence[Sequence[int]]) -> int:
@@ -54,7 +55,7 @@ def count_rows(seqs: Sequence[Sequence[int]]) -> int:
 def build_model(job: TeacherJob):
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    model = GPT2LMHeadModel(GPT2Config.from_dict(job.base_config))
+    model = GPT2LMHeadModel(GPT2Config.from_dict(job.base_config)).to(job.device)
     model.load_state_dict(job.base_state)
     return model
 
@@ -86,15 +87,15 @@ def add_teacher_output(model, job: TeacherJob, total: torch.Tensor, votes: torch
     head = model.get_output_embeddings()
     for start in range(0, len(order), batch):
         chunk = order[start : start + batch]
-        ids, mask = pad_batch([job.distill_seqs[i] for i in chunk], job.pad_id)
+        ids, mask = on_model_device(model, *pad_batch([job.distill_seqs[i] for i in chunk], job.pad_id))
         hidden = hidden_states(model, ids)[:, :-1][mask[:, 1:]]  # predicted positions, sentence by sentence
-        chunk_rows = torch.cat([rows[i] for i in chunk])
+        chunk_rows = torch.cat([rows[i] for i in chunk]).to(total.device)
         for b in range(0, len(hidden), block):
             probs = torch.softmax(head(hidden[b : b + block]).float(), dim=-1)
             at = chunk_rows[b : b + block]
             total.index_add_(0, at, probs)
             if votes is not None:
-                votes.index_put_((at, probs.argmax(-1)), torch.ones(len(at)), accumulate=True)
+                votes.index_put_((at, probs.argmax(-1)), torch.ones(len(at), device=total.device), accumulate=True)
 
 
 def teacher_group_sum(
@@ -104,11 +105,14 @@ def teacher_group_sum(
     should_stop: Callable[[], bool] | None = None,
     out: Sums | None = None,
 ) -> Sums:
-    """Partial sums over one group of teachers, into `out` (zeroed here) or fresh tensors."""
+    """Partial sums over one group of teachers, into `out` (zeroed here) or fresh tensors. On a GPU the group's sums
+    accumulate there and come back to the CPU once, at the end."""
     total, votes = out if out is not None else empty_sums(job)
     total.zero_()
     if votes is not None:
         votes.zero_()
+    # on the CPU these are total and votes themselves; on a GPU, zeroed copies there
+    on_device = [None if t is None else t.to(job.device) for t in (total, votes)]
     model = build_model(job)  # one model per group: reloading weights is far cheaper than building a model
     for index, seqs in teacher_data:
         if should_stop is not None and should_stop():
@@ -116,9 +120,12 @@ def teacher_group_sum(
         model.load_state_dict(job.base_state)
         train_lm(model, seqs, pad_id=job.pad_id, epochs=job.epochs, lr=job.lr, batch_size=job.batch_size,
                  seed=job.seed * 100_003 + index)
-        add_teacher_output(model, job, total, votes)
+        add_teacher_output(model, job, *on_device)
         if on_teacher is not None:
             on_teacher(index)
+    for target, source in zip((total, votes), on_device, strict=True):
+        if target is not None and source is not target:
+            target.copy_(source)
     return total, votes
 
 

@@ -228,6 +228,7 @@ def execute(job: SynthJob, run: RunDir, should_stop: Callable[[], bool] = lambda
         "base_model": base_info,
         "timings": timings,
         "torch_threads": threads,
+        "device": "cpu",  # synthetic-data runs compute on the CPU whatever SEQPATE_DEVICE says (README)
     })
     private = math.isfinite(privacy["epsilon"])
     run.write_privacy(privacy)

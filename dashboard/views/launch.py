@@ -13,6 +13,7 @@ from core.config import (
     ConfigError,
     check_delta_range,
     check_epsilon_range,
+    device_setting,
     dpsgd_batch_size,
     fixed_epsilon,
     parse_number,
@@ -221,9 +222,14 @@ if st.button(label, type="primary", disabled=bool(errors) or not configs, key="l
 if st.session_state.get("launch_last"):
     ids = st.session_state["launch_last"]
     threads = jobs.launched_job_threads()
+    try:  # the jobs inherit SEQPATE_DEVICE from where the dashboard started
+        where = " on the GPU (`SEQPATE_DEVICE=cuda`)" if device_setting() == "cuda" else " on the CPU"
+    except ConfigError as exc:
+        where = ""
+        st.error(f"{exc}: the jobs will fail as they start. Restart the dashboard without it, or with cpu or cuda.")
     st.success(f"Queued {len(ids)} job(s): " + ", ".join(f"`{i}`" for i in ids) + f". Jobs run "
-               f"{jobs.max_parallel_jobs()} at a time (`SEQPATE_MAX_JOBS`), each with {threads} torch thread(s); "
-               "the others wait queued.")
+               f"{jobs.max_parallel_jobs()} at a time (`SEQPATE_MAX_JOBS`), each with {threads} torch thread(s)"
+               f"{where}; the others wait queued.")
     st.page_link("views/runs.py", label="Watch them on the Runs page", icon=":material/list:")
 
 with st.expander("Resolved config of the first method"):

@@ -159,7 +159,9 @@ def live_view() -> None:
     m[0].metric("state", record["state"], delta=f"stage: {record['stage'] or '–'}", delta_color="off",
                 delta_arrow="off")
     m[1].metric("progress", f"{record['progress']:.0%}")
-    m[2].metric("elapsed", estimate.fmt_duration(record["elapsed_s"]))
+    computed_on = {"cpu": "on the CPU", "cuda": "on the GPU"}.get(record.get("device") or "")
+    m[2].metric("elapsed", estimate.fmt_duration(record["elapsed_s"]), delta=computed_on, delta_color="off",
+                delta_arrow="off")
     remaining = record["remaining_s"] if record["state"] in c.ACTIVE_STATES else None  # blank once it ended, as the table
     m[3].metric("remaining (est.)", estimate.fmt_duration(remaining), help=estimate.estimate_help(record))
     if record["state"] == "failed":

@@ -217,14 +217,23 @@ def test_seqpate_settings_are_greyed_out_without_seqpate_and_each_ablation_is_ex
     assert all(f"{name}: " in help_text for name in ABLATIONS) and "-merge_p: teachers vote" in help_text
 
 
-def test_launch_says_how_many_jobs_run_at_once_and_with_how_many_threads(roots, app_page, fake_job, monkeypatch):
+def test_launch_says_how_many_jobs_run_at_once_with_how_many_threads_and_where(roots, app_page, fake_job, monkeypatch):
     monkeypatch.setenv("SEQPATE_MAX_JOBS", "2")
     monkeypatch.delenv("SEQPATE_THREADS", raising=False)
+    monkeypatch.delenv("SEQPATE_DEVICE", raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 4)
     at = app_page("launch", {"preset": "tiny", "methods": "pub-gpt"})
     at.button(key="launch_button").click().run()
     assert not at.exception
-    assert "Jobs run 2 at a time (`SEQPATE_MAX_JOBS`), each with 2 torch thread(s); the others wait queued." in texts(at)
+    assert ("Jobs run 2 at a time (`SEQPATE_MAX_JOBS`), each with 2 torch thread(s) on the CPU; the others wait "
+            "queued.") in texts(at)
+    monkeypatch.setenv("SEQPATE_DEVICE", "cuda")  # the jobs inherit it (and refuse it where torch sees no GPU)
+    at.run()
+    assert "each with 2 torch thread(s) on the GPU (`SEQPATE_DEVICE=cuda`)" in texts(at)
+    monkeypatch.setenv("SEQPATE_DEVICE", "gpu")
+    at.run()
+    assert [e.value for e in at.error] == ["SEQPATE_DEVICE must be cpu or cuda, got 'gpu': the jobs will fail as they "
+                                           "start. Restart the dashboard without it, or with cpu or cuda."]
 
 
 def test_default_filter_is_the_presets_own(roots, app_page, fake_job):

@@ -175,6 +175,33 @@ def test_compare_opens_on_a_partner_of_the_same_preset_and_seed(roots, app_page)
     assert c.compare_partner(records) == 2
 
 
+def test_a_run_says_where_it_computed_and_compare_names_a_device_difference(roots, app_page):
+    """SEQPATE_DEVICE=cuda runs compute on a GPU; the same config and base model then differ in the last bits, which
+    training amplifies (tiny SeqPATE from one base: 980.75 on the CPU, 986.19 on an H100)."""
+    from core.runs.store import RunDir
+
+    def on(run: RunDir, device: str | None) -> None:
+        metrics = {k: v for k, v in run.metrics().items() if k != "device"}
+        run.write_metrics({**metrics, "base_model": {"source": "tiny", "weights_sha256": "1b287bb1c1cae4f6"}}
+                          | ({"device": device} if device else {}))
+
+    on(write_run(roots["live"], "on-cpu", "seqpate", ppl=980.75), "cpu")
+    on(write_run(roots["live"], "on-gpu", "seqpate", ppl=986.19), "cuda")
+    on(write_run(roots["live"], "before", "seqpate", ppl=980.75), None)  # written before runs recorded it
+    at = app_page("runs")
+    for run_id, said in (("on-gpu", "on the GPU"), ("on-cpu", "on the CPU"), ("before", "on the CPU")):
+        at.selectbox(key="runs_selected").set_value(run_id).run()
+        assert {m.label: m.delta for m in at.metric}["elapsed"] == said, run_id
+    at.selectbox(key="runs_cmp_a").set_value("on-cpu").run()
+    at.selectbox(key="runs_cmp_b").set_value("on-gpu").run()
+    [warning] = [w.value for w in at.warning]
+    assert warning == ("A (PPL 980.75) and B (PPL 986.19) computed on different devices (A on cpu, B on cuda: "
+                       "SEQPATE_DEVICE), where float rounding and random draws differ, which training amplifies, so "
+                       "their results can differ by more than their configs.")
+    at.selectbox(key="runs_cmp_b").set_value("before").run()  # one base model, both on the CPU: nothing to warn about
+    assert not at.warning
+
+
 def test_compare_says_when_two_configs_differ_only_in_fields_the_method_never_reads(roots, app_page):
     write_run(roots["cached"], "tiny-pub-gpt", "pub-gpt", config={"seqpate__kd_lambda": 20.0})
     write_run(roots["live"], "pub-gpt-today", "pub-gpt")

@@ -1,0 +1,103 @@
+"""Where runs compute (SEQPATE_DEVICE): the setting and its refusals everywhere, and the CUDA path on a machine that
+has a GPU (those tests skip elsewhere; they ran on an H100, see the README's "Running on a GPU")."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from core.config import ConfigError, device_setting
+from core.runs.pipeline import execute
+from core.runs.store import RunDir
+from tests.conftest import micro_config
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+def test_the_device_setting_is_cpu_unless_cuda_is_named(monkeypatch):
+    monkeypatch.delenv("SEQPATE_DEVICE", raising=False)
+    assert device_setting() == "cpu"  # the default: a seed reproduces the shipped runs
+    for value, expected in (("", "cpu"), (" CUDA ", "cuda"), ("cpu", "cpu")):
+        monkeypatch.setenv("SEQPATE_DEVICE", value)
+        assert device_setting() == expected
+    monkeypatch.setenv("SEQPATE_DEVICE", "gpu")
+    with pytest.raises(ConfigError, match="SEQPATE_DEVICE must be cpu or cuda, got 'gpu'"):
+        device_setting()
+
+
+def run_cli(tmp_path, device: str):
+    env = dict(os.environ, SEQPATE_DEVICE=device)
+    return subprocess.run([sys.executable, "-m", "core", "run", "--method", "pub-gpt", "--preset", "tiny",
+                           "--run-dir", str(tmp_path / "run")], capture_output=True, text=True, timeout=600, env=env)
+
+
+def test_an_unknown_device_is_refused_before_a_run_folder_is_made(tmp_path):
+    out = run_cli(tmp_path, "gpu")
+    assert out.returncode == 2 and out.stderr == "error: SEQPATE_DEVICE must be cpu or cuda, got 'gpu'\n"
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
+def test_cuda_without_a_gpu_is_refused_before_a_run_folder_is_made(tmp_path):
+    out = run_cli(tmp_path, "cuda")
+    assert out.returncode == 2 and "SEQPATE_DEVICE=cuda, but torch" in out.stderr and "sees no CUDA GPU" in out.stderr
+    assert out.stderr.count("\n") == 1 and not (tmp_path / "run").exists()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The CUDA path (skipped without a GPU)
+# ----------------------------------------------------------------------------------------------------------------
+
+
+@needs_cuda
+def test_teacher_sums_on_the_gpu_match_the_cpu():
+    from core.seqpate.teachers import teacher_group_sum
+    from tests.seqpate.test_executors import micro_job
+
+    job, data = micro_job(4)
+    # without dropout a teacher is the same function on both devices (their random streams differ), up to rounding
+    no_dropout = {**job.base_config, "resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0}
+    job = dataclasses.replace(job, base_config=no_dropout)
+    on_cpu = teacher_group_sum(job, data)
+    on_gpu = teacher_group_sum(dataclasses.replace(job, device="cuda"), data)
+    assert on_gpu[0].device.type == "cpu"  # the partial sums come back to the CPU, where the executors add them
+    assert torch.allclose(on_gpu[0], on_cpu[0], atol=1e-3)
+    assert on_gpu[1].sum() == on_cpu[1].sum() == 4 * job.n_rows  # one vote per teacher and position
+
+
+@needs_cuda
+def test_sampling_on_the_gpu_draws_what_the_cpu_draws():
+    from core.config import DecodeConfig
+    from core.evaluation.completions import sample_next
+
+    logits = torch.randn(64, 500, generator=torch.Generator().manual_seed(1)) * 3
+    decode = DecodeConfig(top_k=0, top_p=0.95, temperature=1.0)
+    on_cpu = sample_next(logits, decode, torch.Generator().manual_seed(5))
+    on_gpu = sample_next(logits.cuda(), decode, torch.Generator().manual_seed(5))
+    assert (on_gpu.cpu() == on_cpu).float().mean() >= 0.98  # the same uniforms; a cumsum's last bits may differ
+
+
+@needs_cuda
+@pytest.mark.parametrize("method", ["seqpate", "noisysgd", "noisysgd-gc+pseudo", "adp"])
+def test_a_run_on_the_gpu_has_the_cpu_run_privacy_and_close_numbers(tmp_path, monkeypatch, method):
+    metrics, privacy = {}, {}
+    for device in ("cpu", "cuda"):
+        monkeypatch.setenv("SEQPATE_DEVICE", device)
+        cfg = micro_config(method=method)
+        run = RunDir.create(tmp_path / device, cfg.to_dict(), cfg.seed)
+        metrics[device] = execute(cfg, run)
+        privacy[device] = run.privacy()
+        assert run.is_complete() and metrics[device]["device"] == device
+    for key in ("noise_scale", "noise_multiplier", "sampling_rate", "steps", "query_budget", "accountant", "delta"):
+        if method == "adp" and key == "noise_multiplier":  # ADP's comes from the private sentences' perplexities
+            assert privacy["cuda"][key] == pytest.approx(privacy["cpu"][key], rel=1e-6)  # (its heuristic)
+            continue
+        assert privacy["cuda"].get(key) == privacy["cpu"].get(key), key  # fixed before any private data is read
+    if method != "seqpate":  # SeqPATE's spent queries depend on which positions the student finds hard
+        assert privacy["cuda"]["epsilon"] == pytest.approx(privacy["cpu"]["epsilon"], abs=1e-9)
+    assert metrics["cuda"]["ppl"] == pytest.approx(metrics["cpu"]["ppl"], rel=0.05)
