@@ -16,7 +16,9 @@ from core.config import (
     RunConfig,
     canonical_filter,
     check_delta_range,
+    check_device_executor,
     check_private_size,
+    device_refusal,
     device_setting,
     effective_config,
     fixed_epsilon,
@@ -149,6 +151,7 @@ def cmd_run(args) -> int:
     check_private_size(cfg, len(data.private_train))
     thread_setting()  # a SEQPATE_THREADS that is not a number is refused here, not as a failed run
     check_device()
+    check_device_executor(cfg.method, cfg.seqpate.executor, device_setting())
 
     run = RunDir.create(run_dir, cfg.to_dict(), cfg.seed)
     from core.runs.pipeline import Cancelled, execute, install_sigterm_handler
@@ -217,12 +220,10 @@ def cmd_job(args) -> int:
 
 
 def check_device() -> None:
-    """Refuses an unknown SEQPATE_DEVICE, or cuda where torch sees no GPU, before anything is written. torch is
-    imported for it only when a GPU is asked for: a CPU run's refusals stay quick."""
-    if device_setting() == "cuda":
-        from core.models import compute_device
-
-        compute_device()
+    """Refuses an unknown SEQPATE_DEVICE, or cuda where torch sees no GPU, before anything is written."""
+    refusal = device_refusal()
+    if refusal:
+        raise ConfigError(refusal)
 
 
 def cmd_sweep(args) -> int:

@@ -74,15 +74,40 @@ DEVICES = ("cpu", "cuda")
 
 
 def device_setting() -> str:
-    """SEQPATE_DEVICE: where the language-model runs compute, cpu (unset or blank) or cuda (the first GPU).
+    """SEQPATE_DEVICE: where runs compute, cpu (unset or blank) or cuda (the first GPU).
 
     Not part of a run's config, like the thread count: it changes how fast a run goes, and its numbers in the last
-    bits, which training amplifies (recorded in metrics as device). CPU is the default so that a seed reproduces
-    the shipped runs; whether torch sees a GPU is checked where torch is imported (core.models.compute_device)."""
+    bits, which training amplifies (recorded in status and metrics as device). CPU is the default so that a seed
+    reproduces the shipped runs."""
     value = os.environ.get("SEQPATE_DEVICE", "").strip().lower() or "cpu"
     if value not in DEVICES:
         raise ConfigError(f"SEQPATE_DEVICE must be cpu or cuda, got {os.environ['SEQPATE_DEVICE']!r}")
     return value
+
+
+def device_refusal() -> str | None:
+    """Why SEQPATE_DEVICE cannot be used on this machine (an unknown value, or cuda where torch sees no GPU), or
+    None. torch is imported only when cuda is asked for, so a CPU run's refusals stay quick."""
+    try:
+        name = device_setting()
+    except ConfigError as exc:
+        return str(exc)
+    if name == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            return f"SEQPATE_DEVICE=cuda, but torch {torch.__version__} sees no CUDA GPU"
+    return None
+
+
+def check_device_executor(method: str, executor: str, device: str) -> None:
+    """On a GPU SeqPATE's teachers train one after another on it (the local executor): the process pool would put
+    a CUDA context, a model and a positions x vocabulary table per worker on the one GPU (gigabytes each at the
+    paper's size), and Ray tasks ask for CPUs only, so a cluster's workers may have no GPU."""
+    if device == "cuda" and method == "seqpate" and executor != "local":
+        raise ConfigError(f"--executor {executor} with SEQPATE_DEVICE=cuda: on a GPU the teachers train one after "
+                          "another (--executor local); the process and ray executors spread them over CPU cores "
+                          "(run them without SEQPATE_DEVICE)")
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -346,7 +371,8 @@ def effective_config(config: dict[str, Any]) -> dict[str, Any]:
         if section == "decode" and method not in PSEUDO_METHODS:
             values = {k: v for k, v in values.items() if k not in PSEUDO_FIELDS["decode"]}
         if section == "seqpate":
-            # how teachers are executed, not what they compute (the executors give bitwise-identical results)
+            # how teachers are executed, not what they compute (the executors give bitwise-identical results on
+            # the CPU; on a GPU the local one alone, and its atomic adds make two runs differ in the last bits)
             values = {k: v for k, v in values.items() if k not in EXECUTION_FIELDS}
             if method != "seqpate":
                 if method not in PSEUDO_METHODS:

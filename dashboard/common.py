@@ -385,8 +385,8 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
         "elapsed_s": elapsed,
         "remaining_s": remaining,
         "total_s": as_float(timings.get("total_s")),
-        # where it computed (SEQPATE_DEVICE); runs from before the GPU path all ran on the CPU
-        "device": as_str(metrics.get("device")) or ("cpu" if metrics else None),
+        # where it computes (SEQPATE_DEVICE), known once it started; runs from before the GPU path all ran on the CPU
+        "device": as_str(status.get("device")) or as_str(metrics.get("device")) or ("cpu" if metrics else None),
         "base_weights": as_str(base_model.get("weights_sha256")),  # runs since 2026-11-25
         "base_cached": base_model.get("cached"),  # False: the run trained its base model
     }

@@ -16,7 +16,7 @@ from functools import cached_property
 from typing import TextIO
 
 from core.base import base_is_cached, base_key, load_or_train_base
-from core.config import RunConfig, check_private_size
+from core.config import RunConfig, check_device_executor, check_private_size
 from core.data import PreparedData, load_prepared, split_prefix
 from core.evaluation import (
     bleu_scores,
@@ -98,6 +98,7 @@ class Workspace:
     should_stop: Callable[[], bool] = lambda: False
     progress_span: tuple[float, float] = (METHOD_START_CACHED, METHOD_END)
     notes: dict = field(default_factory=dict)
+    device: str = "cpu"  # where the models are (SEQPATE_DEVICE): SeqPATE's teachers train there too
 
     def encode(self, texts) -> list[list[int]]:
         return encode_sentences(self.tokenizer, texts, self.cfg.data.max_tokens)
@@ -116,7 +117,8 @@ class Workspace:
         retrained after its cache was cleared, e.g. with another thread count, must not reuse pseudo data that
         another base generated)."""
         digest = (self.base_info or {}).get("weights_sha256")
-        return base_key(self.cfg) if digest is None else f"{base_key(self.cfg)}-{digest}"
+        key = base_key(self.cfg, self.device)  # pseudo data sampled on a GPU is cached apart from the CPU's
+        return key if digest is None else f"{key}-{digest}"
 
     @cached_property
     def pseudo(self) -> list[str]:
@@ -222,11 +224,12 @@ def execute(cfg: RunConfig, run: RunDir, should_stop: Callable[[], bool] = lambd
     """Run every stage, writing progress as it goes; returns metrics. Raises on failure (the caller records it)."""
     threads = set_threads()
     device = compute_device()
+    check_device_executor(cfg.method, cfg.seqpate.executor, device.type)  # a dashboard job or a sweep's run
     timings: dict[str, float] = {}
     t0 = time.time()
 
     log = progress_logger(run, should_stop)
-    run.set_status(state="running", stage="data", progress=0.0)
+    run.set_status(state="running", stage="data", progress=0.0, device=device.type)
     log("data", 0.01, message=f"loading {cfg.data.corpus}")
     data = load_prepared(cfg.data, cfg.seed)
     check_private_size(cfg, len(data.private_train))  # delta < 1/n etc., when the preset left n open
@@ -243,7 +246,7 @@ def execute(cfg: RunConfig, run: RunDir, should_stop: Callable[[], bool] = lambd
     # Training the base model can take as long as the method itself: 3 minutes of a 3-minute tiny Pub-GPT run on a
     # fresh clone. It gets half the progress bar when it trains, per epoch. The start is chosen before the base's
     # lock is taken (a run that waits for another to train it keeps the half), so it is logged: pacing reads it.
-    method_start = METHOD_START_CACHED if base_is_cached(cfg) else METHOD_START_TRAINING
+    method_start = METHOD_START_CACHED if base_is_cached(cfg, device.type) else METHOD_START_TRAINING
     log("base-model", 0.04, method_start=method_start)
     model, tokenizer, base_info = load_or_train_base(cfg, data, log,
                                                      progress=lambda done: 0.04 + (method_start - 0.04) * done,
@@ -259,6 +262,7 @@ def execute(cfg: RunConfig, run: RunDir, should_stop: Callable[[], bool] = lambd
         log=log,
         should_stop=should_stop,
         progress_span=(method_start, METHOD_END),
+        device=device.type,
     )
     t = time.time()
     log(cfg.method, method_start, message=f"method {cfg.method}")

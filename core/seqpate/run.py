@@ -21,7 +21,7 @@ from core.seqpate.aggregate import TeacherOracle
 from core.seqpate.partition import assign_teachers, crowding_note, teachers_per_user
 from core.seqpate.student import DistillSettings, distill
 from core.seqpate.teachers import TeacherJob, count_rows, get_executor
-from core.train import model_device, train_lm
+from core.train import train_lm
 
 
 def calibrate_noise(noise: str, epsilon: float, delta: float, budget: int) -> tuple[str, float]:
@@ -72,7 +72,7 @@ def run_seqpate(ws: Workspace) -> MethodResult:
         base_state={k: v.detach().cpu().clone() for k, v in ws.base_model.state_dict().items()},
         base_config=ws.base_model.config.to_dict(), distill_seqs=distill_seqs, n_rows=n_rows, pad_id=ws.pad_id,
         epochs=sp.teacher_epochs, lr=sp.teacher_lr, batch_size=sp.batch_size, seed=cfg.seed,
-        want_votes=switches.get("use_votes", False), device=model_device(ws.base_model).type,
+        want_votes=switches.get("use_votes", False), device=ws.device,
     )
 
     def on_teacher(index: int) -> None:

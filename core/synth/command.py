@@ -87,6 +87,7 @@ def _base_overrides(base: dict) -> dict:
 
 
 def cmd_synth(args) -> int:
+    from core.cli import check_device
     from core.runs.store import RunDir, check_new_run_dir
     from core.synth.job import prepare_job
 
@@ -94,6 +95,7 @@ def cmd_synth(args) -> int:
     check_new_run_dir(Path(args.run_dir))  # before the data is read: a refusal is quick
     job = prepare_job(cfg, base)  # data errors end here, before anything is written
     thread_setting()  # so does a SEQPATE_THREADS that is not a number
+    check_device()  # and a SEQPATE_DEVICE that is not cpu or cuda, or cuda without a GPU
     run = RunDir.create(Path(args.run_dir), job.config_dict(), cfg.seed)
 
     from core.runs.jobs import cancel_requested

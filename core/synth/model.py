@@ -15,6 +15,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from core.train import on_model_device
+
 SEP_TEXT = "\n"  # texts are whitespace-normalised, so a newline never occurs inside one: an unambiguous SEP
 TEXT_START = 2  # index of SEP in a discriminator row [BOS, rand, SEP, x1, ...]: features start there
 
@@ -82,7 +84,7 @@ def prefix_weights(text_lengths: torch.Tensor, max_k: int, step: int) -> torch.T
     rows sum to 1. A text shorter than step is scored once, on its full length."""
     k = torch.arange(1, max_k + 1, device=text_lengths.device)[None, :]
     n = text_lengths[:, None].clamp(min=1, max=max_k)
-    w = torch.where((k % step == 0) & (k <= n), (k // step).to(torch.float32), torch.zeros(()))
+    w = torch.where((k % step == 0) & (k <= n), (k // step).to(torch.float32), torch.zeros((), device=k.device))
     short = w.sum(dim=1) == 0
     if short.any():
         w[short] = (k == n[short]).to(torch.float32)
@@ -117,7 +119,7 @@ class SynthLM(nn.Module):
 
     def hidden(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Final hidden states (after the last layer norm) of right-padded rows."""
-        positions = torch.arange(ids.size(1)).unsqueeze(0).repeat(ids.size(0), 1)
+        positions = torch.arange(ids.size(1), device=ids.device).unsqueeze(0).repeat(ids.size(0), 1)
         return self.lm.transformer(input_ids=ids, attention_mask=mask.long(), position_ids=positions).last_hidden_state
 
     def forward(self, ids: torch.Tensor, attention: torch.Tensor, positions: torch.Tensor, keep: int):
@@ -178,7 +180,8 @@ def lm_nll(logits: torch.Tensor, ids: torch.Tensor, mask: torch.Tensor, ignore_p
 def multitask_losses(model: SynthLM, disc_rows, lm_rows, labels: torch.Tensor, pad: int, step: int,
                      disc_weight: float) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-example (LM NLL, weighted prefix discriminator loss) from one packed forward pass."""
-    ids, attention, positions, disc_mask, lm_mask = pack(disc_rows, lm_rows, pad)
+    ids, attention, positions, disc_mask, lm_mask, labels = on_model_device(model, *pack(disc_rows, lm_rows, pad),
+                                                                             labels)
     lb, la = disc_mask.size(1), lm_mask.size(1)
     logits, hidden = model(ids, attention, positions, keep=la)
     lm = lm_nll(logits, ids[:, lb:], lm_mask)

@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from core.models import cache_tensors, make_cache, output_cache, with_cache
+from core.train import model_device
 
 SMALL = 1e-15  # PPLM's SMALL_CONST: keeps logs and divisions finite
 
@@ -43,8 +44,9 @@ def nucleus_sample(probs: torch.Tensor, top_p: float, generator: torch.Generator
     sorted_p, order = probs.sort(dim=-1, descending=True)
     keep = sorted_p.cumsum(dim=-1) - sorted_p < top_p  # always keeps the top token
     sorted_p = sorted_p * keep
-    choice = torch.multinomial(sorted_p / sorted_p.sum(dim=-1, keepdim=True), 1, generator=generator)
-    return order.gather(-1, choice).squeeze(-1)
+    # drawn on the CPU's generator wherever the model runs: the same seed draws alike on a GPU
+    choice = torch.multinomial((sorted_p / sorted_p.sum(dim=-1, keepdim=True)).cpu(), 1, generator=generator)
+    return order.gather(-1, choice.to(order.device)).squeeze(-1)
 
 
 def _step(lm, last: torch.Tensor, kv) -> tuple[torch.Tensor, torch.Tensor, list]:
@@ -71,10 +73,10 @@ def generate_plain(lm, prompt: Sequence[int], n: int, max_new: int, top_p: float
                    generator: torch.Generator) -> list[list[int]]:
     """n samples continuing `prompt` ("BOS label SEP"), nucleus sampling, each cut at its EOS."""
     lm.eval()
-    ids = torch.tensor([list(prompt)] * n)
+    ids = torch.tensor([list(prompt)] * n, device=model_device(lm))
     out = lm(input_ids=ids[:, :-1], use_cache=True)
     kv, last = cache_tensors(output_cache(out)), ids[:, -1:]
-    tokens, done = [], torch.zeros(n, dtype=torch.bool)
+    tokens, done = [], torch.zeros(n, dtype=torch.bool, device=ids.device)
     for _ in range(max_new):
         logits, _, kv = _step(lm, last, kv)
         nxt = nucleus_sample(torch.softmax(logits / temperature, dim=-1), top_p, generator)
@@ -150,15 +152,15 @@ def generate_pplm(lm, head, prompt: Sequence[int], target: int, n: int, max_new:
     lm.eval()
     for p in (*lm.parameters(), *head.parameters()):
         p.requires_grad_(False)
-    ids = torch.tensor([list(prompt)] * n)
+    ids = torch.tensor([list(prompt)] * n, device=model_device(lm))
     with torch.no_grad():
         out = lm(input_ids=ids[:, :-1], use_cache=True)
     past = cache_tensors(output_cache(out))  # perturbed history (PPLM keeps it)
     unpert_past = [(k.clone(), v.clone()) for k, v in past]
     last = ids[:, -1:]
-    acc_hidden = torch.zeros((n, lm.config.n_embd))
-    targets = torch.full((n,), target, dtype=torch.long)
-    tokens, done = [], torch.zeros(n, dtype=torch.bool)
+    acc_hidden = torch.zeros((n, lm.config.n_embd), device=ids.device)
+    targets = torch.full((n,), target, dtype=torch.long, device=ids.device)
+    tokens, done = [], torch.zeros(n, dtype=torch.bool, device=ids.device)
     for count in range(max_new):
         with torch.no_grad():
             unpert_logits, h_unpert, unpert_next = _step(lm, last, unpert_past)

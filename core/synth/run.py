@@ -21,7 +21,7 @@ import torch
 from core.analysis.audit import STATEMENT
 from core.analysis.statement import synth_statement
 from core.base import load_or_train_base
-from core.models import clone, set_threads
+from core.models import clone, compute_device, set_threads
 from core.runs.pipeline import progress_logger
 from core.runs.store import RunDir
 from core.synth.config import SynthConfig
@@ -116,8 +116,8 @@ def evaluate(job: SynthJob, model: SynthLM, fmt: Formatter, tokenizer, samples: 
                  if reference is not None and syn_texts else None)
     test_ids = encode_texts(tokenizer, test_texts)
     emb = text_embeddings(model, fmt, test_ids, cfg.seed).numpy()
-    disc_acc = float(np.mean(np.argmax(emb @ model.head.weight.detach().numpy().T
-                                       + model.head.bias.detach().numpy(), axis=1)
+    disc_acc = float(np.mean(np.argmax(emb @ model.head.weight.detach().cpu().numpy().T
+                                       + model.head.bias.detach().cpu().numpy(), axis=1)
                              == np.asarray([data.index(y) for y in test_labels])))
     coords = project_2d(emb, cfg.seed, cfg.projection)
     points = [{"x": float(x), "y": float(y), "label": label}
@@ -164,6 +164,7 @@ def _jsonl(rows: list[dict]) -> str:
 def execute(job: SynthJob, run: RunDir, should_stop: Callable[[], bool] = lambda: False) -> dict:
     """Every stage, writing progress as it goes; returns metrics. Raises on failure (the caller records it)."""
     threads = set_threads()
+    device = compute_device()
     cfg, data = job.cfg, job.data
     timings: dict[str, float] = {}
     t0 = time.time()
@@ -176,10 +177,10 @@ def execute(job: SynthJob, run: RunDir, should_stop: Callable[[], bool] = lambda
 
         return scaled
 
-    run.set_status(state="running", stage="data", progress=0.0)
+    run.set_status(state="running", stage="data", progress=0.0, device=device.type)
     log("data", 0.02, **{k: v for k, v in data.stats().items() if k != "source"}, message=data.source)
     base, tokenizer, base_info = load_or_train_base(job.base, job.prepared, log,
-                                                    progress=lambda done: 0.02 + 0.08 * done)
+                                                    progress=lambda done: 0.02 + 0.08 * done, device=device)
     timings["base_model_s"] = time.time() - t0
 
     fmt = Formatter.build(tokenizer, data.labels, cfg.max_tokens)
@@ -196,7 +197,8 @@ def execute(job: SynthJob, run: RunDir, should_stop: Callable[[], bool] = lambda
     batches = Batches(fmt, train_ids, train_y, cfg.seed)
     model = SynthLM(clone(base), len(data.labels))
     torch.manual_seed(cfg.seed)
-    model.head.reset_parameters()
+    model.head.reset_parameters()  # on the CPU: the same initial head on any device
+    model = model.to(device)
     model, lm_taken, lm_losses = train_lm(model, batches, cfg, plan["noise_multiplier"], span(0.1, 0.5),
                                           should_stop)
     head_taken, head_losses = 0, []
@@ -228,7 +230,7 @@ def execute(job: SynthJob, run: RunDir, should_stop: Callable[[], bool] = lambda
         "base_model": base_info,
         "timings": timings,
         "torch_threads": threads,
-        "device": "cpu",  # synthetic-data runs compute on the CPU whatever SEQPATE_DEVICE says (README)
+        "device": device.type,
     })
     private = math.isfinite(privacy["epsilon"])
     run.write_privacy(privacy)

@@ -52,7 +52,7 @@ from core.synth.model import (
     prefix_weights,
     weighted_prefix_loss,
 )
-from core.train import pad_batch
+from core.train import model_device, on_model_device, pad_batch
 
 Log = Callable[..., None]
 
@@ -122,7 +122,7 @@ def privacy_record(cfg: SynthConfig, plan: dict, lm_taken: int, head_taken: int)
 
 
 def _positions(ids: torch.Tensor) -> torch.Tensor:
-    return torch.arange(ids.size(1)).unsqueeze(0).repeat(ids.size(0), 1)  # explicit: opacus issue #841
+    return torch.arange(ids.size(1), device=ids.device).unsqueeze(0).repeat(ids.size(0), 1)  # opacus issue #841
 
 
 # Each loss below adds the head it does not use at weight 0: ghost clipping needs every trainable layer's hook to
@@ -132,7 +132,7 @@ def _positions(ids: torch.Tensor) -> torch.Tensor:
 
 def lm_losses(model, rows: Sequence[Sequence[int]], pad: int) -> torch.Tensor:
     """Mean NLL per "BOS label SEP text EOS" row (B,); the discriminator head joins at weight 0."""
-    ids, mask = pad_batch(rows, pad)
+    ids, mask = on_model_device(model, *pad_batch(rows, pad))
     logits, hidden = model(ids, mask.long(), _positions(ids), keep=0)
     return lm_nll(logits, ids, mask) + 0.0 * model.head(hidden[:, 0]).sum(dim=-1)
 
@@ -140,7 +140,7 @@ def lm_losses(model, rows: Sequence[Sequence[int]], pad: int) -> torch.Tensor:
 def disc_losses(model, rows: Sequence[Sequence[int]], labels: torch.Tensor, pad: int, step: int,
                 weight: float) -> torch.Tensor:
     """Weighted prefix loss per "BOS rand SEP text" row (B,), times `weight`; the LM head joins at weight 0."""
-    ids, mask = pad_batch(rows, pad)
+    ids, mask, labels = on_model_device(model, *pad_batch(rows, pad), labels)
     logits, hidden = model(ids, mask.long(), _positions(ids), keep=1)
     feats = prefix_features(hidden)
     weights = prefix_weights(mask[:, TEXT_START + 1 :].sum(dim=1), feats.size(1), step)
@@ -287,11 +287,12 @@ def train_lm(model: SynthLM, batches: Batches, cfg: SynthConfig, z: float, log: 
 def disc_inputs(model: SynthLM, rows: Sequence[Sequence[int]], pad: int, batch: int = 128):
     """Prefix features (N, K, H) and text lengths (N,) of discriminator rows under a frozen model."""
     k_max = max(len(r) for r in rows) - TEXT_START - 1
-    feats = torch.zeros((len(rows), k_max, model.lm.config.n_embd))
-    lengths = torch.zeros(len(rows), dtype=torch.long)
+    device = model_device(model)
+    feats = torch.zeros((len(rows), k_max, model.lm.config.n_embd), device=device)
+    lengths = torch.zeros(len(rows), dtype=torch.long, device=device)
     model.eval()
     for s in range(0, len(rows), batch):
-        ids, mask = pad_batch(rows[s : s + batch], pad)
+        ids, mask = on_model_device(model, *pad_batch(rows[s : s + batch], pad))
         f = prefix_features(model.hidden(ids, mask))
         feats[s : s + len(f), : f.size(1)] = f
         lengths[s : s + len(f)] = mask[:, TEXT_START + 1 :].sum(dim=1)
@@ -304,7 +305,7 @@ def train_head(model: SynthLM, batches: Batches, cfg: SynthConfig, z: float, log
     n = len(batches.labels)
     feats, lengths = disc_inputs(model, batches.disc_rows(range(n)), batches.fmt.pad)
     weights = prefix_weights(lengths, feats.size(1), cfg.prefix_step)
-    labels = torch.tensor(batches.labels, dtype=torch.long)
+    labels = torch.tensor(batches.labels, dtype=torch.long, device=feats.device)
     head = model.head
     head.requires_grad_(True)
     torch.manual_seed(cfg.seed + 1)
@@ -327,21 +328,22 @@ def train_head(model: SynthLM, batches: Batches, cfg: SynthConfig, z: float, log
 @torch.no_grad()
 def text_embeddings(model: SynthLM, fmt: Formatter, text_ids: Sequence[Sequence[int]], seed: int,
                     batch: int = 128) -> torch.Tensor:
-    """(N, H) mean hidden state of each text under "BOS rand SEP text" (the label never shown)."""
+    """(N, H) mean hidden state of each text under "BOS rand SEP text" (the label never shown), on the CPU."""
     rand = fmt.random_tokens(len(text_ids), torch.Generator().manual_seed(seed))
     rows = [fmt.disc_row(r, t) for r, t in zip(rand, text_ids, strict=True)]
     model.eval()
     out = []
     for s in range(0, len(rows), batch):
-        ids, mask = pad_batch(rows[s : s + batch], fmt.pad)
-        out.append(full_features(model.hidden(ids, mask), mask))
+        ids, mask = on_model_device(model, *pad_batch(rows[s : s + batch], fmt.pad))
+        out.append(full_features(model.hidden(ids, mask), mask).cpu())
     return torch.cat(out)
 
 
 @torch.no_grad()
 def label_probs(model: SynthLM, fmt: Formatter, text_ids: Sequence[Sequence[int]], seed: int) -> torch.Tensor:
-    """(N, A) discriminator probabilities p(a | text)."""
-    return torch.softmax(model.head(text_embeddings(model, fmt, text_ids, seed)), dim=-1)
+    """(N, A) discriminator probabilities p(a | text), on the CPU."""
+    (embeddings,) = on_model_device(model, text_embeddings(model, fmt, text_ids, seed))
+    return torch.softmax(model.head(embeddings), dim=-1).cpu()
 
 
 @torch.no_grad()
@@ -351,7 +353,7 @@ def lm_test_loss(model: SynthLM, fmt: Formatter, text_ids, labels, batch: int = 
     total, count = 0.0, 0
     for s in range(0, len(text_ids), batch):
         rows = [fmt.lm_row(y, t) for y, t in zip(labels[s : s + batch], text_ids[s : s + batch], strict=True)]
-        ids, mask = pad_batch(rows, fmt.pad)
+        ids, mask = on_model_device(model, *pad_batch(rows, fmt.pad))
         logits = model.lm(input_ids=ids, attention_mask=mask.long()).logits
         per_row = lm_nll(logits, ids, mask)
         n_pred = (mask.sum(dim=1) - 1).clamp(min=1)

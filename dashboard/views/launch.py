@@ -13,6 +13,7 @@ from core.config import (
     ConfigError,
     check_delta_range,
     check_epsilon_range,
+    device_refusal,
     device_setting,
     dpsgd_batch_size,
     fixed_epsilon,
@@ -99,6 +100,10 @@ filter_spec = launch_settings.launch_filter_spec(settings)
 
 configs = {}
 errors = []
+device_problem = device_refusal()  # jobs inherit SEQPATE_DEVICE from where the dashboard started
+if device_problem:
+    errors.append(f"{device_problem}: it is set where the dashboard started, and its jobs would fail. Restart the "
+                  "dashboard without it, or with cpu, or with cuda on a machine with a GPU.")
 if not settings["methods"]:
     errors.append("choose at least one method")
 for method in settings["methods"]:
@@ -222,11 +227,8 @@ if st.button(label, type="primary", disabled=bool(errors) or not configs, key="l
 if st.session_state.get("launch_last"):
     ids = st.session_state["launch_last"]
     threads = jobs.launched_job_threads()
-    try:  # the jobs inherit SEQPATE_DEVICE from where the dashboard started
-        where = " on the GPU (`SEQPATE_DEVICE=cuda`)" if device_setting() == "cuda" else " on the CPU"
-    except ConfigError as exc:
-        where = ""
-        st.error(f"{exc}: the jobs will fail as they start. Restart the dashboard without it, or with cpu or cuda.")
+    where = "" if device_problem else (" on the GPU (`SEQPATE_DEVICE=cuda`)" if device_setting() == "cuda"
+                                       else " on the CPU")
     st.success(f"Queued {len(ids)} job(s): " + ", ".join(f"`{i}`" for i in ids) + f". Jobs run "
                f"{jobs.max_parallel_jobs()} at a time (`SEQPATE_MAX_JOBS`), each with {threads} torch thread(s)"
                f"{where}; the others wait queued.")

@@ -7,6 +7,7 @@ import math
 import os
 
 import pytest
+import torch
 from apptest_helpers import metrics, texts
 
 from core.config import ConfigError, preset_config
@@ -227,13 +228,24 @@ def test_launch_says_how_many_jobs_run_at_once_with_how_many_threads_and_where(r
     assert not at.exception
     assert ("Jobs run 2 at a time (`SEQPATE_MAX_JOBS`), each with 2 torch thread(s) on the CPU; the others wait "
             "queued.") in texts(at)
-    monkeypatch.setenv("SEQPATE_DEVICE", "cuda")  # the jobs inherit it (and refuse it where torch sees no GPU)
+    monkeypatch.setenv("SEQPATE_DEVICE", "cuda")  # the jobs inherit it
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     at.run()
     assert "each with 2 torch thread(s) on the GPU (`SEQPATE_DEVICE=cuda`)" in texts(at)
-    monkeypatch.setenv("SEQPATE_DEVICE", "gpu")
-    at.run()
-    assert [e.value for e in at.error] == ["SEQPATE_DEVICE must be cpu or cuda, got 'gpu': the jobs will fail as they "
-                                           "start. Restart the dashboard without it, or with cpu or cuda."]
+
+
+@pytest.mark.parametrize("device", ["gpu", "cuda"])
+def test_a_device_its_jobs_cannot_use_is_named_and_nothing_launches(roots, app_page, fake_job, monkeypatch, device):
+    monkeypatch.setenv("SEQPATE_DEVICE", device)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # cuda where torch sees no GPU
+    at = app_page("launch", {"preset": "tiny", "methods": "pub-gpt"})
+    assert not at.exception
+    said = {"gpu": "SEQPATE_DEVICE must be cpu or cuda, got 'gpu'",
+            "cuda": f"SEQPATE_DEVICE=cuda, but torch {torch.__version__} sees no CUDA GPU"}[device]
+    assert [e.value for e in at.error] == [f"{said}: it is set where the dashboard started, and its jobs would fail. "
+                                           "Restart the dashboard without it, or with cpu, or with cuda on a machine "
+                                           "with a GPU."]
+    assert at.button(key="launch_button").disabled
 
 
 def test_default_filter_is_the_presets_own(roots, app_page, fake_job):

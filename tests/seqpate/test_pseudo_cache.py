@@ -42,6 +42,9 @@ def test_a_retrained_base_does_not_reuse_another_bases_pseudo_data(tmp_path, mon
     assert old.base_key != retrained.base_key
     assert workspace({"weights_sha256": "aaaa"}).base_key == old.base_key
     assert workspace({"source": "/a/checkout"}).base_key == workspace({}).base_key  # local checkouts: the config
+    on_gpu = Workspace(cfg=cfg, data=None, tokenizer=None, base_model=None, base_info={"weights_sha256": "aaaa"},
+                       log=lambda *a, **k: None, device="cuda")
+    assert on_gpu.base_key != old.base_key  # pseudo data sampled on a GPU is never a CPU run's
 
     monkeypatch.setattr(pseudo, "complete", lambda model, tok, prefixes, decode, seed: [str(model)] * len(prefixes))
     decode = DecodeConfig()
