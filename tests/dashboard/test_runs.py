@@ -188,10 +188,14 @@ def test_a_run_says_where_it_computed_and_compare_names_a_device_difference(root
     on(write_run(roots["live"], "on-cpu", "seqpate", ppl=980.75), "cpu")
     on(write_run(roots["live"], "on-gpu", "seqpate", ppl=986.19), "cuda")
     on(write_run(roots["live"], "before", "seqpate", ppl=980.75), None)  # written before runs recorded it
+    running = write_run(roots["live"], "running", "seqpate", state="running", stage="teachers", progress=0.3)
+    running.set_status(device="cuda")  # a run names its device in status.json as it starts
+    write_run(roots["live"], "queued", "seqpate", state="queued")
     at = app_page("runs")
-    for run_id, said in (("on-gpu", "on the GPU"), ("on-cpu", "on the CPU"), ("before", "on the CPU")):
+    for run_id, said in (("on-gpu", "on the GPU"), ("on-cpu", "on the CPU"), ("before", "on the CPU"),
+                         ("running", "on the GPU"), ("queued", None)):
         at.selectbox(key="runs_selected").set_value(run_id).run()
-        assert {m.label: m.delta for m in at.metric}["elapsed"] == said, run_id
+        assert ({m.label: m.delta for m in at.metric}["elapsed"] or None) == said, run_id
     at.selectbox(key="runs_cmp_a").set_value("on-cpu").run()
     at.selectbox(key="runs_cmp_b").set_value("on-gpu").run()
     [warning] = [w.value for w in at.warning]
