@@ -5,6 +5,8 @@ import streamlit as st
 from dashboard import common as c
 from dashboard.diagram import PIPELINE_DOT
 
+PRIVACY_CARD_WIDTH = 200  # px: four fit beside the sidebar on a 1,400 px screen, two at 800 px
+
 st.title("SeqPATE bench")
 st.caption("Differentially private text generation: SeqPATE (Tian et al., NeurIPS 2022) against DP-SGD "
            "baselines and non-private references, run on this machine.")
@@ -83,9 +85,11 @@ st.caption(f"One row per method and ε at this preset's defaults: {runs_shown}; 
 st.subheader("Privacy statements")
 st.caption("One card per method, over all its runs at this preset (every seed and setting, phrase-level runs too).")
 cards = c.privacy_cards(df[df["preset"] == preset])
-columns = st.columns(min(4, max(1, len(cards))))
-for i, card in enumerate(cards):
-    with columns[i % len(columns)].container(border=True):
+# cards of a fixed width in a row that wraps: four side by side on a wide screen, fewer on a narrow one (equal
+# columns stayed four wide down to Streamlit's 640 px breakpoint and wrapped the text a letter per line at 800 px)
+cards_row = st.container(horizontal=True, wrap=True)
+for card in cards:
+    with cards_row.container(border=True, width=PRIVACY_CARD_WIDTH):
         st.markdown(f"**{card['label']}**")
         if card["kind"] == "not-private":
             st.error("NOT PRIVATE: private data, no noise (ε = ∞)", icon=":material/warning:")

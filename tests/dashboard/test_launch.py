@@ -158,6 +158,18 @@ def test_bad_url_parameters_are_ignored_with_a_warning(roots, app_page):
     assert at.selectbox(key="launch_preset").value == "quick"
 
 
+def test_a_url_parameter_the_page_does_not_know_is_named_not_dropped_unseen(roots, app_page):
+    """?methds=seqpate (a typo) opened the page with no method chosen and the parameter gone from the URL."""
+    at = app_page("launch", {"methds": "seqpate", "preset": "tiny"})
+    assert not at.exception
+    [warning] = [w.value for w in at.warning]
+    assert ("methds=seqpate (not a Launch setting; these are methods, eps, delta, teachers, filter, partition, "
+            "ablation, preset, seed)") in warning
+    assert "methds" not in at.query_params and at.selectbox(key="launch_preset").value == "tiny"
+    at.run()  # said once, as the other link warnings
+    assert not at.warning
+
+
 def test_url_values_the_boxes_cannot_show_are_ignored_with_a_warning(roots, app_page):
     """top-p:0.9999999 launched top-p:1.0 (no filtering) without a word; teachers=1e30 crashed the page."""
     at = app_page("launch", {"methods": "seqpate", "filter": "top-p:0.9999999", "teachers": str(10**30),
