@@ -22,6 +22,15 @@ def live_runs(run_infos) -> tuple[tuple[str, str | None], ...]:
     return tuple((info.run_id, info.state) for info in run_infos if info.source == "live")
 
 
+def live_states(df) -> list[tuple[str, str]]:
+    """(run id, state) of the runs made here, in the runs frame's terms."""
+    live = df[df["source"] == "live"]
+    return sorted(zip(live["run_id"], live["state"], strict=True))
+
+
+STATES_AT_LOAD = live_states(c.runs_frame(infos)) if active else []  # run_records is cached: no extra read
+
+
 @st.fragment(run_every=5)
 def watch_while_idle(shown: tuple) -> None:
     """With no job queued or running the table is not polled; a job launched elsewhere (another tab, the command
@@ -74,8 +83,10 @@ def live_view() -> None:
         c.no_runs("runs")
         return
     still_active = bool(((df["state"].isin(c.ACTIVE_STATES)) & (df["source"] == "live")).any())
-    if active and not still_active:
-        st.rerun()  # the last job ended: a full rerun stops the polling
+    if active and live_states(df) != STATES_AT_LOAD:
+        # a job started, ended or appeared: a full rerun brings the rest of the page (Compare's runs and their
+        # numbers) up to date, and stops the polling once the last job has ended
+        st.rerun()
 
     f1, f2, f3 = st.columns([2, 2, 3])
     sources = f1.multiselect("Source", ["live", "cached"], default=["live", "cached"], key="runs_sources")

@@ -153,6 +153,33 @@ def test_an_idle_runs_page_notices_a_run_started_elsewhere(server, browser_page,
         shutil.rmtree(e2e_dirs["live"] / "elsewhere-noisysgd")
 
 
+def test_while_a_job_runs_compare_offers_a_run_that_appears(server, browser_page, e2e_dirs):
+    """Compare sits outside the part of the Runs page that polls while a job runs: a run launched meanwhile (or a
+    job that ended) stayed out of its boxes until the last job ended (checked: still missing after 60 s)."""
+    from fake_runs import write_run
+
+    page = browser_page
+    running = write_run(e2e_dirs["live"], "cmp-running", "seqpate", state="running", progress=0.3)  # pid: this test
+    try:
+        visit(page, server, "/runs")
+        write_run(e2e_dirs["live"], "cmp-appeared", "pub-gpt")
+        deadline = time.monotonic() + 30
+        options: list[str] = []
+        while time.monotonic() < deadline and not any("cmp-appeared" in o for o in options):
+            page.wait_for_timeout(2000)
+            wait_ready(page)
+            page.locator(".st-key-runs_cmp_a input").click()
+            page.keyboard.type("cmp-appeared")
+            page.wait_for_timeout(300)
+            options = page.locator("[role=option]").all_inner_texts()
+            page.keyboard.press("Escape")
+        assert any("cmp-appeared" in o for o in options), options
+        assert exceptions(page) == []
+    finally:
+        for run_dir in (running.path, e2e_dirs["live"] / "cmp-appeared"):
+            shutil.rmtree(run_dir, ignore_errors=True)
+
+
 def test_choosing_run_a_to_compare_warns_nothing_in_the_server_log(server, browser_page):
     """Run A's choice moves run B (a callback sets B's state); a B box also given a default index made Streamlit
     log a warning and a 30-line stack on every change."""
