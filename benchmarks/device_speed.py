@@ -1,14 +1,20 @@
 """CPU or GPU (SEQPATE_DEVICE): seconds per SeqPATE teacher on each, for the presets' model sizes.
 
 A teacher is fine-tuned on its partition and run once over the distillation positions, with the code runs use
-(core.seqpate.teachers.teacher_group_sum); the teacher phase is M times this. Timed over --teachers teachers after
-one warm-up teacher, per model size: tiny's and quick's GPT-2 (2 layers, 128 wide), paper's (4 layers, 256 wide)
-and GPT-2 small's shape (12 layers, 768 wide, its 50,257-token vocabulary), as a local checkout would be.
+(core.seqpate.teachers.teacher_group_sum), per model size: tiny's and quick's GPT-2 (2 layers, 128 wide), paper's
+(4 layers, 256 wide) and GPT-2 small's shape (12 layers, 768 wide, its 50,257-token vocabulary), as a local checkout
+would be. A run trains its teachers in at most 16 groups (M / 16 teachers each at quick's M = 1,000), and every
+group pays once for building its model and zeroing its positions x vocabulary table (on a GPU, a table there and
+its copy back: 170 MB at 8,192 tokens, 1 GB at 50,257). So a group of one teacher and a group of 1 + --teachers are
+timed, and the difference divided by --teachers is the cost of one more teacher (the teacher phase is about M times
+it); the group's own cost is printed beside it. (The script's first version, whose H100 figures
+benchmarks/RESULTS.md keeps, timed one group of 3 teachers with that cost in.)
 
     python benchmarks/device_speed.py [--teachers 3] [--sentences 20] [--distill 300] [--sizes tiny,paper,gpt2]
 
-Prints per size the seconds per teacher on the CPU (all of SEQPATE_THREADS' threads) and, where torch sees a GPU,
-on it, and their ratio. The private sentences per teacher (20) and distillation sentences (300) are quick's.
+Prints per size the seconds per teacher and per group on the CPU (all of SEQPATE_THREADS' threads) and, where
+torch sees a GPU, on it, and the per-teacher ratio. The private sentences per teacher (20) and distillation
+sentences (300) are quick's.
 """
 
 from __future__ import annotations
@@ -26,20 +32,28 @@ SIZES = {  # name: (layers, width, heads, vocabulary or None for the workload to
 }
 
 
-def seconds_per_teacher(job, teacher_data, device: str) -> float:
+def group_seconds(job, teacher_data, device: str) -> float:
     import torch
 
     from core.seqpate.teachers import teacher_group_sum
 
-    job = dataclasses.replace(job, device=device)
-    teacher_group_sum(job, teacher_data[:1])  # warm-up: CUDA context, kernels, allocator
     if device == "cuda":
         torch.cuda.synchronize()
     t = time.perf_counter()
-    teacher_group_sum(job, teacher_data[1:])
+    teacher_group_sum(job, teacher_data)
     if device == "cuda":
         torch.cuda.synchronize()
-    return (time.perf_counter() - t) / (len(teacher_data) - 1)
+    return time.perf_counter() - t
+
+
+def teacher_seconds(job, teacher_data, device: str) -> tuple[float, float]:
+    """(seconds of one more teacher in a group, the group's fixed seconds), after a warm-up group."""
+    job = dataclasses.replace(job, device=device)
+    group_seconds(job, teacher_data[:1], device)  # warm-up: CUDA context, kernels, allocator
+    one = group_seconds(job, teacher_data[:1], device)
+    more = group_seconds(job, teacher_data, device)
+    per_teacher = (more - one) / (len(teacher_data) - 1)
+    return per_teacher, one - per_teacher
 
 
 def main() -> None:
@@ -71,11 +85,13 @@ def main() -> None:
         sized = build_tiny_gpt2(ModelConfig(n_layer=layers, n_embd=width, n_head=heads),
                                 vocab or model.config.vocab_size)
         job = teacher_job(sized, distill, pad, args.epochs)
-        times = {device: seconds_per_teacher(job, teacher_data, device) for device in devices}
+        times = {device: teacher_seconds(job, teacher_data, device) for device in devices}
         params = sum(p.numel() for p in sized.parameters()) / 1e6
-        line = f"{name:6s} ({layers} layers, {width} wide, {params:.1f}M parameters): cpu {times['cpu']:.3f} s/teacher"
+        line = (f"{name:6s} ({layers} layers, {width} wide, {params:.1f}M parameters): cpu {times['cpu'][0]:.3f} "
+                f"s/teacher (+{times['cpu'][1]:.2f} s per group)")
         if "cuda" in times:
-            line += f", cuda {times['cuda']:.3f} s/teacher: GPU {times['cpu'] / times['cuda']:.1f}x faster"
+            line += (f", cuda {times['cuda'][0]:.3f} s/teacher (+{times['cuda'][1]:.2f} s per group): GPU "
+                     f"{times['cpu'][0] / times['cuda'][0]:.1f}x faster per teacher")
         print(line, flush=True)
 
 

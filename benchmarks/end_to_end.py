@@ -38,7 +38,7 @@ def main() -> None:
     from core.base import load_or_train_base
     from core.config import METHODS, preset_config
     from core.data import load_prepared
-    from core.models import set_threads
+    from core.models import compute_device, set_threads
     from core.runs.pipeline import execute
     from core.runs.store import RunDir
 
@@ -49,7 +49,7 @@ def main() -> None:
     for preset in args.preset.split(","):
         cfg = preset_config(preset, seqpate__executor=args.executor)
         t = time.perf_counter()
-        _, _, info = load_or_train_base(cfg, load_prepared(cfg.data, cfg.seed))
+        _, _, info = load_or_train_base(cfg, load_prepared(cfg.data, cfg.seed), device=compute_device())
         base_s = time.perf_counter() - t
         print(f"[{preset}] base model ({'cached' if info.get('cached') else 'trained'}): {base_s:.1f} s", flush=True)
         for method in methods:

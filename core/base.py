@@ -22,12 +22,13 @@ from core.train import train_lm
 PRIVATE_ONLY_DATA_FIELDS = ("canaries", "canary_seed", "canary_digits")
 
 
-def base_key(cfg: RunConfig, device: str = "cpu") -> str:
+def base_key(cfg: RunConfig, device: torch.device | str = "cpu") -> str:
     """Names the base model (and, with its digest, the pseudo data) in the artefact cache. One trained or used on a
     GPU is another artefact than the CPU's: its key names the device, so a CPU run never loads it (the CPU's key
     is the one it always was)."""
     data = {k: v for k, v in cfg.to_dict()["data"].items() if k not in PRIVATE_ONLY_DATA_FIELDS}
     key = {"data": data, "model": cfg.to_dict()["model"], "seed": cfg.seed}
+    device = getattr(device, "type", device)  # a torch.device or its name
     return stable_hash(key if device == "cpu" else {**key, "device": device})
 
 
@@ -54,7 +55,7 @@ def weights_digest(folder: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-def base_is_cached(cfg: RunConfig, device: str = "cpu") -> bool:
+def base_is_cached(cfg: RunConfig, device: torch.device | str = "cpu") -> bool:
     """Whether load_or_train_base will load (a local checkout, or a tiny base trained before) rather than train."""
     return cfg.model.source != "tiny" or (cache_root() / "base" / base_key(cfg, device) / "done.json").exists()
 
@@ -75,7 +76,7 @@ def load_or_train_base(
         return model, tokenizer, {"source": cfg.model.source, "cached": True,
                                   "weights_sha256": weights_digest(Path(cfg.model.source))}
 
-    folder = cache_root() / "base" / base_key(cfg, torch.device(device).type)
+    folder = cache_root() / "base" / base_key(cfg, device)
     folder.parent.mkdir(parents=True, exist_ok=True)
     # One process trains a given base; others wait on the lock and then load it.
     with open(folder.parent / f"{folder.name}.lock", "w") as lock:

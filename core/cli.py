@@ -16,9 +16,9 @@ from core.config import (
     RunConfig,
     canonical_filter,
     check_delta_range,
+    check_device,
     check_device_executor,
     check_private_size,
-    device_refusal,
     device_setting,
     effective_config,
     fixed_epsilon,
@@ -217,13 +217,6 @@ def cmd_job(args) -> int:
     except (Cancelled, JobCancelled):
         run.set_status(state="cancelled")
         return 130
-
-
-def check_device() -> None:
-    """Refuses an unknown SEQPATE_DEVICE, or cuda where torch sees no GPU, before anything is written."""
-    refusal = device_refusal()
-    if refusal:
-        raise ConfigError(refusal)
 
 
 def cmd_sweep(args) -> int:

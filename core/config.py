@@ -77,8 +77,8 @@ def device_setting() -> str:
     """SEQPATE_DEVICE: where runs compute, cpu (unset or blank) or cuda (the first GPU).
 
     Not part of a run's config, like the thread count: it changes how fast a run goes, and its numbers in the last
-    bits, which training amplifies (recorded in status and metrics as device). CPU is the default so that a seed
-    reproduces the shipped runs."""
+    bits, which training amplifies (recorded in status and metrics as device). CPU is the default: there a seed
+    repeats a run bit for bit, and the shipped runs were made there."""
     value = os.environ.get("SEQPATE_DEVICE", "").strip().lower() or "cpu"
     if value not in DEVICES:
         raise ConfigError(f"SEQPATE_DEVICE must be cpu or cuda, got {os.environ['SEQPATE_DEVICE']!r}")
@@ -100,14 +100,21 @@ def device_refusal() -> str | None:
     return None
 
 
+def check_device() -> None:
+    """Refuses what device_refusal names (the command line before anything is written; a job as it starts)."""
+    refusal = device_refusal()
+    if refusal:
+        raise ConfigError(refusal)
+
+
 def check_device_executor(method: str, executor: str, device: str) -> None:
     """On a GPU SeqPATE's teachers train one after another on it (the local executor): the process pool would put
     a CUDA context, a model and a positions x vocabulary table per worker on the one GPU (gigabytes each at the
     paper's size), and Ray tasks ask for CPUs only, so a cluster's workers may have no GPU."""
     if device == "cuda" and method == "seqpate" and executor != "local":
-        raise ConfigError(f"--executor {executor} with SEQPATE_DEVICE=cuda: on a GPU the teachers train one after "
-                          "another (--executor local); the process and ray executors spread them over CPU cores "
-                          "(run them without SEQPATE_DEVICE)")
+        raise ConfigError(f"executor {executor} (--executor, config seqpate.executor) with SEQPATE_DEVICE=cuda: on a "
+                          "GPU the teachers train one after another (executor local); the process and ray executors "
+                          "spread them over CPU cores (run them without SEQPATE_DEVICE)")
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 from transformers import DynamicCache, GPT2Config, GPT2LMHeadModel, GPT2Model
 
-from core.config import ConfigError, ModelConfig, device_refusal, device_setting, thread_setting
+from core.config import ModelConfig, check_device, device_setting, thread_setting
 from core.tokenizer import ModelLoadError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -36,9 +36,7 @@ def set_threads() -> int:
 
 def compute_device() -> torch.device:
     """The device SEQPATE_DEVICE names (core.config.device_setting); refuses cuda where torch sees no GPU."""
-    refusal = device_refusal()
-    if refusal:
-        raise ConfigError(refusal)
+    check_device()
     return torch.device(device_setting())
 
 

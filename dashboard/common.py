@@ -897,7 +897,8 @@ def base_model_note(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
     """For Compare: why two runs (records) may differ by more than their configs, or "". Runs record their base
     model's weights digest since 2026-11-25; the shipped text runs' bases were trained before seeding and record
     none, and a fresh clone trains its own, so a run made here and a shipped one stand on other base models unless
-    both digests are recorded and equal. Runs that computed on different devices (metrics' device) are named too."""
+    both digests are recorded and equal. Runs that computed on different devices (the record's device) are named
+    too."""
     def digest(record: Mapping[str, Any]) -> str | None:
         return as_str(record.get("base_weights"))
 

@@ -21,7 +21,7 @@ needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a C
 
 def test_the_device_setting_is_cpu_unless_cuda_is_named(monkeypatch):
     monkeypatch.delenv("SEQPATE_DEVICE", raising=False)
-    assert device_setting() == "cpu"  # the default: a seed reproduces the shipped runs
+    assert device_setting() == "cpu"  # the default: where a seed repeats a run bit for bit
     for value, expected in (("", "cpu"), (" CUDA ", "cuda"), ("cpu", "cpu")):
         monkeypatch.setenv("SEQPATE_DEVICE", value)
         assert device_setting() == expected
@@ -75,7 +75,8 @@ def test_seqpate_on_a_gpu_trains_its_teachers_with_the_local_executor():
     from core.config import check_device_executor
 
     for executor in ("process", "ray"):
-        with pytest.raises(ConfigError, match=f"--executor {executor} with SEQPATE_DEVICE=cuda"):
+        with pytest.raises(ConfigError, match=rf"^executor {executor} \(--executor, config seqpate.executor\) with "
+                                              "SEQPATE_DEVICE=cuda"):
             check_device_executor("seqpate", executor, "cuda")
         check_device_executor("seqpate", executor, "cpu")  # CPU cores: what those executors spread teachers over
         check_device_executor("pub-gpt", executor, "cuda")  # no teachers to train

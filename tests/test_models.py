@@ -12,7 +12,7 @@ import pytest
 import torch
 from tokenizers import Tokenizer, models
 
-from core.base import base_key, load_or_train_base, loaded_weight_files, weights_digest
+from core.base import base_is_cached, base_key, load_or_train_base, loaded_weight_files, weights_digest
 from core.config import ModelConfig
 from core.data import load_prepared
 from core.models import (
@@ -183,6 +183,9 @@ def test_a_cached_base_reports_its_digest_even_if_cached_before_digests(tmp_path
     done.write_text(json.dumps({k: v for k, v in json.loads(done.read_text()).items() if k != "weights_sha256"}))
     _, _, info = load_or_train_base(cfg, load_prepared(cfg.data, cfg.seed))
     assert info["cached"] is True and info["weights_sha256"] == trained_digest
+    # a GPU run does not take this CPU-trained base as its own (it trains one, cached under a key naming cuda)
+    assert base_is_cached(cfg) and base_is_cached(cfg, "cpu") and not base_is_cached(cfg, "cuda")
+    assert base_key(cfg, torch.device("cpu")) == base_key(cfg) != base_key(cfg, torch.device("cuda"))
 
 
 def test_training_the_base_model_moves_the_progress_bar(tmp_path, monkeypatch):

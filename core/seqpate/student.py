@@ -59,8 +59,8 @@ def teacher_terms(logits: torch.Tensor, positions: list[int], answers: list, kin
     for i, a in enumerate(answers):
         k = len(a.candidates)
         cands[i, :k], dist[i, :k], valid[i, :k] = a.candidates, a.distribution, True
-    positions, cands, dist, valid = (t.to(logits.device) for t in (torch.as_tensor(positions), cands, dist, valid))
-    picked = logits[positions[:, None], cands].masked_fill(~valid, float("-inf"))
+    rows, cands, dist, valid = (t.to(logits.device) for t in (torch.as_tensor(positions), cands, dist, valid))
+    picked = logits[rows[:, None], cands].masked_fill(~valid, float("-inf"))
     log_student = torch.log_softmax(picked, dim=-1).masked_fill(~valid, 0.0)
     if kind == "ce":
         return -log_student.gather(1, dist.argmax(1, keepdim=True)).squeeze(1)

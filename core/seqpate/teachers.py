@@ -111,8 +111,9 @@ def teacher_group_sum(
     total.zero_()
     if votes is not None:
         votes.zero_()
-    # on the CPU these are total and votes themselves; on a GPU, zeroed copies there
-    on_device = [None if t is None else t.to(job.device) for t in (total, votes)]
+    # on the CPU these are total and votes themselves; on a GPU, zeroed tables there
+    on_device = [t if t is None or job.device == "cpu" else torch.zeros_like(t, device=job.device)
+                 for t in (total, votes)]
     model = build_model(job)  # one model per group: reloading weights is far cheaper than building a model
     for index, seqs in teacher_data:
         if should_stop is not None and should_stop():

@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from core.config import ConfigError, parse_number, thread_setting
+from core.config import ConfigError, check_device, parse_number, thread_setting
 from core.synth.config import GENERATORS, SYNTH_PRESETS, SynthConfig, stored_settings, synth_config
 
 
@@ -87,7 +87,6 @@ def _base_overrides(base: dict) -> dict:
 
 
 def cmd_synth(args) -> int:
-    from core.cli import check_device
     from core.runs.store import RunDir, check_new_run_dir
     from core.synth.job import prepare_job
 
