@@ -161,7 +161,7 @@ def settings_from_query(query: dict[str, str]) -> tuple[dict[str, Any], list[str
         else:
             ignored.append(f"seed={raw} (not a whole number from 0 to {MAX_SEED:,})")
     known = settings_to_query(settings)  # the parameters this page writes; any other one would vanish unseen
-    ignored += [f"{name}={get(name)} (not a Launch setting; these are {', '.join(known)})"
+    ignored += [f"{name} (not a Launch setting; these are {', '.join(known)})"  # named, its value not echoed
                 for name in query if name not in known]
     return settings, ignored
 
