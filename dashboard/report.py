@@ -16,7 +16,6 @@ import plotly.graph_objects as go
 from dashboard import charts
 from dashboard.common import (
     PHRASE_NOTE,
-    distinct_configs,
     flatten,
     fmt_delta,
     fmt_eps,
@@ -26,8 +25,8 @@ from dashboard.common import (
     method_label,
     present,
     privacy_statement,
-    shown_pool,
 )
+from dashboard.tables import distinct_configs, shown_pool
 
 _STYLE = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2rem auto;max-width:1100px;color:#1a202c}

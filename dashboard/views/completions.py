@@ -5,6 +5,7 @@ import html
 import streamlit as st
 
 from dashboard import common as c
+from dashboard import tables
 
 st.title("Completions")
 st.caption("Runs of one seed complete the same private test prefixes (same order, same index); another seed splits "
@@ -28,7 +29,7 @@ pool = c.seed_picker(of_preset, key="comp_seed", every=False)
 runs_key = f"comp_runs_{preset}" + (f"_seed{c.seeds_of(pool)[0]}" if len(c.seeds_of(of_preset)) > 1 else "")
 records = {r["run_id"]: r for r in pool.to_dict("records")}
 # default: the Overview's runs, one per method, SeqPATE first (the method this bench is about)
-default_runs = c.shipped_first_defaults(pool)
+default_runs = tables.shipped_first_defaults(pool)
 run_ids = st.multiselect("Runs", list(records), default=default_runs[:4], key=runs_key, persist_state="session",
                          format_func=lambda i: c.run_option_label(records[i]))
 if not run_ids:

@@ -5,7 +5,7 @@ import streamlit as st
 
 from core.config import preset_value
 from dashboard import common as c
-from dashboard import report
+from dashboard import report, tables
 
 st.title("Export")
 
@@ -31,14 +31,14 @@ elif which == "headline comparison":
     pool = c.seed_picker(finished[finished["preset"] == preset], key="export_seed") if preset else finished
     # the shipped runs unless the reader puts the runs made here in their place, as on the Overview (the toggle
     # is shared between pages)
-    pool = c.made_here_or_shipped(pool, key="export_made_here")
-    table = c.headline_table(pool, include_variants=True)
+    pool = tables.made_here_or_shipped(pool, key="export_made_here")
+    table = tables.headline_table(pool, include_variants=True)
     name = f"headline_{preset}" if preset else name
-    if copies_note := c.replaced_copies_note(pool, table):
+    if copies_note := tables.replaced_copies_note(pool, table):
         st.info(copies_note, icon=":material/content_copy:")
-    if seed_note := c.seed_mix_note(table):
+    if seed_note := tables.seed_mix_note(table):
         st.warning(seed_note, icon=":material/warning:")
-    if shipped_note := c.shipped_copies_note(pool, table):
+    if shipped_note := tables.shipped_copies_note(pool, table):
         st.info(shipped_note, icon=":material/content_copy:")
 else:
     # open on the newest run that has this table (a synthetic-data run has no phrases or completions)
@@ -84,7 +84,7 @@ run = c.get_run(run_id)
 phrases = [p["phrase"] for p in c.read_shown(run, "phrases")] if record["has_phrases"] else []
 def make_report() -> bytes:
     """Built only when the button is clicked (plotly inlined makes it several MB)."""
-    chart_runs = report.chart_runs(finished[finished["preset"] == record["preset"]], run_id, c.made_here_in_place())
+    chart_runs = report.chart_runs(finished[finished["preset"] == record["preset"]], run_id, tables.made_here_in_place())
     figures = report.report_figures(record, chart_runs, c.read_shown(run, "progress"))
     document = report.build_report_html(record, c.run_config_dict(run), c.read_shown(run, "privacy"),
                                         c.read_shown(run, "metrics"), c.read_shown(run, "completions"), phrases,

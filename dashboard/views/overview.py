@@ -3,6 +3,7 @@
 import streamlit as st
 
 from dashboard import common as c
+from dashboard import tables
 from dashboard.diagram import PIPELINE_DOT
 
 PRIVACY_CARD_WIDTH = 200  # px: four fit beside the sidebar on a 1,400 px screen, two at 800 px
@@ -46,9 +47,9 @@ if df.empty:
 
 preset = c.preset_picker(df, key="overview_preset")
 several_seeds = len(c.seeds_of(df[df["preset"] == preset])) > 1
-pool = c.made_here_or_shipped(c.seed_picker(df[df["preset"] == preset], key="overview_seed"), key="overview_made_here")
-table = c.headline_table(pool)
-seed_note, copies_note = c.seed_mix_note(table), c.replaced_copies_note(pool, table)
+pool = tables.made_here_or_shipped(c.seed_picker(df[df["preset"] == preset], key="overview_seed"), key="overview_made_here")
+table = tables.headline_table(pool)
+seed_note, copies_note = tables.seed_mix_note(table), tables.replaced_copies_note(pool, table)
 if copies_note:  # above the table it changes
     st.info(copies_note, icon=":material/content_copy:")
 if (table["setting"] == "").all():
@@ -66,7 +67,7 @@ st.dataframe(
         "δ": st.column_config.TextColumn(help="δ of the (ε, δ) guarantee (0: no δ term; –: none at ε = ∞)"),
         "R_name": st.column_config.NumberColumn(format="percent", help="name leak rate (App. O): share of "
                                                 "completions that contain a private user's name"
-                                                + (f"; {scope}" if (scope := c.leak_scope(pool)) else "")),
+                                                + (f"; {scope}" if (scope := tables.leak_scope(pool)) else "")),
     },
 )
 if table.empty:
@@ -74,7 +75,7 @@ if table.empty:
             "teacher count, ...). Its runs are on the Privacy-utility page with experiment variants on.")
 if seed_note:
     st.warning(seed_note, icon=":material/warning:")
-if shipped_note := c.shipped_copies_note(pool, table):
+if shipped_note := tables.shipped_copies_note(pool, table):
     st.info(shipped_note, icon=":material/content_copy:")
 runs_shown = ("the run of the chosen seed, or with every seed the mean over the seeds in the row's seeds column"
               if several_seeds else "one run each (this preset's runs share one seed)")
@@ -84,7 +85,7 @@ st.caption(f"One row per method and ε at this preset's defaults: {runs_shown}; 
 
 st.subheader("Privacy statements")
 st.caption("One card per method, over all its runs at this preset (every seed and setting, phrase-level runs too).")
-cards = c.privacy_cards(df[df["preset"] == preset])
+cards = tables.privacy_cards(df[df["preset"] == preset])
 # cards of a fixed width in a row that wraps: four side by side on a wide screen, fewer on a narrow one (equal
 # columns stayed four wide down to Streamlit's 640 px breakpoint and wrapped the text a letter per line at 800 px)
 cards_row = st.container(horizontal=True, wrap=True)

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from core.privacy.phrases import summarize_phrase_epsilons
-from dashboard import charts
+from dashboard import charts, tables
 from dashboard import common as c
 
 st.title("Secret phrases")
@@ -29,7 +29,7 @@ run_id = st.selectbox("Run", list(records), index=list(records).index(default_ru
                       format_func=lambda i: c.run_option_label(records[i]))
 run = c.get_run(run_id)
 if records[run_id]["privacy_target"] == "phrase-avg":
-    st.warning(c.PHRASE_TARGET_HEURISTIC, icon=":material/warning:")
+    st.warning(tables.PHRASE_TARGET_HEURISTIC, icon=":material/warning:")
 phrases = pd.DataFrame(c.read_shown(run, "phrases"))
 if phrases.empty:
     st.info("This run's phrases.csv has no rows.")

@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts
+from dashboard import charts, tables
 from dashboard import common as c
 
 st.title("Privacy vs utility")
@@ -26,9 +26,9 @@ if df.empty:
 
 preset = c.preset_picker(df, key="pu_preset")
 # several sweep plans share a run: one copy of each config; one seed at a time unless the reader asks for every seed
-pool = c.made_here_or_shipped(c.seed_picker(df[df["preset"] == preset], key="pu_seed"), key="pu_made_here")
-runs = c.distinct_configs(pool)
-if stand_in := c.stand_in_note(pool, set(runs["run_id"])):
+pool = tables.made_here_or_shipped(c.seed_picker(df[df["preset"] == preset], key="pu_seed"), key="pu_made_here")
+runs = tables.distinct_configs(pool)
+if stand_in := tables.stand_in_note(pool, set(runs["run_id"])):
     st.info(stand_in, icon=":material/content_copy:")
 variants = st.toggle("Include experiment variants", key="pu_variants",
                      help="Off: every method at its preset's defaults (the paper's Fig. 2). On: also runs with another "

@@ -6,7 +6,7 @@ import streamlit as st
 from core.config import ConfigError, effective_hash
 from core.runs import RunError, jobs
 from dashboard import common as c
-from dashboard import estimate
+from dashboard import estimate, tables
 
 DP_SGD_PROGRESS_NOTE = ("DP-SGD and ADP log no loss of their private training: a batch's loss is computed from "
                         "private sentences without noise, so no epsilon would cover it. Losses shown come from "
@@ -291,7 +291,7 @@ else:
         comparable, sentence = comparison
         (st.info if comparable else st.caption)(f"Test perplexity: {sentence}")
     config_a, config_b = c.run_config_dict(run_a), c.run_config_dict(run_b)
-    note = c.base_model_note(compared[all_ids.index(id_a)], compared[all_ids.index(id_b)])
+    note = tables.base_model_note(compared[all_ids.index(id_a)], compared[all_ids.index(id_b)])
     if note and effective_hash(config_a) == effective_hash(config_b):  # copies whose results may still differ
         st.warning(note, icon=":material/warning:")
     diff = c.config_diff(config_a, config_b)

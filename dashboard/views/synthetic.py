@@ -12,6 +12,7 @@ import streamlit as st
 
 from core.runs.store import RunDir
 from dashboard import common as c
+from dashboard import tables
 from dashboard.charts import LAYOUT
 
 GENERATORS = {"filter": "conditional prompting + filter", "pplm": "PPLM, head on frozen model",
@@ -82,7 +83,7 @@ preset = c.preset_picker(synth, key="synth_preset")
 runs = c.seed_picker(synth[synth["preset"] == preset], key="synth_seed")
 # as on the Overview: the shipped runs unless the reader puts the copies made here in their place (one toggle for
 # every page), and one run per config, so that a copy is never averaged with the run it copies
-runs = c.distinct_configs(c.made_here_or_shipped(runs, key="synth_made_here"))
+runs = tables.distinct_configs(tables.made_here_or_shipped(runs, key="synth_made_here"))
 rows = []
 label_counts = set()  # number of labels of each run's data set: chance level = 1 / that
 for record in runs.to_dict("records"):

@@ -10,6 +10,7 @@ from fake_runs import write_run
 
 from dashboard import common as c
 from dashboard import launch_settings as launch
+from dashboard import tables
 
 
 def test_config_diff_lists_only_differences():
@@ -85,16 +86,16 @@ def test_headline_groups_seeds_and_skips_ablations(roots):
     write_run(roots["cached"], "b", "seqpate", seed=1, ppl=20.0, bleu4=3.0)
     write_run(roots["cached"], "abl", "seqpate", ablation="-kl", ppl=99.0)
     write_run(roots["cached"], "topk", "seqpate", filter="top-k:50", ppl=99.0)  # a variant: never averaged in
-    table = c.headline_table(c.finished_frame())
+    table = tables.headline_table(c.finished_frame())
     assert len(table) == 1
     row = table.iloc[0]
     assert (row["PPL"], row["BLEU-4"], row["runs"]) == (15.0, 2.0, 2)
-    both = c.headline_table(c.finished_frame(), include_variants=True).set_index("setting")
+    both = tables.headline_table(c.finished_frame(), include_variants=True).set_index("setting")
     assert both.loc["filter top-k:50", "PPL"] == 99.0 and both.loc["", "runs"] == 2
     assert row["δ"] == "1e-06"
     write_run(roots["cached"], "no-noise", "seqpate", epsilon=float("inf"))  # a control without a guarantee
     assert c.shown_delta(float("inf"), 1e-6) is None and c.shown_delta(0.0, 1e-6) == 0.0
-    with_control = c.headline_table(c.finished_frame())
+    with_control = tables.headline_table(c.finished_frame())
     deltas = dict(zip(with_control["ε"], with_control["δ"], strict=True))
     assert deltas.pop(float("inf")) == "–" and list(deltas.values()) == ["1e-06"]
 
@@ -103,13 +104,13 @@ def test_headline_names_the_seeds_each_row_averages_and_warns_when_they_differ(r
     for seed, ppl in ((0, 218.9), (1, 194.7), (2, 199.3)):  # the shipped quick SeqPATE runs at eps 3
         write_run(roots["cached"], f"seq-{seed}", "seqpate", seed=seed, ppl=ppl)
     write_run(roots["cached"], "adp-0", "adp", seed=0, ppl=217.4)  # seed 0 only
-    table = c.headline_table(c.finished_frame()).set_index("Method")
+    table = tables.headline_table(c.finished_frame()).set_index("Method")
     assert table.loc["SeqPATE", "seeds"] == "0, 1, 2" and abs(table.loc["SeqPATE", "PPL"] - 204.3) < 1e-9
     assert table.loc["Adaptive DP", "seeds"] == "0"
-    note = c.seed_mix_note(table.reset_index())
+    note = tables.seed_mix_note(table.reset_index())
     assert "most average seeds 0, 1, 2, but Adaptive DP at ε 3: seed 0" in note
-    one_seed = c.headline_table(c.finished_frame().query("seed == 0"))
-    assert "seeds" not in one_seed and c.seed_mix_note(one_seed) == ""
+    one_seed = tables.headline_table(c.finished_frame().query("seed == 0"))
+    assert "seeds" not in one_seed and tables.seed_mix_note(one_seed) == ""
 
 
 def test_a_run_label_names_a_seed_other_than_the_default():
@@ -128,13 +129,13 @@ def test_headline_counts_a_shared_run_once_leaves_out_synthetic_runs_and_splits_
     write_run(roots["cached"], "seq-seed1", "seqpate", seed=1, ppl=20.0, bleu4=3.0)
     write_run(roots["cached"], "quick-seq", "seqpate", preset="quick", ppl=40.0, bleu4=5.0)
     write_synth_run(roots["cached"], "synth-filter-3", "filter", 3.0, 0.4)
-    table = c.headline_table(c.finished_frame())
+    table = tables.headline_table(c.finished_frame())
     assert list(table.columns[:2]) == ["preset", "Method"]  # two presets: never averaged together
     rows = table.set_index("preset")
     assert (rows.loc["tiny", "PPL"], rows.loc["tiny", "runs"]) == (15.0, 2)  # the copy is not a third seed
     assert rows.loc["quick", "PPL"] == 40.0
     assert not table["Method"].str.contains("synth").any()
-    one_preset = c.headline_table(c.finished_frame().query("preset == 'tiny'"))
+    one_preset = tables.headline_table(c.finished_frame().query("preset == 'tiny'"))
     assert "preset" not in one_preset.columns
 
 
@@ -150,7 +151,7 @@ def test_the_copy_of_a_shared_config_shown_is_the_one_report_keeps(roots):
     shutil.copytree(original.path, copy)
     metrics = json.loads((copy / "metrics.json").read_text())
     (copy / "metrics.json").write_text(json.dumps({**metrics, "ppl": 909.34, "bleu4": 0.23}))
-    row = c.headline_table(c.finished_frame()).iloc[0]
+    row = tables.headline_table(c.finished_frame()).iloc[0]
     assert (row["PPL"], row["BLEU-4"], row["runs"], row["run ids"]) == (909.34, 0.23, 1, "tiny-seqpate-ablationnone")
     (reported,) = load_rows(roots["cached"])
     assert (reported.name, reported.ppl) == ("tiny-seqpate-ablationnone", 909.34)
@@ -165,16 +166,16 @@ def test_a_run_differing_only_in_unread_fields_is_a_copy_and_one_at_other_settin
     # NoisySGD at the defaults, and at another learning rate (no VARIANT_FIELDS name): never averaged together
     write_run(roots["cached"], "tiny-noisysgd", "noisysgd", ppl=300.0)
     write_run(roots["live"], "noisysgd-lr", "noisysgd", ppl=900.0, config={"dpsgd__lr": 1e-4})
-    table = c.headline_table(c.finished_frame(), include_variants=True).set_index(["Method", "setting"])
+    table = tables.headline_table(c.finished_frame(), include_variants=True).set_index(["Method", "setting"])
     # the run made here, with a note naming the shipped run it stands in for (REPORT.md quotes that one)
     assert table.loc[("Pub-GPT", ""), ["PPL", "runs", "run ids"]].tolist() == [501.0, 1, "pub-gpt-today"]
-    assert c.replaced_shipped_copies(c.finished_frame()) == {"pub-gpt-today": ["tiny-pub-gpt"]}
+    assert tables.replaced_shipped_copies(c.finished_frame()) == {"pub-gpt-today": ["tiny-pub-gpt"]}
     # the config's epsilon (3) is not a target for a method that ignores it
     assert c.finished_frame().set_index("run_id")["epsilon_target"].isna().loc[["pub-gpt-today", "tiny-noisysgd"]] \
         .tolist() == [True, False]
     assert table.loc[("NoisySGD", ""), ["PPL", "runs"]].tolist() == [300.0, 1]
     assert table.loc[("NoisySGD", "dpsgd.lr 0.0001"), "PPL"] == 900.0
-    assert len(c.headline_table(c.finished_frame())) == 2  # at the defaults only: the variant is left out
+    assert len(tables.headline_table(c.finished_frame())) == 2  # at the defaults only: the variant is left out
     assert sorted(row.name for row in load_rows(roots["cached"])) == ["tiny-noisysgd", "tiny-pub-gpt"]
     roots["live"].joinpath("pub-gpt-today").rename(roots["cached"] / "pub-gpt-today")
     assert sorted(row.name for row in load_rows(roots["cached"])) == ["pub-gpt-today", "tiny-noisysgd"]
@@ -197,7 +198,7 @@ def test_privacy_cards_put_phrase_target_runs_and_shared_copies_in_a_note():
         {"run_id": "gc-avg5", "method": "noisysgd-gc+pseudo", "epsilon": 2.99, "epsilon_target": 5.0,
          "privacy_target": "phrase-avg", "unit": "sample", "accountant": "rdp", "delta": 1e-6, "effective_hash": "hg5"},
     ])
-    cards = {card["method"]: card for card in c.privacy_cards(frame)}
+    cards = {card["method"]: card for card in tables.privacy_cards(frame)}
     seq = cards["seqpate"]
     assert (seq["epsilon"], seq["runs"]) == ("3", 3)  # not "1.9, 2.4, 3", and the copy counts once
     # one pair per run: the same phrase target gives another sentence ε under other settings
@@ -207,7 +208,7 @@ def test_privacy_cards_put_phrase_target_runs_and_shared_copies_in_a_note():
     assert seq["caveat"] == ""  # its card describes its sample-target runs, a guarantee
     gc = cards["noisysgd-gc+pseudo"]  # only phrase-target runs: the card describes them, as a heuristic
     assert (gc["epsilon"], gc["kind"], gc["note"]) == ("2.99", "private", "")
-    assert gc["caveat"] == c.PHRASE_TARGET_HEURISTIC and "a heuristic, not a DP guarantee" in gc["caveat"]
+    assert gc["caveat"] == tables.PHRASE_TARGET_HEURISTIC and "a heuristic, not a DP guarantee" in gc["caveat"]
 
 
 def test_privacy_cards_describe_a_method_by_its_dp_runs_and_flag_adp():
@@ -221,7 +222,7 @@ def test_privacy_cards_describe_a_method_by_its_dp_runs_and_flag_adp():
         {"method": "adp", "epsilon": 3.0, "unit": "sample", "accountant": "pld", "delta": 1e-6},
         {"method": "pri-gpt", "epsilon": math.inf, "unit": "none", "accountant": "none", "delta": 0.0},
     ])
-    cards = {card["method"]: card for card in c.privacy_cards(frame)}
+    cards = {card["method"]: card for card in tables.privacy_cards(frame)}
     synth = cards["synth-filter"]
     assert synth["kind"] == "private" and synth["epsilon"] == "3, 8" and synth["accountant"] == "pld"
     assert synth["note"].startswith("also 1 run(s) at ε = ∞") and synth["runs"] == 4
@@ -296,4 +297,4 @@ def test_launch_limits_apply_to_the_methods_that_read_them_and_damaged_leak_coun
     run.write_metrics({**run.metrics(), "r_name_counts": {"names": "x", "references_with_name": [1]}})
     frame = c.runs_frame()
     assert frame.loc[0, "r_name_names"] is None or math.isnan(frame.loc[0, "r_name_names"])
-    assert c.leak_scope(frame) == ""  # nothing recorded that reads as a count
+    assert tables.leak_scope(frame) == ""  # nothing recorded that reads as a count

@@ -108,6 +108,7 @@ def test_a_finished_run_without_its_privacy_record_shows_no_guarantee(roots, app
     """A review deleted a done run's privacy.json and read the ε it had asked for on a green card: every ε shown comes
     from recorded events. The report marks a missing record and a heuristic as no guarantee either."""
     from dashboard import common as c
+    from dashboard import tables
 
     write_run(roots["cached"], "seq", "seqpate", epsilon=3.0)
     write_run(roots["cached"], "adp", "adp", epsilon=3.0)
@@ -116,7 +117,7 @@ def test_a_finished_run_without_its_privacy_record_shows_no_guarantee(roots, app
     assert not c.present(row["epsilon"]) and c.privacy_statement(row["epsilon"], row["delta"], row["unit"]) == \
         "no privacy record"
     at = app_page()
-    [card] = [x for x in c.privacy_cards(c.finished_frame()) if x["method"] == "seqpate"]
+    [card] = [x for x in tables.privacy_cards(c.finished_frame()) if x["method"] == "seqpate"]
     assert card["kind"] == "unknown" and card["epsilon"] == "–"
     assert not at.success  # no green shield on any card: the SeqPATE card's only run has no record (nor ADP's)
     assert [w.value for w in at.warning if w.value.startswith("No privacy record")]

@@ -8,7 +8,7 @@ import math
 from apptest_helpers import metrics, open_tab, plotly_specs
 from fake_runs import phrase_rows, write_run
 
-from dashboard import common as c
+from dashboard import tables
 
 
 def names(epsilons: list[float]) -> list[dict]:
@@ -55,7 +55,7 @@ def test_a_phrase_avg_run_is_flagged_as_a_heuristic_and_a_sample_target_run_is_n
     write_run(roots["cached"], "b-sample", "seqpate", phrases=names([3.0]))
     at = app_page("phrases")
     at.selectbox(key="phrases_run").set_value("a-avg").run()
-    assert [w.value for w in at.warning] == [c.PHRASE_TARGET_HEURISTIC]
+    assert [w.value for w in at.warning] == [tables.PHRASE_TARGET_HEURISTIC]
     at.selectbox(key="phrases_run").set_value("b-sample").run()
     assert not at.warning
 

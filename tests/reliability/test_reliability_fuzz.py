@@ -132,9 +132,10 @@ def test_listing_reconcile_and_dashboard_rows_never_fail(scratch, status, config
     import pandas as pd
 
     from dashboard import common as c
+    from dashboard import tables
 
     frame = pd.DataFrame([{**record, "state": "done"}])
-    c.seeds_of(frame), c.headline_table(frame), c.privacy_cards(frame), c.distinct_configs(frame)
+    c.seeds_of(frame), tables.headline_table(frame), tables.privacy_cards(frame), tables.distinct_configs(frame)
     c.privacy_statement(record["epsilon"], record["delta"], record["unit"], record["method"], record["privacy_target"])
 
 
