@@ -161,8 +161,10 @@ def settings_from_query(query: dict[str, str]) -> tuple[dict[str, Any], list[str
         else:
             ignored.append(f"seed={raw} (not a whole number from 0 to {MAX_SEED:,})")
     known = settings_to_query(settings)  # the parameters this page writes; any other one would vanish unseen
-    ignored += [f"{name} (not a Launch setting; these are {', '.join(known)})"  # named, its value not echoed
-                for name in query if name not in known]
+    unknown = [name for name in query if name not in known]  # named, their values not echoed
+    if unknown:
+        what = "not a Launch setting" if len(unknown) == 1 else "not Launch settings"
+        ignored.append(f"{', '.join(unknown)} ({what}; these are {', '.join(known)})")
     return settings, ignored
 
 

@@ -176,6 +176,16 @@ def replaced_copies_note(pool: pd.DataFrame, table: pd.DataFrame) -> str:
     return stand_in_note(pool, shown_run_ids(table))
 
 
+def run_result(record: Mapping[str, Any]) -> str:
+    """A run's test perplexity as Compare names it ("PPL 909.34"), or why it has none ("running, no PPL")."""
+    ppl = as_float(record.get("ppl"))
+    if ppl is not None and math.isfinite(ppl):
+        return f"PPL {ppl:.2f}"
+    if is_synth_method(record.get("method")):
+        return "synthetic data, no PPL (its accuracy: Synthetic data page)"
+    return f"{record['state']}, no PPL" if isinstance(record.get("state"), str) else "no PPL"
+
+
 def base_model_note(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
     """For Compare: why two runs (records) may differ by more than their configs, or "". Runs record their base
     model's weights digest since 2026-11-25; the shipped text runs' bases were trained before seeding and record
@@ -185,13 +195,7 @@ def base_model_note(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
     def digest(record: Mapping[str, Any]) -> str | None:
         return as_str(record.get("base_weights"))
 
-    def result(record: Mapping[str, Any]) -> str:
-        ppl = as_float(record.get("ppl"))
-        if ppl is not None and math.isfinite(ppl):
-            return f" (PPL {ppl:.2f})"
-        return f" ({record['state']}, no PPL)" if isinstance(record.get("state"), str) else ""
-
-    named = f"A{result(a)} and B{result(b)}"
+    named = f"A ({run_result(a)}) and B ({run_result(b)})"
     devices = [as_str(record.get("device")) for record in (a, b)]
     differ = None not in devices and devices[0] != devices[1]
     where = (f"computed on different devices (A on {devices[0]}, B on {devices[1]}: SEQPATE_DEVICE), where float "

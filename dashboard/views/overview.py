@@ -84,7 +84,9 @@ st.caption(f"One row per method and ε at this preset's defaults: {runs_shown}; 
            "page. PPL lower is better, BLEU-4 higher is better.")
 
 st.subheader("Privacy statements")
-st.caption("One card per method, over all its runs at this preset (every seed and setting, phrase-level runs too).")
+st.caption("One card per method, over all its runs at this preset (every seed and setting, phrase-level runs too); "
+           "copies of one setting (a run shared by several sweep plans, or made here with a shipped run's settings) "
+           "count once.")
 cards = tables.privacy_cards(df[df["preset"] == preset])
 # cards of a fixed width in a row that wraps: four side by side on a wide screen, fewer on a narrow one (equal
 # columns stayed four wide down to Streamlit's 640 px breakpoint and wrapped the text a letter per line at 800 px)

@@ -286,12 +286,14 @@ else:
         st.info("Run A and run B are the same run: choose two different runs.")
         st.stop()
     run_a, run_b = c.get_run(id_a), c.get_run(id_b)
+    record_a, record_b = compared[all_ids.index(id_a)], compared[all_ids.index(id_b)]
+    st.markdown(f"**A**: {tables.run_result(record_a)}  ·  **B**: {tables.run_result(record_b)}")
     comparison = c.perplexity_comparison(run_a, run_b)
     if comparison is not None:
         comparable, sentence = comparison
         (st.info if comparable else st.caption)(f"Test perplexity: {sentence}")
     config_a, config_b = c.run_config_dict(run_a), c.run_config_dict(run_b)
-    note = tables.base_model_note(compared[all_ids.index(id_a)], compared[all_ids.index(id_b)])
+    note = tables.base_model_note(record_a, record_b)
     if note and effective_hash(config_a) == effective_hash(config_b):  # copies whose results may still differ
         st.warning(note, icon=":material/warning:")
     diff = c.config_diff(config_a, config_b)

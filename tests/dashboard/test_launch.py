@@ -168,6 +168,9 @@ def test_a_url_parameter_the_page_does_not_know_is_named_not_dropped_unseen(root
     assert "methds" not in at.query_params and at.selectbox(key="launch_preset").value == "tiny"
     at.run()  # said once, as the other link warnings
     assert not at.warning
+    at = app_page("launch", {"methds": "seqpate", "foo": "1", "preset": "tiny"})
+    [warning] = [w.value for w in at.warning]
+    assert "methds, foo (not Launch settings; these are methods, eps," in warning and warning.count("these are") == 1
 
 
 def test_url_values_the_boxes_cannot_show_are_ignored_with_a_warning(roots, app_page):
