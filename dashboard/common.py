@@ -4,7 +4,8 @@ Rules kept here so that pages stay thin:
 - runs are read only through core.runs (registry.list_runs, resolve_run(..., allow_paths=False), RunDir readers);
 - reads of run files are cached with st.cache_data keyed on the files' (mtime_ns, size), so a page reload costs
   a few stat() calls per run and a changed file is read again at once;
-- nothing imports torch; core.privacy (autodp, scipy) is imported lazily, only by pages that compute noise.
+- nothing imports torch (but Launch, to ask whether a GPU is there, when SEQPATE_DEVICE=cuda); core.privacy
+  (autodp, scipy) is imported lazily, only by pages that compute noise.
 """
 
 from __future__ import annotations

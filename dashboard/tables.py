@@ -101,7 +101,8 @@ def side_by_side_defaults(pool: pd.DataFrame) -> list[str]:
     chosen: dict[str, str] = {}
     for run_id in sorted(candidates, key=preference):
         chosen.setdefault(records[run_id]["method"], run_id)
-    return sorted(chosen.values(), key=lambda i: (records[i]["method"] != "seqpate", method_order(records[i]["method"])))
+    return sorted(chosen.values(),
+                  key=lambda i: (records[i]["method"] != "seqpate", method_order(records[i]["method"])))
 
 
 def headline_table(df: pd.DataFrame, include_variants: bool = False) -> pd.DataFrame:

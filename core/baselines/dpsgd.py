@@ -83,7 +83,8 @@ def noise_only_step(optimizer, step: Callable[[], object] | None = None) -> None
     for p in optimizer.params:
         p.grad = torch.zeros_like(p)
         if not is_ghost(optimizer):
-            p.grad_sample = torch.zeros((0, *p.shape), dtype=p.dtype, device=p.device)  # the shape opacus gives an empty batch
+            # the shape opacus gives an empty batch
+            p.grad_sample = torch.zeros((0, *p.shape), dtype=p.dtype, device=p.device)
     (step or optimizer.step)()
     optimizer.zero_grad(set_to_none=True)
 

@@ -84,7 +84,8 @@ run = c.get_run(run_id)
 phrases = [p["phrase"] for p in c.read_shown(run, "phrases")] if record["has_phrases"] else []
 def make_report() -> bytes:
     """Built only when the button is clicked (plotly inlined makes it several MB)."""
-    chart_runs = report.chart_runs(finished[finished["preset"] == record["preset"]], run_id, tables.made_here_in_place())
+    chart_runs = report.chart_runs(finished[finished["preset"] == record["preset"]], run_id,
+                                   tables.made_here_in_place())
     figures = report.report_figures(record, chart_runs, c.read_shown(run, "progress"))
     document = report.build_report_html(record, c.run_config_dict(run), c.read_shown(run, "privacy"),
                                         c.read_shown(run, "metrics"), c.read_shown(run, "completions"), phrases,

@@ -47,7 +47,8 @@ if df.empty:
 
 preset = c.preset_picker(df, key="overview_preset")
 several_seeds = len(c.seeds_of(df[df["preset"] == preset])) > 1
-pool = tables.made_here_or_shipped(c.seed_picker(df[df["preset"] == preset], key="overview_seed"), key="overview_made_here")
+pool = tables.made_here_or_shipped(c.seed_picker(df[df["preset"] == preset], key="overview_seed"),
+                                   key="overview_made_here")
 table = tables.headline_table(pool)
 seed_note, copies_note = tables.seed_mix_note(table), tables.replaced_copies_note(pool, table)
 if copies_note:  # above the table it changes

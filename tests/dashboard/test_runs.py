@@ -250,7 +250,8 @@ def test_compare_warns_when_two_runs_stand_on_other_base_models(roots, app_page)
     [warning] = [w.value for w in at.warning]
     assert "trained from different base models (their weights digests 1b287bb1c1cae4f6 and ffffffffffffffff" in warning
     # a run without a perplexity (cancelled) says so instead of leaving A bare beside B's number
-    assert tables.base_model_note({"state": "cancelled", "source": "live"}, {"ppl": 762.04, "source": "cached"}).startswith(
+    note = tables.base_model_note({"state": "cancelled", "source": "live"}, {"ppl": 762.04, "source": "cached"})
+    assert note.startswith(
         "A (cancelled, no PPL) and B (PPL 762.04): one was made on this machine")
 
 
