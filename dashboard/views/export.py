@@ -71,8 +71,11 @@ if finished.empty:
     st.info("Reports are made from finished runs; none yet.")
     st.stop()
 done = {r["run_id"]: r for r in finished.to_dict("records")}
-# open on a text-generation run, SeqPATE at its preset's defaults and default ε where there is one
-text_runs = [i for i, r in done.items() if not c.is_synth_method(r["method"])]
+# open on a text-generation run, SeqPATE at its preset's defaults and default ε where there is one, of the preset
+# the other pages show (the one last chosen on any page, else the one with most runs)
+shown_preset = st.session_state.get(c.LAST_PRESET) or c.main_preset(finished)
+text_runs = sorted((i for i, r in done.items() if not c.is_synth_method(r["method"])),
+                   key=lambda i: done[i]["preset"] != shown_preset)  # stable: newest first within each
 seqpate = [i for i in text_runs if done[i]["method"] == "seqpate" and not done[i]["variant"]
            and done[i]["epsilon_target"] == preset_value(done[i]["preset"], "privacy", "epsilon")]
 default_run = c.lowest_seed_first(seqpate or text_runs or list(done), done)[0]
@@ -96,6 +99,6 @@ def make_report() -> bytes:
 st.caption("One self-contained HTML file (plotly inlined, opens offline): privacy statement and events, metrics, "
            "a BLEU-4 vs ε chart with this run among its preset's runs at their defaults (text-generation runs; a "
            "synthetic-data run's report gives its classifier accuracy, separability and n-gram ratios instead), "
-           "training progress, completions, the full config. " + c.PHRASE_NOTE)
+           "training progress, completions, the full config (the fields its method never reads set apart). " + c.PHRASE_NOTE)
 st.download_button("Download report (HTML)", make_report, file_name=f"{run_id}_report.html", mime="text/html",
                    key="export_report", icon=":material/description:", type="primary", on_click="ignore")

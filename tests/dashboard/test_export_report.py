@@ -184,3 +184,41 @@ def test_a_run_table_opens_on_a_run_that_has_it(roots, app_page):
     at.selectbox(key="export_table").set_value("phrases of a run").run()  # from another table, too
     assert at.selectbox(key="export_table_run_phrases").value == "seq" and not at.info  # not "This table is empty."
     assert len(at.dataframe[0].value) == len(phrase_rows())
+
+
+def test_report_sets_apart_the_config_fields_a_method_never_read(roots):
+    """A walk read a Pub-GPT report's ε = 0 above a Config table listing the preset's privacy.epsilon 3, which
+    Pub-GPT never reads: such fields go under their own heading (core.config.effective_config decides)."""
+    write_run(roots["cached"], "pub", "pub-gpt")
+    write_run(roots["cached"], "seq", "seqpate", epsilon=3.0)
+    write_synth_run(roots["cached"], "synth", "multitask", 16.0, accuracy=0.3, separability=0.4)
+
+    def config_tables(run_id):
+        section = report_of(run_id, figures=False)[1].split("<h2>Config</h2>")[1]
+        read, _, unread = section.partition("<details>")
+        fields = re.compile(r"<tr><th>([\w.]+)</th>")
+        return fields.findall(read), fields.findall(unread)
+
+    read, unread = config_tables("pub")
+    assert "privacy.epsilon" in unread and "privacy.epsilon" not in read
+    assert "seqpate.teachers" in unread and "data.max_tokens" in read and "method" in read
+    read, unread = config_tables("seq")
+    assert "privacy.epsilon" in read and "seqpate.teachers" in read
+    assert "dpsgd.lr" in unread and not any(k.startswith("dpsgd.") for k in read)
+    assert "seqpate.executor" in unread  # how teachers ran, not what they computed
+    read, unread = config_tables("synth")
+    assert unread == [] and "privacy.epsilon" in read  # a synthetic-data config is shown whole
+
+
+def test_report_opens_on_the_preset_the_other_pages_show(roots, app_page):
+    """A walk found the report opening on a quick run while the Overview opened on tiny: it follows the preset last
+    chosen on any page, else the one with most runs, as the other pages' pickers do."""
+    cached = roots["cached"]
+    write_run(cached, "tiny-a", "seqpate", epsilon=3.0)
+    write_run(cached, "tiny-b", "pub-gpt")
+    write_run(cached, "quick-seq", "seqpate", preset="quick", epsilon=3.0)  # the newest
+    at = app_page("export")
+    assert at.selectbox(key="export_report_run").value == "tiny-a"
+    at = app_page(query={"overview_preset": "quick"})  # the Overview opened on quick (by a link or a click)
+    at.switch_page("views/export.py").run()
+    assert at.selectbox(key="export_report_run").value == "quick-seq"
