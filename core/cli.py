@@ -291,6 +291,8 @@ def cmd_compare(args) -> int:
         raise ConfigError(f"--resamples must be at least 1, got {args.resamples}")
     if args.draws < 1:
         raise ConfigError(f"--draws must be at least 1, got {args.draws}")
+    if args.draws > 1:
+        check_device()  # the saved models sample where SEQPATE_DEVICE says, as runs compute
     for name, run in (("A", run_a), ("B", run_b)):
         if not run.is_complete():  # its missing completions read as 'different test prefixes'
             raise ConfigError(f"run {name} ({run.run_id}) is not a finished run (state {run.state()}): nothing to "
@@ -335,6 +337,7 @@ def cmd_complete(args) -> int:
     from core.runs.store import RunError
     from core.tokenizer import ModelLoadError
 
+    check_device()  # the saved models sample where SEQPATE_DEVICE says, as runs compute
     out = []
     for ref in args.runs:
         run = resolve_run(ref)

@@ -186,6 +186,25 @@ def test_a_run_keeps_its_weights_and_completes_a_typed_prefix(pub_gpt_run, tmp_p
     assert empty.returncode == 2 and "type a prefix" in empty.stderr
 
 
+def test_saved_models_sample_where_seqpate_device_says(pub_gpt_run):
+    """`complete` and `compare --draws` load a run's saved model where runs compute: an unknown device, or cuda
+    without a GPU, is refused in one line (they sampled on the CPU whatever SEQPATE_DEVICE said)."""
+    import torch
+
+    run_dir, _ = pub_gpt_run
+    commands = (["complete", str(run_dir), "--prefix", "my name is"],
+                ["compare", str(run_dir), str(run_dir), "--draws", "2"])
+    devices = {"gpu": "error: SEQPATE_DEVICE must be cpu or cuda, got 'gpu'\n"}
+    if not torch.cuda.is_available():
+        devices["cuda"] = "sees no CUDA GPU"
+    for args in commands:
+        for device, error in devices.items():
+            out = subprocess.run([sys.executable, "-m", "core", *args], capture_output=True, text=True, timeout=600,
+                                 env=dict(os.environ, SEQPATE_DEVICE=device))
+            assert out.returncode == 2 and out.stdout == "" and error in out.stderr, (args, device, out.stderr)
+            assert out.stderr.count("\n") == 1
+
+
 def test_runs_show_prints_status_json(pub_gpt_run):
     run_dir, _ = pub_gpt_run
     out = cli("runs", "show", str(run_dir))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 
 from core.evaluation import complete, completion_seed
-from core.models import load_local_model
+from core.models import compute_device, load_local_model
 from core.runs.store import MODEL, RunDir, RunError, is_synth
 from core.tokenizer import encode_prefixes, load_tokenizer
 
@@ -37,9 +37,11 @@ def check_saved_model(run: RunDir) -> None:
 
 
 def saved_model(run: RunDir):
-    """(model, tokenizer) a finished run saved in run/model/."""
+    """(model, tokenizer) a finished run saved in run/model/, the model on the device SEQPATE_DEVICE names (as
+    runs compute; cuda without a GPU is refused before the weights are read)."""
+    device = compute_device()
     check_saved_model(run)
-    return load_local_model(run.path / MODEL), load_tokenizer(run.path / MODEL)
+    return load_local_model(run.path / MODEL).to(device), load_tokenizer(run.path / MODEL)
 
 
 def complete_prefix(run: RunDir, prefix: str, seed: int = 0) -> str:
@@ -57,8 +59,8 @@ def complete_prefix(run: RunDir, prefix: str, seed: int = 0) -> str:
 def resample_completions(run: RunDir, draws: int) -> list[list[str]]:
     """`draws` seeded completions of every test prefix the run completed, by its saved model with its own
     decoding settings: one list per draw, in completions.jsonl's order. Draw 0 repeats completions.jsonl (the same
-    seed and batches as the pipeline; at another torch thread count than the run's, float rounding can change a rare
-    token)."""
+    seed and batches as the pipeline; at another torch thread count than the run's, or on another device than the
+    one the run computed on, float rounding can change a rare token)."""
     if draws < 1:
         raise ValueError(f"draws must be at least 1, got {draws}")
     model, tokenizer = saved_model(run)
