@@ -184,7 +184,9 @@ def run_to_completion(cfg: RunConfig, run, execute, cancelled_type) -> int:
     except Exception as exc:
         return record_failure(run, exc)
     summary = {k: metrics[k] for k in ("ppl", "bleu1", "bleu2", "bleu3", "bleu4") if k in metrics}
-    print(json.dumps({"run_dir": str(run.path), **summary, "epsilon": (run.privacy() or {}).get("epsilon")}))
+    privacy = run.privacy() or {}
+    heuristic = {"heuristic": privacy["heuristic"]} if "heuristic" in privacy else {}  # that epsilon is no guarantee
+    print(json.dumps({"run_dir": str(run.path), **summary, "epsilon": privacy.get("epsilon"), **heuristic}))
     return 0
 
 

@@ -28,6 +28,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from core.analysis.statement import heuristic_reason
 from core.config import (
     METHODS,
     PRESETS,
@@ -184,7 +185,7 @@ def privacy_statement(epsilon: float | None, delta: float | None, unit: str | No
     if kind == "unknown":
         return "no privacy record"
     unit_text = {"sample": "one training sentence", "user": "all sentences of one user"}.get(unit or "", unit or "?")
-    if method in HEURISTIC_PRIVACY or target == "phrase-avg":  # noise read off the private data: no guarantee
+    if heuristic_reason(method, target, epsilon):  # noise read off the private data: no guarantee
         return (f"ε = {fmt_eps(epsilon)}, δ = {fmt_delta(delta)} as accounted for {unit_text}, but a heuristic, "
                 "not a DP guarantee: its noise level is chosen from the private data")
     weak = " (δ = 1/|train|, a weak δ)" if is_synth_method(method) else ""

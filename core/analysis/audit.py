@@ -19,7 +19,7 @@ from typing import Any
 
 from core.analysis.leak import name_leak_rate
 from core.analysis.phrases import PhraseTable, phrase_summary, phrase_table
-from core.analysis.statement import privacy_statement, synth_statement
+from core.analysis.statement import privacy_labels, privacy_statement, synth_statement
 from core.data.secrets import (
     SecretPhrase,
     canaries_in,
@@ -206,6 +206,10 @@ def audit_run_dir(path: str | Path) -> dict[str, Any]:
         updated["exposure_note"] = EXPOSURE_FROM_RUN
     run.write_metrics(updated)
     run.write_text(STATEMENT, privacy_statement(cfg, privacy, updated, info, run.run_id))
+    labels = privacy_labels(cfg)  # a run made before privacy.json carried them gets them; its numbers stay as they are
+    relabelled = any(privacy.get(key) != value for key, value in labels.items())
+    if relabelled:
+        run.write_privacy({**privacy, **labels})
     return {
         "run_dir": str(run.path),
         "method": cfg.method,
@@ -216,7 +220,8 @@ def audit_run_dir(path: str | Path) -> dict[str, Any]:
         "exposure": metrics.get("exposure"),
         "exposure_note": EXPOSURE_FROM_RUN if metrics.get("exposure") else "no exposure recorded at run time",
         "partition_check": table.info.get("partition_check"),
-        "written": ["phrases.csv", "metrics.json", STATEMENT] + ([CANARIES] if canaries else []),
+        "written": ["phrases.csv", "metrics.json", STATEMENT] + ([CANARIES] if canaries else [])
+                   + (["privacy.json (labels)"] if relabelled else []),
     }
 
 

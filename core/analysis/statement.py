@@ -17,6 +17,7 @@ from core.analysis.phrases import (
     KIND_USER_BATCHES,
     mechanism_kind,
 )
+from core.config import fixed_epsilon
 
 PUBLIC_METHODS = ("pub-gpt", "pub-gpt+pseudo")
 
@@ -46,6 +47,34 @@ def neighbours(kind: str, mechanism: str = "gaussian") -> tuple[str, str]:
                 "batch independently). The number of sentences, which sets the sampling rate and the step count, "
                 "is treated as public, as usual for DP-SGD.")
     return ("changing it", "not determined for this run's mechanism; privacy.json lists its events.")
+
+
+HEURISTIC_REASONS = {
+    "adp": "ADP chooses each step's noise level from the private sentences' perplexity, a dependence no accountant "
+           "covers; epsilon is accounted at the smallest noise the run used",
+    "phrase-avg": "the noise level was calibrated from private counts (how many teachers or sentences hold each "
+                  "name phrase) so that the AVERAGE phrase epsilon hits the target, and then released",
+}
+
+
+def heuristic_reason(method: str | None, target: str | None, target_epsilon: float | None) -> str | None:
+    """Why a run's accounted epsilon is a heuristic rather than a DP guarantee (its noise level was chosen from the
+    private data), or None. The one place that decides it: statement.md, privacy.json's "heuristic" and the
+    dashboard all ask here."""
+    if method == "adp":
+        return HEURISTIC_REASONS["adp"]
+    if target == "phrase-avg" and target_epsilon is not None and 0 < target_epsilon < math.inf:
+        return HEURISTIC_REASONS["phrase-avg"]  # at epsilon = inf no noise is calibrated: not private, not heuristic
+    return None
+
+
+def privacy_labels(cfg) -> dict[str, Any]:
+    """Labels privacy.json carries beside the accounted epsilon: the privacy target and, where the noise level was
+    chosen from the private data, why that epsilon is a heuristic (read alone, the file would pass for a guarantee)."""
+    if fixed_epsilon(cfg.method) is not None:  # public-only or unprotected: the privacy settings are never read
+        return {}
+    reason = heuristic_reason(cfg.method, cfg.privacy.target, cfg.privacy.epsilon)
+    return {"target": cfg.privacy.target, **({"heuristic": reason} if reason else {})}
 
 
 # Every mechanism here draws its noise and sampling from generators seeded with the run's seed, for reproducibility.
@@ -137,8 +166,8 @@ def privacy_statement(
         unit = privacy.get("unit", "sample")
         change, relation = neighbours(kind, str(privacy.get("mechanism", "gaussian")))
         # noise chosen from the private data (ADP, a phrase-avg target): the bound below is a heuristic (see below)
-        heuristic = method == "adp" or (privacy.get("target_epsilon") is not None
-                                        and getattr(cfg.privacy, "target", "sample") == "phrase-avg")
+        heuristic = heuristic_reason(method, getattr(cfg.privacy, "target", "sample"),
+                                     privacy.get("target_epsilon", math.inf)) is not None
         lines += [
             f"**Protected unit: one {unit if unit != 'sample' else 'sentence (sample)'}"
             + (", as a heuristic, not a DP guarantee.** Its noise level was chosen from the private data (see "

@@ -277,6 +277,7 @@ def execute(cfg: RunConfig, run: RunDir, should_stop: Callable[[], bool] = lambd
     metrics = {**metrics, **result.metrics, "timings": timings, "base_model": base_info, "torch_threads": threads,
                "device": device.type}
     from core.analysis.audit import audit_run  # phrases.csv, statement.md, r_name, exposure
+    from core.analysis.statement import privacy_labels
 
     metrics = audit_run(ws, result, metrics, completions, run)
 
@@ -284,7 +285,7 @@ def execute(cfg: RunConfig, run: RunDir, should_stop: Callable[[], bool] = lambd
         from core.runs.live import save_model
 
         save_model(result.model, ws.tokenizer, run)
-    run.write_privacy(result.privacy)
+    run.write_privacy({**result.privacy, **privacy_labels(cfg)})  # the target, and a heuristic said so
     run.write_completions(completions)
     run.write_test_nll(test_nll)
     run.write_metrics(metrics)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from core.analysis.audit import audit_run_dir
-from core.analysis.statement import privacy_statement, synth_statement
+from core.analysis.statement import HEURISTIC_REASONS, privacy_labels, privacy_statement, synth_statement
 from tests.conftest import micro_config
 
 SHIPPED = Path(__file__).resolve().parents[2] / "cached_runs"
@@ -173,3 +173,32 @@ def test_audit_of_a_synth_run_rebuilds_only_its_statement(tmp_path, run_id):
     else:
         assert "**Not private.**" in text
     assert text == (SHIPPED / run_id / "statement.md").read_text()  # what ships is what the audit writes
+
+
+def test_privacy_json_labels_a_heuristic_epsilon_and_the_target():
+    """A review read a phrase-avg SeqPATE run's privacy.json: epsilon 0.876, an exact accountant, no target and
+    nothing saying its noise was chosen from private counts; read alone it passed for a guarantee."""
+    labels = {(m, target): privacy_labels(micro_config(method=m, privacy__target=target, privacy__epsilon=eps))
+              for m, target, eps in [("seqpate", "sample", 3.0), ("seqpate", "phrase-avg", 3.0),
+                                     ("noisysgd-gc+pseudo", "phrase-avg", 3.0), ("adp", "sample", 3.0),
+                                     ("noisysgd", "phrase-avg", math.inf)]}
+    assert labels["seqpate", "sample"] == {"target": "sample"}
+    assert labels["seqpate", "phrase-avg"] == labels["noisysgd-gc+pseudo", "phrase-avg"] == {
+        "target": "phrase-avg", "heuristic": HEURISTIC_REASONS["phrase-avg"]}
+    assert labels["adp", "sample"] == {"target": "sample", "heuristic": HEURISTIC_REASONS["adp"]}
+    assert labels["noisysgd", "phrase-avg"] == {"target": "phrase-avg"}  # at epsilon inf no noise is calibrated
+    for method in ("pub-gpt", "pri-gpt", "pri-gpt-blacklist"):  # they never read the privacy settings
+        assert privacy_labels(micro_config(method=method)) == {}
+
+
+def test_audit_gives_an_older_runs_privacy_json_its_labels_and_leaves_its_numbers(tmp_path):
+    run_dir = tmp_path / "tiny-phrases-seqpate-avg3"
+    shutil.copytree(SHIPPED / run_dir.name, run_dir)
+    shipped = json.loads((run_dir / "privacy.json").read_text())
+    older = {k: v for k, v in shipped.items() if k not in ("target", "heuristic")}  # as the run wrote it
+    (run_dir / "privacy.json").write_text(json.dumps(older))
+    out = audit_run_dir(run_dir)
+    assert out["written"][-1] == "privacy.json (labels)"
+    assert json.loads((run_dir / "privacy.json").read_text()) == shipped == {
+        **older, "target": "phrase-avg", "heuristic": HEURISTIC_REASONS["phrase-avg"]}
+    assert "privacy.json (labels)" not in audit_run_dir(run_dir)["written"]  # labelled already: not rewritten

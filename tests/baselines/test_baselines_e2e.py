@@ -63,6 +63,8 @@ def test_adp_reports_valid_and_claimed_epsilon(tmp_path):
     check_dp(privacy, metrics)
     assert privacy["epsilon_claimed"] <= privacy["epsilon"]
     assert "statement" in privacy and "accountant_claimed" in privacy
+    # read alone, privacy.json says its epsilon is a heuristic (noise chosen from the private sentences)
+    assert privacy["target"] == "sample" and "perplexity" in privacy["heuristic"]
 
 
 def test_pri_gpt_blacklist(tmp_path):

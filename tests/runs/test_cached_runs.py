@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from core.analysis.statement import privacy_labels
 from core.config import RunConfig, stable_hash, validate
 from core.runs.store import RunDir
 from tests.conftest import PRIVATE_TRAINING_STAGES, check_private_training_releases_nothing_unaccounted
@@ -61,8 +62,23 @@ def test_cached_run_is_complete_and_matches_its_config(path):
         # the epsilon recomputed from the recorded events never exceeds the target
         assert privacy["epsilon"] <= cfg.privacy.epsilon + 1e-6
         assert privacy["events"], "a DP run must record its mechanism events"
+    check_epsilon_is_recomputed_from_its_events(privacy)
+    # privacy.json says where its epsilon is a heuristic (noise chosen from private data), read alone as well
+    assert privacy.get("heuristic") == privacy_labels(cfg).get("heuristic")
     if cfg.method in PRIVATE_TRAINING_STAGES:
         check_private_training_releases_nothing_unaccounted(run.progress(), metrics, cfg.method)
+
+
+def check_epsilon_is_recomputed_from_its_events(privacy: dict) -> None:
+    """The shipped epsilon is what core.privacy computes today from the events the run recorded, with the same
+    accountant (ADP's label adds how its events were chosen): not typed in, not stale."""
+    from core.privacy import epsilon_from_events, events_from_dicts
+
+    if not privacy.get("events"):
+        return
+    today = epsilon_from_events(events_from_dicts(privacy["events"]), privacy["delta"])
+    assert today.epsilon == pytest.approx(privacy["epsilon"], rel=1e-6)
+    assert privacy["accountant"].startswith(today.accountant)
 
 
 @pytest.mark.parametrize("path", SYNTH_RUNS, ids=[p.name for p in SYNTH_RUNS])
@@ -96,6 +112,7 @@ def test_cached_synth_run_is_complete_and_matches_its_config(path):
         assert math.isinf(privacy["epsilon"])
     else:
         assert privacy["epsilon"] <= synth.epsilon + 1e-6 and privacy["events"]
+    check_epsilon_is_recomputed_from_its_events(privacy)
 
 
 @pytest.mark.slow
