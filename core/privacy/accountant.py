@@ -218,8 +218,8 @@ def delta_for_epsilon(events: Iterable[PrivacyEvent], epsilon: float) -> float:
         return 0.0
     try:
         delta = float(_pld_accountant(plan, pld_interval(float(epsilon))).get_delta(float(epsilon)))
-    except (IndexError, OverflowError, FloatingPointError):
-        delta = 1.0  # see _pld_epsilon_on_grid: dp_accounting fails on hopeless Laplace budgets
+    except (IndexError, OverflowError, FloatingPointError, ValueError):
+        delta = 1.0  # see _pld_epsilon_on_grid: dp_accounting fails on hopeless budgets
     if not plan.subsampled and plan.mu == 0 and epsilon >= math.fsum(c / z for z, c in plan.laplace):
         delta = 0.0  # Laplace only: basic composition gives pure DP at this epsilon
     return min(max(delta, 0.0), 1.0)

@@ -96,10 +96,10 @@ def dpsgd_phrase_epsilon(
     """
     check_nonneg_finite("noise_multiplier", noise_multiplier)
     check_rate(sampling_rate)
-    check_int("steps", steps, 1)
+    check_int("steps", steps, 0)
     check_int("occurrences", occurrences, 0)
     check_delta(delta)
-    if occurrences == 0:
+    if occurrences == 0 or steps == 0:  # nothing released about it (a run stopped before its first step)
         return 0.0
     events = dpsgd_phrase_group_events(noise_multiplier, sampling_rate, steps, occurrences)
     if occurrences == 1:
@@ -123,10 +123,12 @@ def user_batched_phrase_epsilon(
     all composed exactly. The phrase pays for every epoch, which is why this scales with the number of epochs.
     """
     check_nonneg_finite("noise_multiplier", noise_multiplier)
-    check_int("epochs", epochs, 1)
+    check_int("epochs", epochs, 0)
     check_delta(delta)
     for k in occurrences_per_batch:
         check_int("occurrences_per_batch entries", k, 0)
+    if epochs == 0:  # nothing released, as for a SeqPATE run with no query
+        return 0.0
     events = [GaussianEvent(noise_multiplier, float(k), epochs) for k in occurrences_per_batch if k > 0]
     return epsilon_from_events(events, delta).epsilon
 

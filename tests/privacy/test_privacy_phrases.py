@@ -107,6 +107,20 @@ def test_user_batched_phrase_closed_form():
     assert user_batched_phrase_epsilon(z, epochs, [0, 0], 1e-5) == 0.0
 
 
+def test_a_phrase_nothing_was_released_about_costs_nothing_under_every_mechanism():
+    """0 queries, 0 steps or 0 epochs: epsilon 0 under every mechanism, as the accountant itself says (a review
+    found SeqPATE's answering 0 and DP-SGD's and the user batches' refusing with a ValueError)."""
+    assert epsilon_from_events([SubsampledGaussianEvent(1.0, 0.01, 0), GaussianEvent(2.0, 1.0, 0)], DELTA).epsilon == 0
+    assert seqpate_phrase_epsilon(STD, 0, 3, DELTA) == 0.0
+    assert dpsgd_phrase_epsilon(1.0, 0.01, 0, 3, DELTA) == 0.0
+    assert user_batched_phrase_epsilon(2.0, 0, [1, 2], DELTA) == 0.0
+    for bad in (-1, 1.5):
+        with pytest.raises(ValueError, match="steps must be an integer >= 0"):
+            dpsgd_phrase_epsilon(1.0, 0.01, bad, 3, DELTA)
+        with pytest.raises(ValueError, match="epochs must be an integer >= 0"):
+            user_batched_phrase_epsilon(2.0, bad, [1], DELTA)
+
+
 def test_summarize_phrase_epsilons():
     s = summarize_phrase_epsilons([1.0, 2.0, 3.0, 10.0])
     assert s == {"avg": 4.0, "min": 1.0, "max": 10.0, "share_below_avg": 0.75, "count": 4}

@@ -5,6 +5,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.stats import norm
 
 from core.config import ModelConfig
 from core.models import build_tiny_gpt2
@@ -57,8 +58,11 @@ def test_budget_stops_queries_and_events_count_releases():
     assert oracle.release(2, cands) is None and oracle.exhausted
     (event,) = oracle.events()
     assert (event.noise_std, event.sensitivity, event.count) == (0.5, math.sqrt(2), 2)
-    # the epsilon reported is recomputed from the 2 releases
-    assert epsilon_from_events(oracle.events(), 1e-6).epsilon > 0
+    # the epsilon reported is recomputed from the 2 releases: 2 Gaussians of std 0.5 and sensitivity sqrt(2) are
+    # mu = sqrt(2 * 2 / 0.25) = 4 GDP, whose delta at that epsilon is the closed form's 1e-6
+    eps = epsilon_from_events(oracle.events(), 1e-6).epsilon
+    delta = norm.cdf(-eps / 4 + 2) - math.exp(eps) * norm.cdf(-eps / 4 - 2)
+    assert delta == pytest.approx(1e-6, rel=1e-6) and delta <= 1e-6
 
 
 def test_no_noise_release_is_exact_and_non_private():
