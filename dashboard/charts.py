@@ -25,7 +25,9 @@ METRIC_LABELS = {"bleu4": "BLEU-4", "ppl": "Perplexity (lower is better)", "bleu
 # Every chart of the dashboard uses this layout (python -m dashboard builds one figure with it before serving: the
 # first use of the template costs ~0.6 s of imports and copies).
 LAYOUT = dict(margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.2), template="plotly_white")
-PANELS_LAYOUT = {**LAYOUT, "margin": {**LAYOUT["margin"], "t": 70}}  # two panels: titles clear of the modebar
+# two panels: their two-line titles clear of the modebar, and the legend clear of the x-axis titles, which the
+# ticks push down when a narrow screen (900 px) turns them on end
+PANELS_LAYOUT = {**LAYOUT, "margin": {**LAYOUT["margin"], "t": 85}, "legend": {**LAYOUT["legend"], "y": -0.3}}
 
 
 def _finite(values: pd.Series) -> pd.Series:
@@ -141,15 +143,18 @@ def privacy_utility_panels(df: pd.DataFrame) -> go.Figure:
 
     One chart instead of two is ~0.1 s less of a cold page load in the browser (benchmarks/RESULTS.md).
     """
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.08,
-                        subplot_titles=("BLEU-4 vs ε (higher is better)", "Perplexity vs ε (lower is better)"))
+    # titles on two lines and no title on the right y axis (its title says log scale): side by side at 900 px
+    # the one-line titles ran into each other and the right axis title lay over the BLEU-4 points
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
+                        subplot_titles=("BLEU-4 vs ε<br>(higher is better)",
+                                        "Perplexity vs ε<br>(log scale, lower is better)"))
     for col, metric in ((1, "bleu4"), (2, "ppl")):
         traces, ticks = _privacy_utility_traces(df, metric, legend=col == 1)
         fig.add_traces(traces, rows=1, cols=col)
         fig.update_xaxes(type="log", tickvals=ticks, ticktext=[f"{t:g}" for t in ticks], title_text="ε (log scale)",
                          row=1, col=col)
     fig.update_yaxes(title_text="BLEU-4", row=1, col=1)
-    fig.update_yaxes(title_text="Perplexity (log scale)", type="log", row=1, col=2)
+    fig.update_yaxes(type="log", row=1, col=2)
     fig.update_layout(**PANELS_LAYOUT)
     return fig
 
@@ -251,9 +256,9 @@ def seqpate_noise_figure(noise_std: float, teachers: int, points: Sequence[tuple
                          queries: int | None = None) -> go.Figure:
     """The calculator's two panels: noise relative to the AVERAGE teacher distribution (std / M) against the
     teacher count M at a fixed std (left), and epsilon spent against queries at this noise (right)."""
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
-                        subplot_titles=("Noise on the average teacher distribution vs teachers",
-                                        "ε spent vs queries at this noise"))
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
+                        subplot_titles=("Noise on the average teacher<br>distribution vs teachers",
+                                        "ε spent vs queries<br>at this noise"))
     top = max(teachers * 10, 100)
     ms = sorted({int(round(10 ** (i / 20))) for i in range(0, int(20 * math.log10(top)) + 1)} | {teachers})
     fig.add_trace(go.Scatter(x=ms, y=[noise_std / m for m in ms], mode="lines", name="std / M",

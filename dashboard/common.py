@@ -943,6 +943,21 @@ def _range_error(label: str, number: float, min_value: float | None, max_value: 
     return None
 
 
+# px: st.metric's value font fits 7 characters ("0.09764") and a label such as "noise multiplier z" with its help
+METRIC_WIDTH = 160
+
+
+def metric_row() -> Any:
+    """A row for metrics of width METRIC_WIDTH that wraps on a narrow screen: equal st.columns kept four or five
+    side by side at 900 px and cut the numbers the Launch page and the Calculator exist to show to "69…"."""
+    return st.container(horizontal=True, wrap=True)
+
+
+def metric(row: Any, label: str, value: str, help: str | None = None) -> None:
+    """One metric of a metric_row."""
+    row.metric(label, value, help=help, width=METRIC_WIDTH)
+
+
 def float_input(where: Any, label: str, *, decimals: int = 2, min_value: float | None = None,
                 max_value: float | None = None, **kwargs: Any) -> float | None:
     """st.number_input whose value is the number it shows: Streamlit shows a float box through its format but

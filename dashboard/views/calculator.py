@@ -21,6 +21,15 @@ st.title("Privacy calculator")
 st.caption("Instant what-if numbers from core.privacy: the same code that accounts the runs. No training.")
 
 
+# The boxes the modes share keep what was typed across a switch (a walk found Q back at 2,000 after it), and the
+# σ box opens on the σ last computed, so that switching "noise from ε" to "ε from noise" gives the same ε back.
+LAST_STD = "_calc_sp_last_std"
+
+
+def last_std() -> float:
+    return st.session_state.get(LAST_STD, 100.0)
+
+
 def seqpate_calculator() -> None:
     mode = st.radio("Solve for", ["noise from ε", "ε from noise", "queries from ε and noise"], horizontal=True,
                     key="calc_sp_mode", persist_state="page")
@@ -36,29 +45,30 @@ def seqpate_calculator() -> None:
             return
         noise = c.seqpate_noise(eps, delta, queries)
         z, std = noise["z"], noise["std"]
+        st.session_state[LAST_STD] = round(std, 2)  # where "ε from noise" opens: back to this ε
     elif mode == "ε from noise":
-        std = c.float_input(a, "noise std σ", min_value=0.01, max_value=MAX_STD, value=100.0, step=10.0,
+        std = c.float_input(a, "noise std σ", min_value=0.01, max_value=MAX_STD, value=last_std(), step=10.0,
                             key="calc_sp_std", persist_state="page")
         queries = c.count_input(b, "queries Q", value=QUICK_QUERIES, max_value=MAX_COUNT, step=100,
-                                key="calc_sp_queries2", persist_state="page")
+                                key="calc_sp_queries", persist_state="page")
         if None in (delta, teachers, std, queries):
             return
         eps = c.seqpate_epsilon(std, queries, delta)
         z = std / math.sqrt(2)
     else:
-        eps = c.epsilon_input(a, key="calc_sp_eps3", persist_state="page")
-        std = c.float_input(b, "noise std σ", min_value=0.01, max_value=MAX_STD, value=100.0, step=10.0,
-                            key="calc_sp_std3", persist_state="page")
+        eps = c.epsilon_input(a, key="calc_sp_eps", persist_state="page")
+        std = c.float_input(b, "noise std σ", min_value=0.01, max_value=MAX_STD, value=last_std(), step=10.0,
+                            key="calc_sp_std", persist_state="page")
         if None in (delta, teachers, eps, std):
             return
         queries = c.seqpate_max_queries(eps, delta, std)
         z = std / math.sqrt(2)
-    r = st.columns(5)
-    r[0].metric("ε", f"{eps:.6g}" if mode != "ε from noise" else c.fmt_eps(eps))  # a typed ε as typed (2.345)
-    r[1].metric("noise multiplier z", f"{z:.4g}", help="std / L2 sensitivity (√2: one teacher changes)")
-    r[2].metric("noise std σ", f"{std:.4g}")
-    r[3].metric("σ / M", f"{std / teachers:.4g}", help="noise on the AVERAGE of the M teacher distributions")
-    r[4].metric("queries Q", f"{queries:,}")
+    row = c.metric_row()
+    c.metric(row, "ε", f"{eps:.6g}" if mode != "ε from noise" else c.fmt_eps(eps))  # a typed ε as typed (2.345)
+    c.metric(row, "noise multiplier z", f"{z:.4g}", help="std / L2 sensitivity (√2: one teacher changes)")
+    c.metric(row, "noise std σ", f"{std:.4g}")
+    c.metric(row, "σ / M", f"{std / teachers:.4g}", help="noise on the AVERAGE of the M teacher distributions")
+    c.metric(row, "queries Q", f"{queries:,}")
     if queries < 1:
         st.warning("Not even one query fits this ε at this noise.")
     else:
@@ -113,12 +123,12 @@ def dpsgd_calculator() -> None:
             sigma = c.dpsgd_noise(eps, delta, q, steps)
         else:
             eps = c.dpsgd_eps(sigma, q, steps, delta)
-    r = st.columns(4)
-    r[0].metric("ε", f"{eps:.6g}" if mode == "noise multiplier from ε" else c.fmt_eps(eps))  # a typed ε as typed
-    r[1].metric("noise multiplier", f"{sigma:.4g}", help="per-step noise std / clipping norm")
-    r[2].metric("sampling rate q", f"{q:.4g}", help="1 / ceil(N / batch): Poisson sampling as the runs do it "
+    row = c.metric_row()
+    c.metric(row, "ε", f"{eps:.6g}" if mode == "noise multiplier from ε" else c.fmt_eps(eps))  # a typed ε as typed
+    c.metric(row, "noise multiplier", f"{sigma:.4g}", help="per-step noise std / clipping norm")
+    c.metric(row, "sampling rate q", f"{q:.4g}", help="1 / ceil(N / batch): Poisson sampling as the runs do it "
                 "(opacus), batch / N up to a whole number of batches per epoch")
-    r[3].metric("steps", f"{steps:,}", help="epochs · int(1 / q) batches, as the runs draw them")
+    c.metric(row, "steps", f"{steps:,}", help="epochs · int(1 / q) batches, as the runs draw them")
     st.markdown(c.epsilon_reading(eps, delta))
     st.caption("Accountant: privacy loss distributions (dp_accounting PLD, pessimistic), the one the DP-SGD "
                "runs report. Results are cached: repeating a setting is instant.")

@@ -138,23 +138,22 @@ with right:
             if math.isinf(eps):
                 st.warning("ε = ∞: no noise at all; the run is labelled non-private.")
             laplace = sp.ablation in LAPLACE_ABLATIONS
-            m1, m2 = st.columns(2)
-            m3, m4 = st.columns(2)
+            row = c.metric_row()
             if laplace:
                 with st.spinner("PLD accountant…"):
                     scale = c.seqpate_laplace_scale(eps, delta, sp.query_budget)
-                m1.metric("Laplace scale b", f"{scale:.4g}",
+                c.metric(row, "Laplace scale b", f"{scale:.4g}",
                           help="the -gaussian and -all ablations release Laplace noise: b·e^(-|x|/b)/2 per entry")
-                m2.metric("b / L1 sensitivity", f"{scale / 2:.4g}", help="one teacher changes the sum by 2 in L1")
-                m3.metric("b / M", f"{scale / sp.teachers:.4g}",
+                c.metric(row, "b / L1 sensitivity", f"{scale / 2:.4g}", help="one teacher changes the sum by 2 in L1")
+                c.metric(row, "b / M", f"{scale / sp.teachers:.4g}",
                           help=f"noise relative to the average of the M = {sp.teachers} teacher distributions")
             else:
                 noise = c.seqpate_noise(eps, delta, sp.query_budget)
-                m1.metric("noise multiplier z", f"{noise['z']:.4g}", help="std / L2 sensitivity")
-                m2.metric("noise std σ", f"{noise['std']:.4g}", help="σ = z·√2: one teacher changes the sum by √2")
-                m3.metric("σ / M", f"{noise['std'] / sp.teachers:.4g}",
+                c.metric(row, "noise multiplier z", f"{noise['z']:.4g}", help="std / L2 sensitivity")
+                c.metric(row, "noise std σ", f"{noise['std']:.4g}", help="σ = z·√2: one teacher changes the sum by √2")
+                c.metric(row, "σ / M", f"{noise['std'] / sp.teachers:.4g}",
                           help=f"noise relative to the average of the M = {sp.teachers} teacher distributions")
-            m4.metric("query budget Q", f"{sp.query_budget:,}", help=f"from preset {configs['seqpate'].preset}")
+            c.metric(row, "query budget Q", f"{sp.query_budget:,}", help=f"from preset {configs['seqpate'].preset}")
             if sp.partition == "by-user":
                 cfg = configs["seqpate"]
                 try:
@@ -194,11 +193,11 @@ with right:
                     z = c.dpsgd_noise(eps, delta, q, steps)
                 st.caption(c.method_label(method) + (" (the base noise; ADP scales it per batch, never below it)"
                                                      if method == "adp" else ""))
-                m1, m2, m3 = st.columns(3)
-                m1.metric("noise multiplier", f"{z:.4g}")
-                m2.metric("sampling rate q", f"{q:.4g}",
+                row = c.metric_row()
+                c.metric(row, "noise multiplier", f"{z:.4g}")
+                c.metric(row, "sampling rate q", f"{q:.4g}",
                           help=f"1 / ceil(N / batch): expected batch {batch:,}, N {n:,}")
-                m3.metric("steps", f"{steps:,}",
+                c.metric(row, "steps", f"{steps:,}",
                           help=f"{epochs} epochs of int(1 / q) Poisson batches, as opacus draws them")
     fixed = [m for m in settings["methods"] if fixed_epsilon(m) is not None]
     if fixed:

@@ -25,7 +25,7 @@ def test_calculator_seqpate_matches_core_privacy(roots, app_page):
     noise, = plotly_specs(at)
     titles = [note["text"] for note in noise["layout"]["annotations"]]
     # the two panels' titles are its only annotations (an hline annotation sat at log10 coordinates, y = 10)
-    assert titles == ["Noise on the average teacher distribution vs teachers", "ε spent vs queries at this noise"]
+    assert titles == ["Noise on the average teacher<br>distribution vs teachers", "ε spent vs queries<br>at this noise"]
     level = next(trace for trace in noise["data"] if trace["name"].startswith("std / M = 1"))
     assert level["y"] == [1.0, 1.0]  # the reference drawn at σ / M = 1, labelled in the legend
     assert level.get("xaxis", "x") == "x" and noise["layout"]["yaxis"]["type"] == "log"
@@ -45,17 +45,38 @@ def test_calculator_seqpate_matches_core_privacy(roots, app_page):
     assert metrics(at)["noise multiplier z"] == shown["noise multiplier z"]
     at.radio(key="calc_sp_mode").set_value("ε from noise").run()
     at.number_input(key="calc_sp_std").set_value(69.04).run()
-    at.number_input(key="calc_sp_queries2").set_value(1000).run()
+    at.number_input(key="calc_sp_queries").set_value(1000).run()
     assert metrics(at)["ε"] == f"{epsilon_for_gaussian(69.04, 1000, 1e-6):.3g}"
     # so much noise that δ alone covers the bound: ε is 0, and the reading says what that means (a walk read "ε must
     # be a positive number" there)
     at.number_input(key="calc_sp_std").set_value(1e6).run()
-    at.number_input(key="calc_sp_queries2").set_value(1).run()
+    at.number_input(key="calc_sp_queries").set_value(1).run()
     assert metrics(at)["ε"] == "0" and "ε = 0 at this δ: whatever anyone can observe" in texts(at)
     assert "must be a positive number" not in texts(at)
     at.radio(key="calc_sp_mode").set_value("queries from ε and noise").run()
+    at.number_input(key="calc_sp_std").set_value(100.0).run()  # it kept the 10^6 typed above
     q = int(metrics(at)["queries Q"].replace(",", ""))
     assert epsilon_for_gaussian(100.0, q, 1e-6) <= 3.0 < epsilon_for_gaussian(100.0, q + 1, 1e-6)
+
+
+def test_calculator_modes_keep_what_was_typed_and_answer_each_other(roots, app_page):
+    """A walk set Q = 1,000 and M = 10, switched "noise from ε" to "ε from noise", and read an ε for Q = 2,000 (its
+    box had gone back to the default) and σ = 100: the shared boxes keep their values, and σ opens on the one just
+    computed, so the ε typed comes back."""
+    at = app_page("calculator")
+    at.number_input(key="calc_sp_queries").set_value(1000).run()
+    at.number_input(key="calc_sp_teachers").set_value(10).run()
+    std = metrics(at)["noise std σ"]
+    at.radio(key="calc_sp_mode").set_value("ε from noise").run()
+    assert at.number_input(key="calc_sp_queries").value == 1000 and at.number_input(key="calc_sp_teachers").value == 10
+    assert at.number_input(key="calc_sp_std").value == pytest.approx(float(std), abs=0.005)
+    shown = metrics(at)
+    assert shown["queries Q"] == "1,000" and float(shown["ε"]) == pytest.approx(3.0, abs=0.01)  # σ rounded to 0.01
+    at.number_input(key="calc_sp_std").set_value(50.0).run()  # a σ typed here stays through the other modes
+    at.radio(key="calc_sp_mode").set_value("queries from ε and noise").run()
+    assert at.number_input(key="calc_sp_std").value == 50.0 and at.text_input(key="calc_sp_eps").value == "3"
+    at.radio(key="calc_sp_mode").set_value("ε from noise").run()
+    assert at.number_input(key="calc_sp_std").value == 50.0 and at.number_input(key="calc_sp_queries").value == 1000
 
 
 def test_calculator_counts_are_whole_numbers_rounded_as_shown(roots, app_page):
