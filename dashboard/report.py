@@ -148,10 +148,26 @@ def build_report_html(record: dict[str, Any], config: dict[str, Any], privacy: d
 
 def chart_runs(same_preset: pd.DataFrame, run_id: str, in_place: bool) -> pd.DataFrame:
     """The runs a report's chart may show: the Overview's (the shipped runs, unless in_place puts the copies made
-    here in their place), and the report's own run, which report_figures draws in place of its config's copies."""
-    shown = shown_pool(same_preset, in_place)
+    here in their place), and the report's own run, which report_figures draws in place of its config's copies.
+
+    The report of a run made here always puts the copies made here in place: that run stands on this machine's base
+    model, and a walk found it drawn against the shipped Pub-GPT line while a Pub-GPT run made here existed."""
     own = same_preset[same_preset["run_id"] == run_id]
+    made_here = "source" in own and bool((own["source"] != "cached").any())
+    shown = shown_pool(same_preset, in_place or made_here)
     return shown if own["run_id"].isin(shown["run_id"]).all() else pd.concat([shown, own])
+
+
+def _mark_own_run(figure: go.Figure, record: dict[str, Any]) -> str:
+    """Ring the report's own run on its chart (a small point among the others, it hid behind another method's);
+    a non-private reference is a line, which the subtitle names. Returns that subtitle."""
+    epsilon, bleu4 = record.get("epsilon"), record.get("bleu4")
+    if not (present(epsilon) and 0 < float(epsilon) < math.inf and present(bleu4)):
+        return f"this run: the {method_label(record.get('method'))} line"
+    figure.add_trace(go.Scatter(x=[epsilon], y=[bleu4], mode="markers", name=f"this run ({record.get('run_id')})",
+                                marker=dict(symbol="circle-open", size=22, color="#1a202c", line=dict(width=2)),
+                                hoverinfo="skip"))
+    return "this run ringed"
 
 
 def report_figures(record: dict[str, Any], same_preset: pd.DataFrame, progress: list[dict[str, Any]]) -> list:
@@ -171,7 +187,9 @@ def report_figures(record: dict[str, Any], same_preset: pd.DataFrame, progress: 
         # this run itself, in place of another copy of its config, and beside the defaults if it is a variant
         twins = (main["run_id"] == record["run_id"]) | (main["effective_hash"] == record.get("effective_hash"))
         main = pd.concat([main[~twins], same_preset[same_preset["run_id"] == record["run_id"]]])
-        figures.append(charts.privacy_utility_figure(main, "bleu4", f"BLEU-4 vs ε, preset {record.get('preset')}"))
+        figure = charts.privacy_utility_figure(main, "bleu4", f"BLEU-4 vs ε, preset {record.get('preset')}")
+        figure.update_layout(title_subtitle_text=_mark_own_run(figure, record))
+        figures.append(figure)
     progress_figure = charts.run_progress_figure(progress)
     if progress_figure is not None:
         figures.append(progress_figure)

@@ -53,12 +53,17 @@ def test_report_chart_has_the_runs_at_their_defaults(roots):
     write_synth_run(cached, "synth", "filter", 3.0, accuracy=0.3)
 
     def points(figures: list) -> dict[str, list]:
-        return {t.name: sorted(t.customdata[:, 0]) for t in figures[0].data if t.mode == "markers"}
+        return {t.name: sorted(t.customdata[:, 0]) for t in figures[0].data
+                if t.mode == "markers" and not t.name.startswith("this run")}
 
     figures, _ = report_of("seq")
     assert points(figures) == {"SeqPATE": ["seq"], "NoisySGD": ["sgd"]}  # as the Privacy vs utility page
     figures, _ = report_of("seq-m5")  # a variant's report shows it beside the defaults
     assert points(figures) == {"SeqPATE": ["seq", "seq-m5"], "NoisySGD": ["sgd"]}
+    # the report's own run is ringed (a walk found it hidden behind another method's point)
+    [ring] = [t for t in figures[0].data if t.name == "this run (seq-m5)"]
+    assert (list(ring.x), list(ring.y)) == ([2.9985], [1.0]) and ring.marker.symbol == "circle-open"
+    assert figures[0].layout.title.subtitle.text == "this run ringed"
 
 
 def test_report_chart_shows_the_overviews_runs_and_the_reports_own(roots):
@@ -81,6 +86,13 @@ def test_report_chart_shows_the_overviews_runs_and_the_reports_own(roots):
     assert drawn("seq", in_place=False) == ["seq", "tiny-pub-gpt"]  # the Overview's runs
     assert drawn("seq", in_place=True) == ["pub-gpt-today", "seq"]  # the reader put the copy made here in place
     assert drawn("pub-gpt-today", in_place=False) == ["pub-gpt-today", "seq"]  # the report's own run for its config
+    # a SeqPATE run made here is drawn with the Pub-GPT made here, on the same base model, not the shipped one (a
+    # walk found it against the shipped line), whatever the Overview shows
+    write_run(roots["live"], "seq-today", "seqpate", epsilon=3.0)
+    frame = c.finished_frame(c.runs_frame())
+    records = frame.set_index("run_id")
+    assert drawn("seq-today", in_place=False) == ["pub-gpt-today", "seq-today"]
+    assert drawn("seq", in_place=False) == ["seq", "tiny-pub-gpt"]  # a shipped run's report: still the Overview's
 
 
 def test_report_chart_and_default_run_keep_to_one_seed(roots, app_page):
@@ -89,8 +101,8 @@ def test_report_chart_and_default_run_keep_to_one_seed(roots, app_page):
         write_run(cached, f"seq-{seed}", "seqpate", epsilon=3.0, seed=seed)
         write_run(cached, f"sgd-{seed}", "noisysgd", epsilon=3.0, seed=seed)
     figures, _ = report_of("seq-1")
-    assert {t.name: sorted(t.customdata[:, 0]) for t in figures[0].data if t.mode == "markers"} == {
-        "SeqPATE": ["seq-1"], "NoisySGD": ["sgd-1"]}
+    assert {t.name: sorted(t.customdata[:, 0]) for t in figures[0].data
+            if t.mode == "markers" and t.customdata is not None} == {"SeqPATE": ["seq-1"], "NoisySGD": ["sgd-1"]}
     at = app_page("export")
     assert at.selectbox(key="export_report_run").value == "seq-0"  # the newest is seed 1's: the lowest seed wins
 
