@@ -21,10 +21,13 @@ if with_phrases.empty:
 
 records = {r["run_id"]: r for r in with_phrases.to_dict("records")}
 # open on a private run (at ε = ∞ or 0 every phrase has that ε, and there is no average to show), preferably a
-# SeqPATE run with the by-user partition of the paper's Table 6; a run chosen in this session stays chosen
+# SeqPATE run with the by-user partition of the paper's Table 6, of the preset the other pages show where it has one
+# (the one last chosen, else the one with most runs); a run chosen in this session stays chosen
+shown_preset = st.session_state.get(c.LAST_PRESET) or c.main_preset(df)
 private = [i for i, r in records.items() if c.privacy_kind(r["epsilon"]) == "private"]
 by_user = [i for i in private if records[i]["method"] == "seqpate" and records[i]["partition"] == "by-user"]
-default_run = (by_user or private or list(records))[0]
+preferred = [ids for ids in (by_user, private, list(records)) if ids]
+default_run = next((i for ids in preferred for i in ids if records[i]["preset"] == shown_preset), preferred[0][0])
 run_id = st.selectbox("Run", list(records), index=list(records).index(default_run), key="phrases_run",
                       format_func=lambda i: c.run_option_label(records[i]))
 run = c.get_run(run_id)

@@ -50,6 +50,22 @@ def test_phrases_open_on_a_private_run_when_none_is_by_user(roots, app_page):
     assert at.selectbox(key="phrases_run").value == "a-seq"
 
 
+def test_phrases_open_on_the_preset_the_other_pages_show(roots, app_page):
+    """A walk chose tiny on the Overview and found Phrases on a quick run, although a tiny by-user run existed."""
+    write_run(roots["cached"], "tiny-by-user", "seqpate", partition="by-user", phrases=names([3.0]))
+    write_run(roots["cached"], "tiny-plain", "noisysgd", phrases=names([3.0]))
+    write_run(roots["cached"], "quick-by-user", "seqpate", preset="quick", partition="by-user", phrases=names([3.0]))
+    at = app_page("phrases")  # tiny has the most runs
+    assert at.selectbox(key="phrases_run").value == "tiny-by-user"
+    at = app_page(query={"overview_preset": "quick"})  # the Overview opened on quick
+    at.switch_page("views/phrases.py").run()
+    assert at.selectbox(key="phrases_run").value == "quick-by-user"
+    write_run(roots["cached"], "quick-pub", "pub-gpt", preset="quick", phrases=names([0.0]))
+    at = app_page(query={"overview_preset": "quick"})
+    at.switch_page("views/phrases.py").run()
+    assert at.selectbox(key="phrases_run").value == "quick-by-user"  # a private by-user run still comes first
+
+
 def test_a_phrase_avg_run_is_flagged_as_a_heuristic_and_a_sample_target_run_is_not(roots, app_page):
     write_run(roots["cached"], "a-avg", "seqpate", phrases=names([3.0]), config={"privacy__target": "phrase-avg"})
     write_run(roots["cached"], "b-sample", "seqpate", phrases=names([3.0]))
