@@ -314,9 +314,11 @@ def run_progress_figure(progress: Sequence[Mapping[str, Any]]) -> go.Figure | No
     fig = go.Figure()
     first, last = min(x for x, _ in timed), max(x for x, _ in timed)
     for k, (stage, begin, end) in enumerate(_stage_spans([(x, p.get("stage")) for x, p in timed])):
-        wide = end - begin >= 0.08 * (last - min(first, 0.0))  # a name for the stages wide enough to hold one (hover shows every stage)
+        # a name for the stages wide enough to hold one (hover shows every stage), centred over its band: at the
+        # band's left edge a walk read it as naming the darker band beside it
+        wide = end - begin >= 0.05 * (last - min(first, 0.0))
         fig.add_vrect(x0=begin, x1=end, fillcolor="#718096" if k % 2 else "#a0aec0", opacity=0.12, line_width=0,
-                      layer="below", **(dict(annotation_text=stage, annotation_position="top left",
+                      layer="below", **(dict(annotation_text=stage, annotation_position="top",
                                              annotation_font=dict(size=10, color="#4a5568")) if wide else {}))
     if losses:
         fig.add_trace(go.Scatter(x=[x for x, _, _ in losses], y=[v for _, v, _ in losses], mode="lines+markers",

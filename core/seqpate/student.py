@@ -88,6 +88,7 @@ def distill(
     stats = {"answered_positions": 0, "hard_positions": 0, "positions": 0}
     for epoch in range(s.epochs):
         student.train()
+        losses = []  # NLL on public pseudo labels plus KL to released answers: post-processing, free to log
         for idx in batch_indices(len(seqs), s.batch_size, rng):
             if should_stop is not None and should_stop():
                 return stats
@@ -118,11 +119,12 @@ def distill(
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
+            losses.append(float(loss.detach()))
             if epoch == 0:
                 stats["positions"] += len(targets)
                 stats["hard_positions"] += int(hard.sum())
             stats["answered_positions"] += len(answers)  # every epoch: a cached answer counts each time it is reused
         if on_epoch is not None:
-            on_epoch(epoch, dict(stats))
+            on_epoch(epoch, {**stats, **({"loss": float(np.mean(losses))} if losses else {})})
     student.eval()
     return stats

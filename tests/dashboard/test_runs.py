@@ -391,6 +391,7 @@ def test_progress_chart_spans_the_run_and_names_its_long_stages():
     assert fig.layout.xaxis.range == pytest.approx((0, 12.5 * 1.01))
     assert [(s.x0, s.x1) for s in fig.layout.shapes] == pytest.approx([(0, 0.5), (0.5, 12), (12, 12.1), (12.1, 12.5)])
     assert [a.text for a in fig.layout.annotations] == ["teachers"]  # the only stage wide enough for its name
+    assert fig.layout.annotations[0].x == pytest.approx(6.25)  # centred over its band, not at its edge
     assert fig.layout.yaxis2.tickmode == "auto" and fig.layout.yaxis2.range == pytest.approx((0, 3.36))
 
 
