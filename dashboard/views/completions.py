@@ -91,6 +91,9 @@ STYLE = ("<style>.cmp{border:1px solid #e2e8f0;border-radius:.5rem;padding:.75re
 # at least 11rem a column: with many runs the comparison scrolls sideways as one piece rather than squeezing columns
 # until words spill into their neighbours
 WIDE = f"<div style='overflow-x:auto'><div style='min-width:{11 * len(run_ids)}rem'>"
+if len(run_ids) > 3:  # browsers that hide scrollbars until scrolled gave no cue that a run was out of sight
+    st.caption(f"{len(run_ids)} runs side by side, each at least 11rem wide: where the page is narrower, scroll the "
+               "comparison sideways to reach the last ones.")
 blocks = []
 for i in chosen:
     cells = []

@@ -16,6 +16,7 @@ from core.config import (
     device_refusal,
     device_setting,
     dpsgd_batch_size,
+    effective_hash,
     fixed_epsilon,
     parse_number,
     preset_value,
@@ -208,6 +209,18 @@ with right:
 
 for message in errors:
     st.error(message, icon=":material/error:")
+
+if configs and not errors:  # a second click, or settings a shipped run has: say so before computing them again
+    runs = c.runs_frame()
+    for method, cfg in configs.items():
+        same = runs[(runs["effective_hash"] == effective_hash(cfg.to_dict()))
+                    & runs["state"].isin(["queued", "running", "done"])] if not runs.empty else runs
+        if not same.empty:
+            listed = ", ".join(f"`{r.run_id}` ({'shipped' if r.source == 'cached' else r.state})"
+                               for r in same.head(4).itertuples())
+            st.info(f"{c.method_label(method)}: these settings have been run already: {listed}"
+                    + (f" and {len(same) - 4} more" if len(same) > 4 else "")
+                    + ". Launching adds another copy.", icon=":material/content_copy:")
 
 n_jobs = len(configs)
 label = f"Launch {n_jobs} job{'s' if n_jobs != 1 else ''}" if n_jobs else "Launch"

@@ -317,3 +317,16 @@ def test_a_max_jobs_setting_that_cannot_be_used_is_said_on_the_launch_page(roots
     warned = f"SEQPATE_MAX_JOBS={value!r} is not a whole number of at least 1: jobs run one at a time"
     assert (warned in texts(at)) is problem
     assert jobs.max_parallel_jobs() == (3 if value == "3" else 1)
+
+
+def test_settings_that_were_run_already_are_named_before_launching(roots, app_page, fake_job):
+    """A walk noted nothing stops or warns a second click: settings a run already has are named (a copy may still
+    be wanted, so the button stays)."""
+    from fake_runs import write_run
+
+    write_run(roots["cached"], "tiny-pub", "pub-gpt", config={"seqpate__kd_lambda": 20.0})  # a field it never reads
+    at = app_page("launch", {"preset": "tiny", "eps": "4", "methods": "seqpate,pub-gpt"})
+    notes = [i.value for i in at.info if "have been run already" in i.value]
+    assert notes == ["Pub-GPT: these settings have been run already: `tiny-pub` (shipped). Launching adds another "
+                     "copy."]  # SeqPATE at ε 4 has no run yet
+    assert not at.button(key="launch_button").disabled
