@@ -320,10 +320,13 @@ def run_progress_figure(progress: Sequence[Mapping[str, Any]]) -> go.Figure | No
         fig.add_vrect(x0=begin, x1=end, fillcolor="#718096" if k % 2 else "#a0aec0", opacity=0.12, line_width=0,
                       layer="below", **(dict(annotation_text=stage, annotation_position="top",
                                              annotation_font=dict(size=10, color="#4a5568")) if wide else {}))
-    if losses:
-        fig.add_trace(go.Scatter(x=[x for x, _, _ in losses], y=[v for _, v, _ in losses], mode="lines+markers",
-                                 name="loss", text=[s for _, _, s in losses],
-                                 hovertemplate="%{x:.1f} min<br>loss=%{y:.4f}<br>%{text}<extra></extra>"))
+    # one line per stage: their losses are different quantities (SeqPATE's warm-up NLL, then its student's NLL plus
+    # the KL term), which one line joined into a jump
+    for stage in dict.fromkeys(s for _, _, s in losses):
+        points = [(x, v) for x, v, s in losses if s == stage]
+        fig.add_trace(go.Scatter(x=[x for x, _ in points], y=[v for _, v in points], mode="lines+markers",
+                                 name=f"loss ({stage})" if stage else "loss",
+                                 hovertemplate="%{x:.1f} min<br>loss=%{y:.4f}<extra></extra>"))
     if spent:
         top = max(v for _, v in spent)
         fig.add_trace(go.Scatter(x=[x for x, _ in spent], y=[v for _, v in spent], mode="lines+markers",

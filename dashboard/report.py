@@ -160,10 +160,14 @@ def chart_runs(same_preset: pd.DataFrame, run_id: str, in_place: bool) -> pd.Dat
 
 def _mark_own_run(figure: go.Figure, record: dict[str, Any]) -> str:
     """Ring the report's own run on its chart (a small point among the others, it hid behind another method's);
-    a non-private reference is a line, which the subtitle names. Returns that subtitle."""
+    a non-private reference at its defaults is a line, which the subtitle names. Returns that subtitle."""
     epsilon, bleu4 = record.get("epsilon"), record.get("bleu4")
-    if not (present(epsilon) and 0 < float(epsilon) < math.inf and present(bleu4)):
-        return f"this run: the {method_label(record.get('method'))} line"
+    if not present(bleu4):
+        return "this run is not drawn: it has no BLEU-4"
+    if not (present(epsilon) and 0 < float(epsilon) < math.inf):  # drawn as a reference line, at its defaults only
+        if record.get("variant"):
+            return "this run is not drawn: a reference line shows its method at the preset's defaults"
+        return f"this run: the {method_label(record.get('method'))} (ε={fmt_eps(epsilon)}) reference line"
     figure.add_trace(go.Scatter(x=[epsilon], y=[bleu4], mode="markers", name=f"this run ({record.get('run_id')})",
                                 marker=dict(symbol="circle-open", size=22, color="#1a202c", line=dict(width=2)),
                                 hoverinfo="skip"))

@@ -60,11 +60,14 @@ HEURISTIC_REASONS = {
 def heuristic_reason(method: str | None, target: str | None, target_epsilon: float | None) -> str | None:
     """Why a run's accounted epsilon is a heuristic rather than a DP guarantee (its noise level was chosen from the
     private data), or None. The one place that decides it: statement.md, privacy.json's "heuristic" and the
-    dashboard all ask here."""
+    dashboard all ask here. At epsilon 0 or infinity no noise is chosen: such a run is public-only or not private,
+    not a heuristic."""
+    if target_epsilon is None or not 0 < target_epsilon < math.inf:
+        return None
     if method == "adp":
         return HEURISTIC_REASONS["adp"]
-    if target == "phrase-avg" and target_epsilon is not None and 0 < target_epsilon < math.inf:
-        return HEURISTIC_REASONS["phrase-avg"]  # at epsilon = inf no noise is calibrated: not private, not heuristic
+    if target == "phrase-avg":
+        return HEURISTIC_REASONS["phrase-avg"]
     return None
 
 
@@ -166,8 +169,7 @@ def privacy_statement(
         unit = privacy.get("unit", "sample")
         change, relation = neighbours(kind, str(privacy.get("mechanism", "gaussian")))
         # noise chosen from the private data (ADP, a phrase-avg target): the bound below is a heuristic (see below)
-        heuristic = heuristic_reason(method, getattr(cfg.privacy, "target", "sample"),
-                                     privacy.get("target_epsilon", math.inf)) is not None
+        heuristic = heuristic_reason(method, cfg.privacy.target, cfg.privacy.epsilon) is not None
         lines += [
             f"**Protected unit: one {unit if unit != 'sample' else 'sentence (sample)'}"
             + (", as a heuristic, not a DP guarantee.** Its noise level was chosen from the private data (see "
@@ -216,7 +218,7 @@ def privacy_statement(
                       "- metrics.json (the rho and gamma summaries) and the run's log (the range of per-step noise "
                       "multipliers) are statistics of the private sentences' perplexities, released outside any "
                       "epsilon."]
-        if privacy.get("target_epsilon") is not None and getattr(cfg.privacy, "target", "sample") == "phrase-avg":
+        if heuristic and cfg.privacy.target == "phrase-avg":
             lines += [
                 "",
                 "**Calibrated for the average phrase epsilon: a heuristic, not a DP guarantee** (privacy.target = "

@@ -88,7 +88,9 @@ def distill(
     stats = {"answered_positions": 0, "hard_positions": 0, "positions": 0}
     for epoch in range(s.epochs):
         student.train()
-        losses = []  # NLL on public pseudo labels plus KL to released answers: post-processing, free to log
+        # NLL on public pseudo labels plus KL to released answers: post-processing, free to log (summed on the
+        # model's device, read once an epoch; batches with nothing to learn from are left out of the mean)
+        loss_sum, loss_batches = 0.0, 0
         for idx in batch_indices(len(seqs), s.batch_size, rng):
             if should_stop is not None and should_stop():
                 return stats
@@ -119,12 +121,12 @@ def distill(
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
-            losses.append(float(loss.detach()))
+                loss_sum, loss_batches = loss_sum + loss.detach(), loss_batches + 1
             if epoch == 0:
                 stats["positions"] += len(targets)
                 stats["hard_positions"] += int(hard.sum())
             stats["answered_positions"] += len(answers)  # every epoch: a cached answer counts each time it is reused
         if on_epoch is not None:
-            on_epoch(epoch, {**stats, **({"loss": float(np.mean(losses))} if losses else {})})
+            on_epoch(epoch, {**stats, **({"loss": float(loss_sum) / loss_batches} if loss_batches else {})})
     student.eval()
     return stats

@@ -22,12 +22,16 @@ st.caption("Instant what-if numbers from core.privacy: the same code that accoun
 
 
 # The boxes the modes share keep what was typed across a switch (a walk found Q back at 2,000 after it), and the
-# σ box opens on the σ last computed, so that switching "noise from ε" to "ε from noise" gives the same ε back.
-LAST_STD = "_calc_sp_last_std"
+# σ box holds the σ "noise from ε" last computed (to its two decimals, within its range), so that switching to
+# "ε from noise" gives the ε typed back.
+STD_KEY = "calc_sp_std"
 
 
-def last_std() -> float:
-    return st.session_state.get(LAST_STD, 100.0)
+def std_box(where) -> float | None:
+    """The σ box "ε from noise" and "queries from ε and noise" share: 100 until a σ is typed or computed."""
+    first = {} if STD_KEY in st.session_state else {"value": 100.0}  # a value set by the page is not overridden
+    return c.float_input(where, "noise std σ", min_value=0.01, max_value=MAX_STD, step=10.0, key=STD_KEY,
+                         persist_state="page", **first)
 
 
 def seqpate_calculator() -> None:
@@ -45,10 +49,9 @@ def seqpate_calculator() -> None:
             return
         noise = c.seqpate_noise(eps, delta, queries)
         z, std = noise["z"], noise["std"]
-        st.session_state[LAST_STD] = round(std, 2)  # where "ε from noise" opens: back to this ε
+        st.session_state[STD_KEY] = min(max(round(std, 2), 0.01), MAX_STD)  # its box is not drawn in this mode
     elif mode == "ε from noise":
-        std = c.float_input(a, "noise std σ", min_value=0.01, max_value=MAX_STD, value=last_std(), step=10.0,
-                            key="calc_sp_std", persist_state="page")
+        std = std_box(a)
         queries = c.count_input(b, "queries Q", value=QUICK_QUERIES, max_value=MAX_COUNT, step=100,
                                 key="calc_sp_queries", persist_state="page")
         if None in (delta, teachers, std, queries):
@@ -57,8 +60,7 @@ def seqpate_calculator() -> None:
         z = std / math.sqrt(2)
     else:
         eps = c.epsilon_input(a, key="calc_sp_eps", persist_state="page")
-        std = c.float_input(b, "noise std σ", min_value=0.01, max_value=MAX_STD, value=last_std(), step=10.0,
-                            key="calc_sp_std", persist_state="page")
+        std = std_box(b)
         if None in (delta, teachers, eps, std):
             return
         queries = c.seqpate_max_queries(eps, delta, std)

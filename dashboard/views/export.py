@@ -74,11 +74,11 @@ done = {r["run_id"]: r for r in finished.to_dict("records")}
 # open on a text-generation run, SeqPATE at its preset's defaults and default ε where there is one, of the preset
 # the other pages show (the one last chosen on any page, else the one with most runs)
 shown_preset = st.session_state.get(c.LAST_PRESET) or c.main_preset(finished)
-text_runs = sorted((i for i, r in done.items() if not c.is_synth_method(r["method"])),
-                   key=lambda i: done[i]["preset"] != shown_preset)  # stable: newest first within each
+text_runs = [i for i, r in done.items() if not c.is_synth_method(r["method"])]
+text_runs = [i for i in text_runs if done[i]["preset"] == shown_preset] or text_runs
 seqpate = [i for i in text_runs if done[i]["method"] == "seqpate" and not done[i]["variant"]
            and done[i]["epsilon_target"] == preset_value(done[i]["preset"], "privacy", "epsilon")]
-default_run = c.lowest_seed_first(seqpate or text_runs or list(done), done)[0]
+default_run = c.lowest_seed_first(seqpate or text_runs or list(done), done)[0]  # the lowest seed within the preset
 run_id = st.selectbox("Run", list(done), index=list(done).index(default_run), key="export_report_run",
                       format_func=lambda i: c.run_option_label(done[i]))
 n_completions = st.slider("Completions to include", 0, 50, 10, key="export_report_n")

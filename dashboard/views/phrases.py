@@ -5,6 +5,7 @@ import math
 import pandas as pd
 import streamlit as st
 
+from core.analysis.statement import heuristic_reason
 from core.privacy.phrases import summarize_phrase_epsilons
 from dashboard import charts, tables
 from dashboard import common as c
@@ -31,8 +32,10 @@ default_run = next((i for ids in preferred for i in ids if records[i]["preset"] 
 run_id = st.selectbox("Run", list(records), index=list(records).index(default_run), key="phrases_run",
                       format_func=lambda i: c.run_option_label(records[i]))
 run = c.get_run(run_id)
-if records[run_id]["privacy_target"] == "phrase-avg":
-    st.warning(tables.PHRASE_TARGET_HEURISTIC, icon=":material/warning:")
+chosen = records[run_id]
+if heuristic_reason(chosen["method"], chosen["privacy_target"], chosen["epsilon"]):  # noise chosen from private data
+    st.warning(tables.PHRASE_TARGET_HEURISTIC if chosen["privacy_target"] == "phrase-avg"
+               else c.HEURISTIC_PRIVACY.get(chosen["method"], ""), icon=":material/warning:")
 phrases = pd.DataFrame(c.read_shown(run, "phrases"))
 if phrases.empty:
     st.info("This run's phrases.csv has no rows.")

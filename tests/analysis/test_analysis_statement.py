@@ -178,15 +178,16 @@ def test_audit_of_a_synth_run_rebuilds_only_its_statement(tmp_path, run_id):
 def test_privacy_json_labels_a_heuristic_epsilon_and_the_target():
     """A review read a phrase-avg SeqPATE run's privacy.json: epsilon 0.876, an exact accountant, no target and
     nothing saying its noise was chosen from private counts; read alone it passed for a guarantee."""
-    labels = {(m, target): privacy_labels(micro_config(method=m, privacy__target=target, privacy__epsilon=eps))
-              for m, target, eps in [("seqpate", "sample", 3.0), ("seqpate", "phrase-avg", 3.0),
-                                     ("noisysgd-gc+pseudo", "phrase-avg", 3.0), ("adp", "sample", 3.0),
-                                     ("noisysgd", "phrase-avg", math.inf)]}
-    assert labels["seqpate", "sample"] == {"target": "sample"}
-    assert labels["seqpate", "phrase-avg"] == labels["noisysgd-gc+pseudo", "phrase-avg"] == {
+    def labels(method, target, epsilon=3.0):
+        return privacy_labels(micro_config(method=method, privacy__target=target, privacy__epsilon=epsilon))
+
+    assert labels("seqpate", "sample") == {"target": "sample"}
+    assert labels("seqpate", "phrase-avg") == labels("noisysgd-gc+pseudo", "phrase-avg") == {
         "target": "phrase-avg", "heuristic": HEURISTIC_REASONS["phrase-avg"]}
-    assert labels["adp", "sample"] == {"target": "sample", "heuristic": HEURISTIC_REASONS["adp"]}
-    assert labels["noisysgd", "phrase-avg"] == {"target": "phrase-avg"}  # at epsilon inf no noise is calibrated
+    assert labels("adp", "sample") == {"target": "sample", "heuristic": HEURISTIC_REASONS["adp"]}
+    # at epsilon inf no noise is chosen at all: not private (statement.md says so), not a heuristic
+    assert labels("noisysgd", "phrase-avg", math.inf) == {"target": "phrase-avg"}
+    assert labels("adp", "sample", math.inf) == {"target": "sample"}
     for method in ("pub-gpt", "pri-gpt", "pri-gpt-blacklist"):  # they never read the privacy settings
         assert privacy_labels(micro_config(method=method)) == {}
 

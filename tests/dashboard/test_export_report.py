@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 
 from fake_runs import phrase_rows, write_run, write_synth_run
 
@@ -64,6 +65,11 @@ def test_report_chart_has_the_runs_at_their_defaults(roots):
     [ring] = [t for t in figures[0].data if t.name == "this run (seq-m5)"]
     assert (list(ring.x), list(ring.y)) == ([2.9985], [1.0]) and ring.marker.symbol == "circle-open"
     assert figures[0].layout.title.subtitle.text == "this run ringed"
+    write_run(cached, "pub", "pub-gpt", bleu4=0.3)
+    write_run(cached, "pub-canaries", "pub-gpt", canaries="1,10,100", bleu4=0.2)
+    assert report_of("pub")[0][0].layout.title.subtitle.text == "this run: the Pub-GPT (ε=0) reference line"
+    assert report_of("pub-canaries")[0][0].layout.title.subtitle.text == (  # the line is the defaults' run
+        "this run is not drawn: a reference line shows its method at the preset's defaults")
 
 
 def test_report_chart_shows_the_overviews_runs_and_the_reports_own(roots):
@@ -234,3 +240,8 @@ def test_report_opens_on_the_preset_the_other_pages_show(roots, app_page):
     at = app_page(query={"overview_preset": "quick"})  # the Overview opened on quick (by a link or a click)
     at.switch_page("views/export.py").run()
     assert at.selectbox(key="export_report_run").value == "quick-seq"
+    write_run(cached, "tiny-seq-seed1", "seqpate", epsilon=3.0, seed=1)
+    write_run(cached, "quick-seq-seed1", "seqpate", preset="quick", epsilon=3.0, seed=1)
+    shutil.rmtree(cached / "tiny-a")  # tiny's SeqPATE now has seed 1 only; quick's has seeds 0 and 1
+    at = app_page("export")
+    assert at.selectbox(key="export_report_run").value == "tiny-seq-seed1"  # the preset first, then its lowest seed

@@ -359,7 +359,9 @@ def test_progress_chart_on_request(some_runs, app_page):
     at.toggle(key="runs_show_progress").set_value(True).run()
     assert not at.exception
     spec = plotly_specs(at)[0]
-    assert {t["name"] for t in spec["data"]} == {"loss", "ε spent"}
+    # a line per stage: the base model's loss and the method's are different quantities (a review saw SeqPATE's
+    # warm-up NLL and its student's NLL + KL joined into one line)
+    assert {t["name"] for t in spec["data"]} == {"loss (base-model)", "loss (seqpate)", "ε spent"}
     assert spec["layout"]["xaxis"]["title"]["text"] == "minutes since start"
     (some_runs["live"] / "live-seq" / "progress.jsonl").write_text("")  # a finished run that logged none
     at.run()

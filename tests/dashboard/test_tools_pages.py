@@ -77,6 +77,19 @@ def test_calculator_modes_keep_what_was_typed_and_answer_each_other(roots, app_p
     assert at.number_input(key="calc_sp_std").value == 50.0 and at.text_input(key="calc_sp_eps").value == "3"
     at.radio(key="calc_sp_mode").set_value("ε from noise").run()
     assert at.number_input(key="calc_sp_std").value == 50.0 and at.number_input(key="calc_sp_queries").value == 1000
+    # a second round trip, at another ε (a review found the σ box kept its first value after the first visit)
+    at.radio(key="calc_sp_mode").set_value("noise from ε").run()
+    at.text_input(key="calc_sp_eps").input("1").run()
+    std = metrics(at)["noise std σ"]
+    at.radio(key="calc_sp_mode").set_value("ε from noise").run()
+    assert at.number_input(key="calc_sp_std").value == pytest.approx(float(std), abs=0.05)  # shown to 4 digits
+    assert float(metrics(at)["ε"]) == pytest.approx(1.0, abs=0.01) and not at.error
+    # a σ beyond the box's range is carried at its edge, not refused in the other mode
+    at.radio(key="calc_sp_mode").set_value("noise from ε").run()
+    at.text_input(key="calc_sp_eps").input("0.01").run()
+    at.number_input(key="calc_sp_queries").set_value(1e12).run()
+    at.radio(key="calc_sp_mode").set_value("ε from noise").run()
+    assert at.number_input(key="calc_sp_std").value == 1e6 and not at.error
 
 
 def test_calculator_counts_are_whole_numbers_rounded_as_shown(roots, app_page):

@@ -63,8 +63,10 @@ def test_cached_run_is_complete_and_matches_its_config(path):
         assert privacy["epsilon"] <= cfg.privacy.epsilon + 1e-6
         assert privacy["events"], "a DP run must record its mechanism events"
     check_epsilon_is_recomputed_from_its_events(privacy)
-    # privacy.json says where its epsilon is a heuristic (noise chosen from private data), read alone as well
-    assert privacy.get("heuristic") == privacy_labels(cfg).get("heuristic")
+    # privacy.json names its target and says where its epsilon is a heuristic (noise chosen from private data),
+    # read alone as well
+    labels = privacy_labels(cfg)
+    assert {key: privacy.get(key) for key in labels} == labels and privacy.get("heuristic") == labels.get("heuristic")
     if cfg.method in PRIVATE_TRAINING_STAGES:
         check_private_training_releases_nothing_unaccounted(run.progress(), metrics, cfg.method)
 
