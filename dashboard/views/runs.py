@@ -196,9 +196,9 @@ def live_view() -> None:
             with st.expander("Privacy statement (statement.md)"):
                 st.markdown(c.statement_body(statement))
 
-    b1, b2, b3, _ = st.columns([1, 1, 1, 3])
+    actions = st.container(horizontal=True)  # buttons as wide as their labels (columns cut them to 'Ca…')
     is_live = record["source"] == "live"
-    if b1.button("Cancel", key="runs_cancel", disabled=not (is_live and record["state"] in c.ACTIVE_STATES),
+    if actions.button("Cancel", key="runs_cancel", disabled=not (is_live and record["state"] in c.ACTIVE_STATES),
                  help="stop a queued or running job (live runs only)"):
         st.session_state["runs_confirm"] = ("cancel", run_id)
     if st.session_state.get("runs_confirm") == ("cancel", run_id):
@@ -208,12 +208,12 @@ def live_view() -> None:
             st.session_state.pop("runs_confirm", None)
         elif confirmed(f"Cancel `{run_id}`?{lost}", "Yes, cancel", "runs_cancel"):
             act(jobs.cancel, run, done=f"cancelled {run_id}", failed="could not cancel")
-    if b2.button("Delete", key="runs_delete", disabled=not (is_live and record["state"] in ("done", "failed",
+    if actions.button("Delete", key="runs_delete", disabled=not (is_live and record["state"] in ("done", "failed",
                                                                                                "cancelled")),
                  help="remove a finished live run folder (cached runs are never deleted)"):
         st.session_state["runs_confirm"] = ("delete", run_id)
     synth = c.is_synth_method(record["method"])  # jobs run text-generation configs; synthetic data runs from the CLI
-    if b3.button("Rerun", key="runs_rerun", disabled=synth,
+    if actions.button("Rerun", key="runs_rerun", disabled=synth,
                  help=(f"a synthetic-data run is rerun from the command line: `python -m core synth --config "
                        f"{run.path / 'config.json'} --run-dir DIR`" if synth else
                        "launch a new job with the same config")):
