@@ -278,7 +278,7 @@ def seqpate_noise_figure(noise_std: float, teachers: int, points: Sequence[tuple
     fig.update_xaxes(type="log", dtick=1, title_text="teachers (M)", row=1, col=1)
     fig.update_yaxes(type="log", dtick=1, title_text="noise std / M", row=1, col=1)
     fig.update_xaxes(type="log", dtick=1, title_text="queries (Q)", row=1, col=2)
-    fig.update_yaxes(title_text="ε", row=1, col=2)
+    fig.update_yaxes(tickprefix="ε ", row=1, col=2)  # an axis title sat in the left panel at 900 px
     fig.update_layout(**PANELS_LAYOUT)
     return fig
 
@@ -313,10 +313,10 @@ def run_progress_figure(progress: Sequence[Mapping[str, Any]]) -> go.Figure | No
         return None
     fig = go.Figure()
     first, last = min(x for x, _ in timed), max(x for x, _ in timed)
-    for k, (stage, begin, end) in enumerate(_stage_spans([(x, p.get("stage")) for x, p in timed])):
+    for k, (stage, begin, end) in enumerate(_stage_spans([(x, p.get("stage"), "message" in p) for x, p in timed])):
         # a name for the stages wide enough to hold one (hover shows every stage), centred over its band: at the
         # band's left edge a walk read it as naming the darker band beside it
-        wide = end - begin >= 0.05 * (last - min(first, 0.0))
+        wide = end - begin >= 0.08 * (last - min(first, 0.0))
         fig.add_vrect(x0=begin, x1=end, fillcolor="#718096" if k % 2 else "#a0aec0", opacity=0.12, line_width=0,
                       layer="below", **(dict(annotation_text=stage, annotation_position="top",
                                              annotation_font=dict(size=10, color="#4a5568")) if wide else {}))
@@ -341,16 +341,21 @@ def run_progress_figure(progress: Sequence[Mapping[str, Any]]) -> go.Figure | No
     return fig
 
 
-def _stage_spans(points: Sequence[tuple[float, Any]]) -> list[tuple[str, float, float]]:
-    """(stage, first minute, minute the next line came) for each run of equal stages, in order; 'done' is left
-    out (it ends the run)."""
+def _stage_spans(points: Sequence[tuple[float, Any, bool]]) -> list[tuple[str, float, float]]:
+    """(stage, begin, end) for each run of equal stages, in order, from (minute, stage, starts) per progress line.
+
+    A line marks the end of a piece of work (a teacher trained, an epoch done) unless it carries a message, which
+    marks its stage's start. So a stage begins at its first line if that one starts it, else where the line before
+    was written (a walk saw SeqPATE's warm-up drawn inside the teachers' band, and its loss, logged at the end of
+    the epoch, at the band's start); it ends where the next begins, the last one at the last line. 'done' ends the
+    run and has no band; a stage whose work left no time between lines has none either."""
     spans: list[tuple[str, float, float]] = []
-    for k, (x, stage) in enumerate(points):
-        if not isinstance(stage, str) or stage == "done":
-            continue
-        end = points[k + 1][0] if k + 1 < len(points) else x
-        if spans and spans[-1][0] == stage:
-            spans[-1] = (stage, spans[-1][1], end)
-        else:
-            spans.append((stage, x, end))
-    return spans
+    previous = None  # the minute of the line before
+    for x, stage, starts in points:
+        if isinstance(stage, str) and stage != "done" and not (spans and spans[-1][0] == stage):
+            begin = x if starts or previous is None else previous
+            spans.append((stage, begin, begin))
+        previous = x
+    last = points[-1][0] if points else 0.0
+    ends = [begin for _, begin, _ in spans[1:]] + [last]
+    return [(stage, begin, end) for (stage, begin, _), end in zip(spans, ends, strict=True) if end > begin]

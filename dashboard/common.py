@@ -954,8 +954,9 @@ def metric_row() -> Any:
 
 
 def metric(row: Any, label: str, value: str, help: str | None = None) -> None:
-    """One metric of a metric_row."""
-    row.metric(label, value, help=help, width=METRIC_WIDTH)
+    """One metric of a metric_row; a value too long for METRIC_WIDTH (the Calculator's 10^12 queries) as wide as
+    it needs, rather than cut to '1,000,00…'."""
+    row.metric(label, value, help=help, width=METRIC_WIDTH if len(value) <= 8 else "content")
 
 
 def float_input(where: Any, label: str, *, decimals: int = 2, min_value: float | None = None,

@@ -228,14 +228,17 @@ if st.button(label, type="primary", disabled=bool(errors) or not configs, key="l
     if errors or not configs:
         st.error("Nothing launched: fix the settings above first.")
     else:
-        launched = []
+        launched, failed = [], []
         for method, cfg in configs.items():
             try:
                 launched.append(jobs.launch(cfg.to_dict()).run_id)
             except Exception as exc:  # noqa: BLE001 (shown to the user, the other jobs still go)
-                st.error(f"{c.method_label(method)}: could not launch: {exc}")
-        st.session_state["launch_last"] = launched
+                failed.append(f"{c.method_label(method)}: could not launch: {exc}")
+        st.session_state["launch_last"], st.session_state["launch_failed"] = launched, failed
+        st.rerun()  # drawn again, so the note on runs with these settings names the jobs just queued
 
+for message in st.session_state.get("launch_failed", []):
+    st.error(message, icon=":material/error:")
 if st.session_state.get("launch_last"):
     ids = st.session_state["launch_last"]
     threads = jobs.launched_job_threads()

@@ -330,3 +330,22 @@ def test_settings_that_were_run_already_are_named_before_launching(roots, app_pa
     assert notes == ["Pub-GPT: these settings have been run already: `tiny-pub` (shipped). Launching adds another "
                      "copy."]  # SeqPATE at ε 4 has no run yet
     assert not at.button(key="launch_button").disabled
+    at.button(key="launch_button").click().run()  # the page is drawn again: the note names the jobs just queued
+    [seq_id] = [p.name for p in roots["live"].iterdir() if "-seqpate-" in p.name]
+    notes = [i.value for i in at.info if "have been run already" in i.value]
+    assert len(notes) == 2 and f"`{seq_id}` (" in notes[0] and "Queued 2 job(s)" in texts(at)
+
+
+def test_a_job_that_cannot_launch_is_named_and_the_others_still_go(roots, app_page, fake_job, monkeypatch):
+    real = jobs.launch
+
+    def launch(config, *args, **kwargs):
+        if config["method"] == "seqpate":
+            raise OSError("No space left on device")
+        return real(config, *args, **kwargs)
+
+    monkeypatch.setattr(jobs, "launch", launch)
+    at = app_page("launch", {"preset": "tiny", "eps": "4", "methods": "seqpate,pub-gpt"})
+    at.button(key="launch_button").click().run()
+    assert [e.value for e in at.error] == ["SeqPATE: could not launch: No space left on device"]  # kept on redraw
+    assert "Queued 1 job(s)" in texts(at) and [p.name for p in roots["live"].iterdir() if "-pub-gpt-" in p.name]

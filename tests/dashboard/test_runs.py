@@ -386,14 +386,20 @@ def test_progress_chart_spans_the_run_and_names_its_long_stages():
     def at(minute: float) -> str:
         return f"2026-01-01T00:{int(minute):02d}:{round(minute % 1 * 60):02d}+00:00"
 
-    rows = [{"time": at(0), "stage": "data"}, {"time": at(0.5), "stage": "teachers", "teacher": 1},
-            {"time": at(11), "stage": "teachers", "teacher": 100}, {"time": at(12), "stage": "warm-up", "loss": 4.7},
-            {"time": at(12.1), "stage": "student", "epsilon_spent": 3.0}, {"time": at(12.5), "stage": "done"}]
+    # a line with a message starts its stage; the others end a piece of work (a teacher, an epoch)
+    rows = [{"time": at(0), "stage": "data", "message": "loading"}, {"time": at(0.2), "stage": "data"},
+            {"time": at(0.5), "stage": "teachers", "teacher": 1}, {"time": at(11), "stage": "teachers", "teacher": 100},
+            {"time": at(12), "stage": "warm-up", "loss": 4.7}, {"time": at(12.1), "stage": "student", "loss": 4.0,
+                                                                "epsilon_spent": 3.0},
+            {"time": at(12.2), "stage": "evaluate", "message": "perplexity"}, {"time": at(12.5), "stage": "done"}]
     fig = charts.run_progress_figure(rows)
     assert fig.layout.xaxis.range == pytest.approx((0, 12.5 * 1.01))
-    assert [(s.x0, s.x1) for s in fig.layout.shapes] == pytest.approx([(0, 0.5), (0.5, 12), (12, 12.1), (12.1, 12.5)])
-    assert [a.text for a in fig.layout.annotations] == ["teachers"]  # the only stage wide enough for its name
-    assert fig.layout.annotations[0].x == pytest.approx(6.25)  # centred over its band, not at its edge
+    # the teachers from the end of the data stage to their last; the warm-up from there to its epoch's loss line
+    assert [(s.x0, s.x1) for s in fig.layout.shapes] == pytest.approx(
+        [(0, 0.2), (0.2, 11), (11, 12), (12, 12.2), (12.2, 12.5)])
+    assert [a.text for a in fig.layout.annotations] == ["teachers", "warm-up"]  # the stages wide enough for a name
+    assert fig.layout.annotations[0].x == pytest.approx(5.6)  # centred over its band, not at its edge
+    assert [t.name for t in fig.data] == ["loss (warm-up)", "loss (student)", "ε spent"]
     assert fig.layout.yaxis2.tickmode == "auto" and fig.layout.yaxis2.range == pytest.approx((0, 3.36))
 
 
