@@ -54,12 +54,12 @@ if len(kinds) > 1:
 
 # the summary REPORT.md gives (its share counts a phrase at the average even where the mean rounds a hair below)
 summary = summarize_phrase_epsilons([v for v in phrases["epsilon"] if v is not None and not math.isnan(v)])
-s = st.columns(5)
-s[0].metric("phrases", f"{len(phrases):,}")
-s[1].metric("average ε", c.fmt_eps(summary["avg"]))
-s[2].metric("min ε", c.fmt_eps(summary["min"]))
-s[3].metric("max ε", c.fmt_eps(summary["max"]))
-s[4].metric("share ≤ average", "–" if math.isnan(summary["share_below_avg"]) else f"{summary['share_below_avg']:.0%}")
+row = c.metric_row()  # wraps on a narrow page ('share ≤ av…' was cut at 900 px)
+c.metric(row, "phrases", f"{len(phrases):,}")
+c.metric(row, "average ε", c.fmt_eps(summary["avg"]))
+c.metric(row, "min ε", c.fmt_eps(summary["min"]))
+c.metric(row, "max ε", c.fmt_eps(summary["max"]))
+c.metric(row, "share ≤ average", "–" if math.isnan(summary["share_below_avg"]) else f"{summary['share_below_avg']:.0%}")
 
 
 TABLE_COLUMNS = {

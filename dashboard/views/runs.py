@@ -165,16 +165,16 @@ def live_view() -> None:
         st.session_state.pop("runs_confirm", None)  # a question about another run is dropped, not kept for later
     run = c.get_run(run_id)
 
-    m = st.columns(4)
+    row = c.metric_row()  # wraps on a narrow page (equal columns cut 'running' to 'run…')
     # the stage under the state, in small type: stage names ("private-finetune", a method's name) are long
-    m[0].metric("state", record["state"], delta=f"stage: {record['stage'] or '–'}", delta_color="off",
-                delta_arrow="off")
-    m[1].metric("progress", f"{record['progress']:.0%}")
+    row.metric("state", record["state"], delta=f"stage: {record['stage'] or '–'}", delta_color="off",
+               delta_arrow="off", width=c.METRIC_WIDTH)
+    c.metric(row, "progress", f"{record['progress']:.0%}")
     computed_on = {"cpu": "on the CPU", "cuda": "on the GPU"}.get(record.get("device") or "")
-    m[2].metric("elapsed", estimate.fmt_duration(record["elapsed_s"]), delta=computed_on, delta_color="off",
-                delta_arrow="off")
+    row.metric("elapsed", estimate.fmt_duration(record["elapsed_s"]), delta=computed_on, delta_color="off",
+               delta_arrow="off", width=c.METRIC_WIDTH)
     remaining = record["remaining_s"] if record["state"] in c.ACTIVE_STATES else None  # blank once it ended, as the table
-    m[3].metric("remaining (est.)", estimate.fmt_duration(remaining), help=estimate.estimate_help(record))
+    c.metric(row, "remaining (est.)", estimate.fmt_duration(remaining), help=estimate.estimate_help(record))
     if record["state"] == "failed":
         st.error(f"Failed at stage {record['stage'] or '?'}: {record['error'] or 'no error recorded'}",
                  icon=":material/error:")
