@@ -319,11 +319,16 @@ def test_a_max_jobs_setting_that_cannot_be_used_is_said_on_the_launch_page(roots
     assert jobs.max_parallel_jobs() == (3 if value == "3" else 1)
 
 
-def test_settings_that_were_run_already_are_named_before_launching(roots, app_page, fake_job):
+def test_settings_that_were_run_already_are_named_before_launching(roots, app_page, monkeypatch):
     """A walk noted nothing stops or warns a second click: settings a run already has are named (a copy may still
     be wanted, so the button stays)."""
     from fake_runs import write_run
 
+    from core.runs.store import RunDir
+
+    # queued and never started (a fake job that exits at once is marked failed, maybe before the redraw)
+    monkeypatch.setattr(jobs, "launch", lambda config: RunDir.create(
+        roots["live"] / jobs.new_run_id(config["method"], config["privacy"]["epsilon"]), config, 0))
     write_run(roots["cached"], "tiny-pub", "pub-gpt", config={"seqpate__kd_lambda": 20.0})  # a field it never reads
     at = app_page("launch", {"preset": "tiny", "eps": "4", "methods": "seqpate,pub-gpt"})
     notes = [i.value for i in at.info if "have been run already" in i.value]
