@@ -28,7 +28,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from core.analysis.statement import heuristic_reason
+from core.analysis.statement import HEURISTIC_REASONS, heuristic_reason
 from core.config import (
     METHODS,
     PRESETS,
@@ -105,11 +105,10 @@ def is_synth_method(method: Any) -> bool:
     return str(method or "").startswith("synth-")
 
 
-# Methods whose accounted ε is valid for the noise they add but whose noise level depends on private data.
+# Methods whose accounted ε is valid for the noise they add but whose noise level depends on private data: the
+# reason privacy.json records (core.analysis.statement), and what to make of it.
 HEURISTIC_PRIVACY = {
-    "adp": "ε is accounted at the smallest noise the run used, but the noise level itself is chosen from the "
-           "private sentences' perplexity, a dependence no accountant covers: treat it as a heuristic, not a DP "
-           "guarantee (the run's statement.md).",
+    "adp": HEURISTIC_REASONS["adp"] + ": treat it as a heuristic, not a DP guarantee (the run's statement.md).",
 }
 
 
