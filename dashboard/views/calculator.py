@@ -129,7 +129,7 @@ def dpsgd_calculator() -> None:
     c.metric(row, "ε", f"{eps:.6g}" if mode == "noise multiplier from ε" else c.fmt_eps(eps))  # a typed ε as typed
     c.metric(row, "noise multiplier", f"{sigma:.4g}", help="per-step noise std / clipping norm")
     c.metric(row, "sampling rate q", f"{q:.4g}", help="1 / ceil(N / batch): Poisson sampling as the runs do it "
-                "(opacus), batch / N up to a whole number of batches per epoch")
+                                                     "(opacus), batch / N up to a whole number of batches per epoch")
     c.metric(row, "steps", f"{steps:,}", help="epochs · int(1 / q) batches, as the runs draw them")
     st.markdown(c.epsilon_reading(eps, delta))
     st.caption("Accountant: privacy loss distributions (dp_accounting PLD, pessimistic), the one the DP-SGD "

@@ -99,6 +99,7 @@ def make_report() -> bytes:
 st.caption("One self-contained HTML file (plotly inlined, opens offline): privacy statement and events, metrics, "
            "a BLEU-4 vs ε chart with this run among its preset's runs at their defaults (text-generation runs; a "
            "synthetic-data run's report gives its classifier accuracy, separability and n-gram ratios instead), "
-           "training progress, completions, the full config (the fields its method never reads set apart). " + c.PHRASE_NOTE)
+           "training progress, completions, the full config (the fields its method never reads set apart). "
+           + c.PHRASE_NOTE)
 st.download_button("Download report (HTML)", make_report, file_name=f"{run_id}_report.html", mime="text/html",
                    key="export_report", icon=":material/description:", type="primary", on_click="ignore")

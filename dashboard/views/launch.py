@@ -144,16 +144,17 @@ with right:
                 with st.spinner("PLD accountant…"):
                     scale = c.seqpate_laplace_scale(eps, delta, sp.query_budget)
                 c.metric(row, "Laplace scale b", f"{scale:.4g}",
-                          help="the -gaussian and -all ablations release Laplace noise: b·e^(-|x|/b)/2 per entry")
+                         help="the -gaussian and -all ablations release Laplace noise: b·e^(-|x|/b)/2 per entry")
                 c.metric(row, "b / L1 sensitivity", f"{scale / 2:.4g}", help="one teacher changes the sum by 2 in L1")
                 c.metric(row, "b / M", f"{scale / sp.teachers:.4g}",
-                          help=f"noise relative to the average of the M = {sp.teachers} teacher distributions")
+                         help=f"noise relative to the average of the M = {sp.teachers} teacher distributions")
             else:
                 noise = c.seqpate_noise(eps, delta, sp.query_budget)
                 c.metric(row, "noise multiplier z", f"{noise['z']:.4g}", help="std / L2 sensitivity")
-                c.metric(row, "noise std σ", f"{noise['std']:.4g}", help="σ = z·√2: one teacher changes the sum by √2")
+                c.metric(row, "noise std σ", f"{noise['std']:.4g}",
+                         help="σ = z·√2: one teacher changes the sum by √2")
                 c.metric(row, "σ / M", f"{noise['std'] / sp.teachers:.4g}",
-                          help=f"noise relative to the average of the M = {sp.teachers} teacher distributions")
+                         help=f"noise relative to the average of the M = {sp.teachers} teacher distributions")
             c.metric(row, "query budget Q", f"{sp.query_budget:,}", help=f"from preset {configs['seqpate'].preset}")
             if sp.partition == "by-user":
                 cfg = configs["seqpate"]
@@ -197,9 +198,9 @@ with right:
                 row = c.metric_row()
                 c.metric(row, "noise multiplier", f"{z:.4g}")
                 c.metric(row, "sampling rate q", f"{q:.4g}",
-                          help=f"1 / ceil(N / batch): expected batch {batch:,}, N {n:,}")
+                         help=f"1 / ceil(N / batch): expected batch {batch:,}, N {n:,}")
                 c.metric(row, "steps", f"{steps:,}",
-                          help=f"{epochs} epochs of int(1 / q) Poisson batches, as opacus draws them")
+                         help=f"{epochs} epochs of int(1 / q) Poisson batches, as opacus draws them")
     fixed = [m for m in settings["methods"] if fixed_epsilon(m) is not None]
     if fixed:
         its, they = ("its", "it reads") if len(fixed) == 1 else ("their", "they read")

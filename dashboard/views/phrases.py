@@ -59,7 +59,8 @@ c.metric(row, "phrases", f"{len(phrases):,}")
 c.metric(row, "average ε", c.fmt_eps(summary["avg"]))
 c.metric(row, "min ε", c.fmt_eps(summary["min"]))
 c.metric(row, "max ε", c.fmt_eps(summary["max"]))
-c.metric(row, "share ≤ average", "–" if math.isnan(summary["share_below_avg"]) else f"{summary['share_below_avg']:.0%}")
+share = summary["share_below_avg"]
+c.metric(row, "share ≤ average", "–" if math.isnan(share) else f"{share:.0%}")
 
 
 TABLE_COLUMNS = {
