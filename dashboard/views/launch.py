@@ -46,6 +46,15 @@ if ignored:
 if problem := jobs.max_jobs_problem():
     st.warning(problem)
 
+# px: two fields side by side in the settings column of a wide page, one under the other on a narrow one (equal
+# columns cut "Partition: random" to "ran" and broke "Candidate filter" mid-word at 900 px)
+FIELD_WIDTH = 170
+
+
+def field_row():
+    return st.container(horizontal=True, wrap=True)
+
+
 left, right = st.columns([1, 1], gap="large")
 with left:
     st.multiselect("Method(s)", METHODS, key="launch_methods", format_func=c.method_label,
@@ -54,45 +63,48 @@ with left:
     # Pub-GPT and Pri-GPT take no epsilon: their privacy is fixed by the data they read (0 or inf)
     no_epsilon = bool(chosen) and all(fixed_epsilon(m) is not None for m in chosen)
     unused = " (not used by the chosen methods)" if no_epsilon else ""
-    a, b = st.columns(2)
-    a.text_input("ε (epsilon)", key="launch_eps", disabled=no_epsilon,
-                 help="target privacy loss; a positive number or inf" + unused)
-    b.text_input("δ (delta)", key="launch_delta", disabled=no_epsilon, help="e.g. 1e-6 (paper, App. G)" + unused)
-    a, b = st.columns(2)
-    a.selectbox("Preset", list(PRESETS), key="launch_preset", on_change=launch_settings.remember_preset, args=("launch_preset",),
-                help="tiny: seconds to minutes; quick: minutes (default, unless another page had a preset chosen); "
-                     "paper: the whole corpus")
+    pair = field_row()
+    pair.text_input("ε (epsilon)", key="launch_eps", disabled=no_epsilon, width=FIELD_WIDTH,
+                    help="target privacy loss; a positive number or inf" + unused)
+    pair.text_input("δ (delta)", key="launch_delta", disabled=no_epsilon, width=FIELD_WIDTH,
+                    help="e.g. 1e-6 (paper, App. G)" + unused)
+    pair = field_row()
+    pair.selectbox("Preset", list(PRESETS), key="launch_preset", on_change=launch_settings.remember_preset,
+                   args=("launch_preset",), width=FIELD_WIDTH,
+                   help="tiny: seconds to minutes; quick: minutes (default, unless another page had a preset "
+                        "chosen); paper: the whole corpus")
     # the Launch boxes check no range themselves: the config does, and its error disables the button
-    c.count_input(b, "Seed", min_value=None, key="launch_seed")
+    c.count_input(pair, "Seed", min_value=None, key="launch_seed", width=FIELD_WIDTH)
     no_seqpate = "seqpate" not in chosen  # greyed out, as ε and δ are for methods that take none
     with st.container(border=True):
         st.markdown("**SeqPATE settings** (used by SeqPATE runs only"
                     + ("; choose SeqPATE to set them)" if no_seqpate else ")"))
         preset_for_help = st.session_state.get("launch_preset", "quick")
         default_teachers = preset_value(preset_for_help, "seqpate", "teachers")
-        a, b = st.columns(2)
-        c.count_input(a, "Teachers", value=None, min_value=None, key="launch_teachers", disabled=no_seqpate,
-                      placeholder=f"{default_teachers} (preset)")
-        b.selectbox("Partition", ["random", "by-user"], key="launch_partition", disabled=no_seqpate,
-                    help="by-user keeps each user's sentences in as few teachers as possible (App. F); it needs "
-                         "many more users than teachers: quick's private set has 649 users, so its phrase runs "
-                         "use 100 teachers")
-        a, b = st.columns(2)
+        pair = field_row()
+        c.count_input(pair, "Teachers", value=None, min_value=None, key="launch_teachers", disabled=no_seqpate,
+                      placeholder=f"{default_teachers} (preset)", width=FIELD_WIDTH)
+        pair.selectbox("Partition", ["random", "by-user"], key="launch_partition", disabled=no_seqpate,
+                       width=FIELD_WIDTH,
+                       help="by-user keeps each user's sentences in as few teachers as possible (App. F); it needs "
+                            "many more users than teachers: quick's private set has 649 users, so its phrase runs "
+                            "use 100 teachers")
+        pair = field_row()
         default_filter = preset_value(preset_for_help, "seqpate", "filter")
         # labels that do not change with the preset: a radio whose labels change is a new widget, and Streamlit
         # dropped its choice when the preset changed (a walk saw none selected, and top-p launched)
-        a.radio("Candidate filter", ["preset", "top-p", "top-k"], key="launch_filter_kind", horizontal=True,
-                disabled=no_seqpate,
-                format_func=lambda kind: "the preset's" if kind == "preset" else kind,
-                help="the student's own candidate set (public information) on which teachers are queried")
+        pair.radio("Candidate filter", ["preset", "top-p", "top-k"], key="launch_filter_kind", horizontal=True,
+                   disabled=no_seqpate, width="content",
+                   format_func=lambda kind: "the preset's" if kind == "preset" else kind,
+                   help="the student's own candidate set (public information) on which teachers are queried")
         if st.session_state.get("launch_filter_kind") == "preset":
-            b.caption(f"{preset_for_help}'s filter: {default_filter}")
+            pair.caption(f"{preset_for_help}'s filter: {default_filter}", width=FIELD_WIDTH)
         kind = st.session_state.get("launch_filter_kind")
         if kind == "top-k":
-            c.count_input(b, "k", min_value=None, key="launch_top_k", disabled=no_seqpate)
+            c.count_input(pair, "k", min_value=None, key="launch_top_k", disabled=no_seqpate, width=FIELD_WIDTH)
         elif kind == "top-p":
-            c.float_input(b, "p", decimals=launch_settings.TOP_P_DECIMALS, step=0.01, key="launch_top_p",
-                          disabled=no_seqpate)
+            c.float_input(pair, "p", decimals=launch_settings.TOP_P_DECIMALS, step=0.01, key="launch_top_p",
+                          disabled=no_seqpate, width=FIELD_WIDTH)
         st.selectbox("Ablation", ABLATIONS, key="launch_ablation", disabled=no_seqpate,
                      help="Table 3 of the paper: " + "; ".join(f"{name}: {what}" for name, what in ABLATION_HELP.items()))
 
