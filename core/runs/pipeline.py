@@ -243,8 +243,8 @@ def execute(cfg: RunConfig, run: RunDir, should_stop: Callable[[], bool] = lambd
     timings["data_s"] = time.time() - t0
 
     t = time.time()
-    # Training the base model can take as long as the method itself: 3 minutes of a 3-minute tiny Pub-GPT run on a
-    # fresh clone. It gets half the progress bar when it trains, per epoch. The start is chosen before the base's
+    # Training the base model can take longer than the method itself: 19 of the 21 s of a tiny Pub-GPT run on a
+    # fresh clone (2 cores, 2026-11-26). It gets half the progress bar when it trains, per epoch. The start is chosen before the base's
     # lock is taken (a run that waits for another to train it keeps the half), so it is logged: pacing reads it.
     method_start = METHOD_START_CACHED if base_is_cached(cfg, device.type) else METHOD_START_TRAINING
     log("base-model", 0.04, method_start=method_start)
