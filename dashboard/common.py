@@ -946,14 +946,15 @@ def _range_error(label: str, number: float, min_value: float | None, max_value: 
 METRIC_WIDTH = 160
 
 
-def metric_row() -> Any:
-    """A row for metrics of width METRIC_WIDTH that wraps on a narrow screen: equal st.columns kept four or five
-    side by side at 900 px and cut the numbers the Launch page and the Calculator exist to show to "69…"."""
+def wrapping_row() -> Any:
+    """A row of fixed-width elements (metrics of METRIC_WIDTH, Launch's fields) that wraps on a narrow screen:
+    equal st.columns kept four or five side by side at 900 px and cut the numbers the Launch page and the
+    Calculator exist to show to "69…"."""
     return st.container(horizontal=True, wrap=True)
 
 
 def metric(row: Any, label: str, value: str, help: str | None = None) -> None:
-    """One metric of a metric_row; a value too long for METRIC_WIDTH (the Calculator's 10^12 queries) as wide as
+    """One metric of a wrapping_row; a value too long for METRIC_WIDTH (the Calculator's 10^12 queries) as wide as
     it needs, rather than cut to '1,000,00…'."""
     row.metric(label, value, help=help, width=METRIC_WIDTH if len(value) <= 8 else "content")
 

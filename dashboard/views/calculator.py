@@ -65,7 +65,7 @@ def seqpate_calculator() -> None:
             return
         queries = c.seqpate_max_queries(eps, delta, std)
         z = std / math.sqrt(2)
-    row = c.metric_row()
+    row = c.wrapping_row()
     c.metric(row, "ε", f"{eps:.6g}" if mode != "ε from noise" else c.fmt_eps(eps))  # a typed ε as typed (2.345)
     c.metric(row, "noise multiplier z", f"{z:.4g}", help="std / L2 sensitivity (√2: one teacher changes)")
     c.metric(row, "noise std σ", f"{std:.4g}")
@@ -125,7 +125,7 @@ def dpsgd_calculator() -> None:
             sigma = c.dpsgd_noise(eps, delta, q, steps)
         else:
             eps = c.dpsgd_eps(sigma, q, steps, delta)
-    row = c.metric_row()
+    row = c.wrapping_row()
     c.metric(row, "ε", f"{eps:.6g}" if mode == "noise multiplier from ε" else c.fmt_eps(eps))  # a typed ε as typed
     c.metric(row, "noise multiplier", f"{sigma:.4g}", help="per-step noise std / clipping norm")
     c.metric(row, "sampling rate q", f"{q:.4g}", help="1 / ceil(N / batch): Poisson sampling as the runs do it "

@@ -51,10 +51,6 @@ if problem := jobs.max_jobs_problem():
 FIELD_WIDTH = 170
 
 
-def field_row():
-    return st.container(horizontal=True, wrap=True)
-
-
 left, right = st.columns([1, 1], gap="large")
 with left:
     st.multiselect("Method(s)", METHODS, key="launch_methods", format_func=c.method_label,
@@ -63,12 +59,12 @@ with left:
     # Pub-GPT and Pri-GPT take no epsilon: their privacy is fixed by the data they read (0 or inf)
     no_epsilon = bool(chosen) and all(fixed_epsilon(m) is not None for m in chosen)
     unused = " (not used by the chosen methods)" if no_epsilon else ""
-    pair = field_row()
+    pair = c.wrapping_row()
     pair.text_input("ε (epsilon)", key="launch_eps", disabled=no_epsilon, width=FIELD_WIDTH,
                     help="target privacy loss; a positive number or inf" + unused)
     pair.text_input("δ (delta)", key="launch_delta", disabled=no_epsilon, width=FIELD_WIDTH,
                     help="e.g. 1e-6 (paper, App. G)" + unused)
-    pair = field_row()
+    pair = c.wrapping_row()
     pair.selectbox("Preset", list(PRESETS), key="launch_preset", on_change=launch_settings.remember_preset,
                    args=("launch_preset",), width=FIELD_WIDTH,
                    help="tiny: seconds to minutes; quick: minutes (default, unless another page had a preset "
@@ -81,7 +77,7 @@ with left:
                     + ("; choose SeqPATE to set them)" if no_seqpate else ")"))
         preset_for_help = st.session_state.get("launch_preset", "quick")
         default_teachers = preset_value(preset_for_help, "seqpate", "teachers")
-        pair = field_row()
+        pair = c.wrapping_row()
         c.count_input(pair, "Teachers", value=None, min_value=None, key="launch_teachers", disabled=no_seqpate,
                       placeholder=f"{default_teachers} (preset)", width=FIELD_WIDTH)
         pair.selectbox("Partition", ["random", "by-user"], key="launch_partition", disabled=no_seqpate,
@@ -89,7 +85,7 @@ with left:
                        help="by-user keeps each user's sentences in as few teachers as possible (App. F); it needs "
                             "many more users than teachers: quick's private set has 649 users, so its phrase runs "
                             "use 100 teachers")
-        pair = field_row()
+        pair = c.wrapping_row()
         default_filter = preset_value(preset_for_help, "seqpate", "filter")
         # labels that do not change with the preset: a radio whose labels change is a new widget, and Streamlit
         # dropped its choice when the preset changed (a walk saw none selected, and top-p launched)
@@ -151,7 +147,7 @@ with right:
             if math.isinf(eps):
                 st.warning("ε = ∞: no noise at all; the run is labelled non-private.")
             laplace = sp.ablation in LAPLACE_ABLATIONS
-            row = c.metric_row()
+            row = c.wrapping_row()
             if laplace:
                 with st.spinner("PLD accountant…"):
                     scale = c.seqpate_laplace_scale(eps, delta, sp.query_budget)
@@ -207,7 +203,7 @@ with right:
                     z = c.dpsgd_noise(eps, delta, q, steps)
                 st.caption(c.method_label(method) + (" (the base noise; ADP scales it per batch, never below it)"
                                                      if method == "adp" else ""))
-                row = c.metric_row()
+                row = c.wrapping_row()
                 c.metric(row, "noise multiplier", f"{z:.4g}")
                 c.metric(row, "sampling rate q", f"{q:.4g}",
                          help=f"1 / ceil(N / batch): expected batch {batch:,}, N {n:,}")

@@ -54,7 +54,7 @@ if len(kinds) > 1:
 
 # the summary REPORT.md gives (its share counts a phrase at the average even where the mean rounds a hair below)
 summary = summarize_phrase_epsilons([v for v in phrases["epsilon"] if v is not None and not math.isnan(v)])
-row = c.metric_row()  # wraps on a narrow page ('share ≤ av…' was cut at 900 px)
+row = c.wrapping_row()  # wraps on a narrow page ('share ≤ av…' was cut at 900 px)
 c.metric(row, "phrases", f"{len(phrases):,}")
 c.metric(row, "average ε", c.fmt_eps(summary["avg"]))
 c.metric(row, "min ε", c.fmt_eps(summary["min"]))

@@ -165,7 +165,7 @@ def live_view() -> None:
         st.session_state.pop("runs_confirm", None)  # a question about another run is dropped, not kept for later
     run = c.get_run(run_id)
 
-    row = c.metric_row()  # wraps on a narrow page (equal columns cut 'running' to 'run…')
+    row = c.wrapping_row()  # wraps on a narrow page (equal columns cut 'running' to 'run…')
     # the stage under the state, in small type: stage names ("private-finetune", a method's name) are long
     row.metric("state", record["state"], delta=f"stage: {record['stage'] or '–'}", delta_color="off",
                delta_arrow="off", width=c.METRIC_WIDTH)
