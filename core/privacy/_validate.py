@@ -7,14 +7,17 @@ import math
 from core.config import check_delta_range, check_epsilon_range  # the ranges the engine honours, and why
 
 
-def is_number(x: object) -> bool:
-    # bool is an int subclass; True as a noise level is a bug, not 1.0
-    return not isinstance(x, bool) and isinstance(x, (int, float)) and not math.isnan(x)
+def check_real(name: str, x: object) -> None:
+    """A Python int or float: what the events store and write to JSON as they are. bool is an int subclass (True as
+    a noise level is a bug, not 1.0); a numpy float32 is named as such rather than told it is out of range."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise ValueError(f"{name} must be a Python int or float, got {type(x).__name__} {x!r}")
 
 
 def check_delta(delta: float) -> None:
     """A delta to report an epsilon at: any in (0, 1) (reporting gives a valid bound, if a loose one)."""
-    if not is_number(delta) or not 0 < delta < 1:
+    check_real("delta", delta)
+    if not 0 < delta < 1:  # NaN fails every comparison
         raise ValueError(f"delta must be in (0, 1), got {delta!r}")
 
 
@@ -31,15 +34,18 @@ def check_int(name: str, value: int, minimum: int) -> None:
 
 
 def check_rate(sampling_rate: float) -> None:
-    if not is_number(sampling_rate) or not 0 < sampling_rate <= 1:
+    check_real("sampling_rate", sampling_rate)
+    if not 0 < sampling_rate <= 1:
         raise ValueError(f"sampling_rate must be in (0, 1], got {sampling_rate!r}")
 
 
 def check_positive_finite(name: str, value: float) -> None:
-    if not is_number(value) or not 0 < value < math.inf:
+    check_real(name, value)
+    if not 0 < value < math.inf:
         raise ValueError(f"{name} must be finite and > 0, got {value!r}")
 
 
 def check_nonneg_finite(name: str, value: float) -> None:
-    if not is_number(value) or not 0 <= value < math.inf:
+    check_real(name, value)
+    if not 0 <= value < math.inf:
         raise ValueError(f"{name} must be finite and >= 0, got {value!r}")

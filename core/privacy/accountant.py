@@ -23,7 +23,7 @@ from autodp import dp_bank
 from dp_accounting import dp_event
 from dp_accounting.pld import pld_privacy_accountant
 
-from core.privacy._validate import check_delta, is_number
+from core.privacy._validate import check_delta, check_real
 from core.privacy.events import GaussianEvent, LaplaceEvent, PrivacyEvent, SubsampledGaussianEvent
 
 ACCOUNTANT_NONE = "none (no private data released)"
@@ -205,7 +205,8 @@ def epsilon_from_events(events: Iterable[PrivacyEvent], delta: float) -> Privacy
 
 def delta_for_epsilon(events: Iterable[PrivacyEvent], epsilon: float) -> float:
     """Smallest delta (an upper bound for PLD) at which the released events are (epsilon, delta)-DP."""
-    if not is_number(epsilon) or not epsilon >= 0:
+    check_real("epsilon", epsilon)
+    if not epsilon >= 0:  # NaN too
         raise ValueError(f"epsilon must be >= 0, got {epsilon!r}")
     plan = _plan(events)
     if plan.kind == "none":

@@ -11,11 +11,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from core.privacy._validate import check_real
+
 
 def _check_nonneg_real(name: str, value: float) -> None:
-    # bool is an int subclass; a True noise_std is a bug, not 1.0
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{name} must be a number, got {value!r}")
+    check_real(name, value)
     if not math.isfinite(value) or value < 0:
         raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
 

@@ -3,12 +3,15 @@
 import json
 import math
 
+import numpy as np
 import pytest
 
 from core.privacy import (
     GaussianEvent,
     LaplaceEvent,
     SubsampledGaussianEvent,
+    delta_for_epsilon,
+    epsilon_from_events,
     event_from_dict,
     events_from_dicts,
     events_to_dicts,
@@ -84,6 +87,23 @@ def test_bad_dicts_raise_clear_errors(d, message):
 def test_invalid_events_are_refused(make):
     with pytest.raises(ValueError):
         make()
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: GaussianEvent(np.float32(10.0), 1.0, 1), "noise_std must be a Python int or float, got float32"),
+        (lambda: SubsampledGaussianEvent(1.0, np.float32(0.1), 10), "sampling_rate must be a Python int or float"),
+        (lambda: epsilon_from_events([GaussianEvent(10.0, 1.0, 5)], np.float32(1e-6)),
+         "delta must be a Python int or float, got float32"),
+        (lambda: delta_for_epsilon([GaussianEvent(10.0, 1.0, 5)], "1"), "epsilon must be a Python int or float, got str"),
+    ],
+)
+def test_numbers_of_another_type_are_named_as_such(call, message):
+    """A numpy float32 delta of 1e-6 was refused as "delta must be in (0, 1), got np.float32(1e-06)": the events
+    keep Python numbers (they go to JSON as they are), and the error says that is what is wrong."""
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        call()
 
 
 def test_events_are_frozen_and_hashable():
