@@ -35,6 +35,17 @@ def _finite(values: pd.Series) -> pd.Series:
 
 
 EPSILON_TICKS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 3, 5, 8, 10, 20, 50, 100, 256, 1000)
+MIN_TICK_RATIO = 1.4  # neighbouring ε ticks at least this far apart: at 900 px "8" and "10" (1.25) touched
+
+
+def epsilon_ticks(lo: float, hi: float) -> list[float]:
+    """The ticks of EPSILON_TICKS within [lo, hi] that are not crowded by the one before (plotly's own log ticks
+    print 0.5 as "5")."""
+    ticks: list[float] = []
+    for t in EPSILON_TICKS:
+        if lo <= t <= hi and (not ticks or t / ticks[-1] >= MIN_TICK_RATIO):
+            ticks.append(t)
+    return ticks
 
 
 def _by_method(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
@@ -118,7 +129,7 @@ def _privacy_utility_traces(df: pd.DataFrame, metric: str, legend: bool = True) 
         ))
     if legend and not private.empty and (_made_here(private) != "").any():
         traces.append(_made_here_legend())
-    ticks = [t for t in EPSILON_TICKS if x_lo <= t <= x_hi]  # plotly's own log ticks print 0.5 as "5"
+    ticks = epsilon_ticks(x_lo, x_hi)
     return traces, ticks
 
 
