@@ -24,16 +24,23 @@ class ConfigError(ValueError):
 # Ranges the engine can honour. Above MAX_EPSILON an epsilon promises nothing (e^1000 > 10^434), and calibrating
 # DP-SGD for it takes seconds and gigabytes (the PLD grid grows as the noise shrinks: 7 s and 0.5 GB at 1,000,
 # 44 s and 2.9 GB at 10,000). Below MIN_DELTA the PLD accountant's tail truncation (about 1e-15) dominates: DP-SGD's
-# calibrated noise jumps (multiplier 0.80 at 1e-12, 800 at 1e-15). Seeds are 32-bit, as numpy's legacy seeding.
+# calibrated noise jumps (multiplier 0.80 at 1e-12, 800 at 1e-15). Below MIN_EPSILON a guarantee says nothing more
+# than epsilon 0 with the same delta (e^epsilon - 1 < 1e-6; the calibrated Gaussian noise is within 1.5x of its
+# epsilon -> 0 limit), and at a subnormal epsilon (1e-320) autodp's search for the noise never ends.
+# Seeds are 32-bit, as numpy's legacy seeding.
 MAX_EPSILON = 1000.0
+MIN_EPSILON = 1e-6
 MIN_DELTA = 1e-12
 MAX_SEED = 2**32 - 1
 
 
 def check_epsilon_range(epsilon: float, name: str = "epsilon") -> None:
-    """A positive epsilon, at most MAX_EPSILON, or inf (no noise)."""
+    """A positive epsilon from MIN_EPSILON to MAX_EPSILON, or inf (no noise)."""
     if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or math.isnan(epsilon) or epsilon <= 0:
         raise ConfigError(f"{name} must be a positive number or inf, got {epsilon!r}")
+    if epsilon < MIN_EPSILON:
+        raise ConfigError(f"{name} must be at least {MIN_EPSILON:g} (a smaller one promises no more than 0), "
+                          f"got {epsilon:g}")
     if math.isfinite(epsilon) and epsilon > MAX_EPSILON:
         raise ConfigError(f"{name} must be at most {MAX_EPSILON:g} (or inf for no noise), got {epsilon:g}")
 

@@ -999,7 +999,7 @@ def count_input(where: Any, label: str, *, min_value: int | None = 1, max_value:
 
 
 def epsilon_input(where: Any, label: str = "ε", *, key: str, default: str = "3", **kwargs: Any) -> float | None:
-    """ε typed as text, as on the Launch page, with the engine's range (above 0, at most MAX_EPSILON); None (with
+    """ε typed as text, as on the Launch page, with the engine's range (MIN_EPSILON to MAX_EPSILON); None (with
     the reason shown) when it is not usable. A number box of 2 decimals turned a typed 0.005 into 0.01 and 2.345
     into 2.35, so the Calculator answered for another ε than Launch did."""
     text = where.text_input(label, value=default, key=key, **kwargs)

@@ -223,7 +223,8 @@ def test_runs_show_prints_status_json(pub_gpt_run):
         (["--method", "seqpate", "--filter", "top-p:1.5"], "top-p must be in (0, 1]"),
         (["--method", "seqpate", "--teachers", "5000"], "5000 teachers but only 2000"),
         (["--method", "nonsense"], "unknown method"),
-        # beyond what the engine honours (core.config: MAX_EPSILON, MIN_DELTA, MAX_SEED)
+        # beyond what the engine honours (core.config: MIN_EPSILON, MAX_EPSILON, MIN_DELTA, MAX_SEED)
+        (["--method", "seqpate", "--epsilon", "1e-320"], "epsilon must be at least 1e-06"),  # autodp never ended
         (["--method", "noisysgd", "--epsilon", "1e5"], "epsilon must be at most 1000 (or inf for no noise)"),
         (["--method", "seqpate", "--epsilon", "1e400"], "is too large for a number; write inf for no noise"),
         (["--method", "seqpate", "--delta", "1e-13"], "delta must be at least 1e-12"),
@@ -320,6 +321,7 @@ def test_privacy_calibrate_refuses_what_it_cannot_compute_in_one_line():
     """An epsilon of 10^5 made the DP-SGD calibration take minutes and gigabytes; a delta of 1e-310 made autodp
     fail with 'Failed to find epsilon'."""
     for args, message in [(["--epsilon", "1e5", "--delta", "1e-6"], "epsilon must be at most 1000"),
+                          (["--epsilon", "1e-320", "--delta", "1e-6"], "epsilon must be at least 1e-06"),  # ran on
                           (["--epsilon", "3", "--delta", "1e-310"], "delta must be at least 1e-12"),
                           (["--sigma", "69", "--delta", "1e-310"], "delta must be at least 1e-12"),
                           # inf was "a number (or inf)" in one message and refused by the next

@@ -116,6 +116,7 @@ def test_calculator_counts_are_whole_numbers_rounded_as_shown(roots, app_page):
     # ε ends where the engine's range does (ε 10^9 ran the server out of memory): past it, the reason is named under
     # the box and nothing is computed
     for typed, reason in [("5000", "ε must be at most 1000"), ("0", "ε must be a positive number or inf, got 0.0"),
+                          ("1e-320", "ε must be at least 1e-06"),  # autodp's search for the noise never ended
                           ("inf", "ε = ∞ means no noise: there is nothing to calculate"), ("abc", "ε must be a number")]:
         at.text_input(key="calc_sp_eps").input(typed).run()
         assert [e.value for e in at.error if e.value.startswith("ε ")] and reason in at.error[0].value, typed
