@@ -2,13 +2,15 @@
 
 A job is `python -m core job RUN_DIR` started in a new session (so cancel can signal its whole process group),
 with stdout/stderr going to RUN_DIR/log.txt. The job waits in acquire_slot() until fewer than max_parallel jobs
-run; the slots are flock()ed files, so a slot is freed by the kernel even when its holder is killed. Unless
+run; the slots are flock()ed files, so a slot is freed by the kernel even when its holder is killed, and a waiting
+job holds a ticket so that slots go to the jobs in the order their runs were created (launched). Unless
 SEQPATE_THREADS is set, a job gets an equal share of the cores as torch threads, so parallel jobs do not oversubscribe.
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 import signal
@@ -38,6 +40,7 @@ from core.runs.store import (
 JOB_COMMAND: list[str] = ["-m", "core", "job"]
 
 SLOTS_DIR = ".slots"
+QUEUE_DIR = "queue"  # under SLOTS_DIR: RUN_ID.json per job waiting for a slot, {"pid", "created"}
 POLL_SECONDS = 0.5
 CANCEL_GRACE_SECONDS = 5.0
 
@@ -153,33 +156,66 @@ def acquire_slot(
     """Block until one of max_parallel slots is free, hold it for the with-block; yields the slot number.
 
     The run's status is left as it is (queued) while waiting. Raises JobCancelled if the run's cancel marker
-    appears while waiting. Slots are not handed out in FIFO order: whichever waiter polls first gets a free one.
+    appears while waiting. First come, first served: only the live waiter whose run was created first tries the
+    slots (jobs launched together started in another order, whichever polled first).
     """
     run = _as_run_dir(run_dir)
     n_slots = max_parallel if max_parallel is not None else max_parallel_jobs()
     if n_slots < 1:
         raise ValueError(f"max_parallel must be at least 1, got {n_slots}")
     slots = Path(runs_root) / SLOTS_DIR
-    slots.mkdir(parents=True, exist_ok=True)
-    while True:
-        if cancel_requested(run):
-            raise JobCancelled(f"run {run.run_id} was cancelled while waiting for a free slot")
-        for index in range(n_slots):
-            fd = os.open(slots / f"slot-{index}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                continue
-            try:
-                # Who holds the slot, for a human looking at .slots/ (the lock, not this text, is what counts).
-                os.ftruncate(fd, 0)
-                os.write(fd, f"{run.run_id} pid {os.getpid()}\n".encode())
-                yield index
-            finally:
-                os.close(fd)  # releases the flock
-            return
-        time.sleep(poll_seconds)
+    ticket = _take_ticket(slots / QUEUE_DIR, run)
+    try:
+        while True:
+            if cancel_requested(run):
+                raise JobCancelled(f"run {run.run_id} was cancelled while waiting for a free slot")
+            for index in range(n_slots) if _first_in_queue(ticket) else ():
+                fd = os.open(slots / f"slot-{index}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    os.close(fd)
+                    continue
+                ticket.unlink(missing_ok=True)  # the next waiter is first now
+                try:
+                    # Who holds the slot, for a human looking at .slots/ (the lock, not this text, is what counts).
+                    os.ftruncate(fd, 0)
+                    os.write(fd, f"{run.run_id} pid {os.getpid()}\n".encode())
+                    yield index
+                finally:
+                    os.close(fd)  # releases the flock
+                return
+            time.sleep(poll_seconds)
+    finally:
+        ticket.unlink(missing_ok=True)  # cancelled, or failed while waiting
+
+
+def _take_ticket(queue: Path, run: RunDir) -> Path:
+    """A waiter's place in the queue: its run's creation time (launch order) and this process."""
+    queue.mkdir(parents=True, exist_ok=True)
+    ticket = queue / f"{run.run_id}.json"
+    created = (run.status() or {}).get("created") or now_iso()
+    partial = ticket.with_suffix(".partial")  # written whole, then renamed: a reader never sees half a ticket
+    partial.write_text(json.dumps({"pid": os.getpid(), "created": str(created)}))
+    os.replace(partial, ticket)
+    return ticket
+
+
+def _first_in_queue(ticket: Path) -> bool:
+    """Whether this ticket is the live waiter's whose run was created first (ties: run id). A ticket whose
+    process is gone (a job killed while waiting) is removed, so it holds no one up."""
+    waiting = []
+    for other in ticket.parent.glob("*.json"):
+        try:
+            info = json.loads(other.read_text())
+            pid, created = info["pid"], str(info["created"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # removed in between, or not a ticket
+        if other == ticket or pid_alive(pid):
+            waiting.append((created, other.name))
+        else:
+            other.unlink(missing_ok=True)
+    return bool(waiting) and min(waiting)[1] == ticket.name
 
 
 # ----------------------------------------------------------------------------------------------------------------

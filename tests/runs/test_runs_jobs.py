@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Callable
@@ -199,6 +200,40 @@ def test_slots_allow_max_parallel_holders(tmp_path: Path) -> None:
         assert {a, b} == {0, 1}
     with acquire_slot(tmp_path / "runs", run, max_parallel=1) as c:  # released on exit
         assert c == 0
+
+
+def test_slots_go_to_waiting_jobs_in_launch_order(tmp_path: Path) -> None:
+    """A walk launched Pub-GPT and Pub-GPT+pseudo together and the second ran first: whichever waiter polled first
+    took the free slot. Here the runs created last wait first and poll fastest, and still go in creation order."""
+    import subprocess
+    import threading
+
+    root = tmp_path / "runs"
+    holder = RunDir.create(root / "holder", {}, seed=0)
+    first, second, third = (RunDir.create(root / name, {}, seed=0) for name in ("first", "second", "third"))
+    # a job killed while it waited, created before all of them, holds no one up
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (root / ".slots" / "queue").mkdir(parents=True)
+    (root / ".slots" / "queue" / "killed.json").write_text(json.dumps({"pid": dead.pid, "created": "2000-01-01"}))
+    order: list[str] = []
+
+    def wait_for_slot(run: RunDir, poll: float) -> None:
+        with acquire_slot(root, run, max_parallel=1, poll_seconds=poll):
+            order.append(run.run_id)
+
+    with acquire_slot(root, holder, max_parallel=1):
+        threads = []
+        for run, poll in ((third, 0.001), (second, 0.005), (first, 0.05)):
+            threads.append(threading.Thread(target=wait_for_slot, args=(run, poll)))
+            threads[-1].start()
+            time.sleep(0.2)  # each waits before the next begins to
+        assert sorted(p.name for p in (root / ".slots" / "queue").iterdir()) == [
+            "first.json", "second.json", "third.json"]  # the dead job's ticket is gone
+    for thread in threads:
+        thread.join(timeout=30)
+    assert order == ["first", "second", "third"]
+    assert not list((root / ".slots" / "queue").iterdir())  # no ticket left behind
 
 
 def test_waiting_for_a_slot_stops_on_cancel(tmp_path: Path) -> None:
