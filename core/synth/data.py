@@ -184,7 +184,7 @@ def split(examples: Sequence[Example], test_fraction: float, seed: int) -> tuple
     for label in sorted(by_label):
         items = list(by_label[label])
         random.Random(f"{seed}:split:{label}").shuffle(items)
-        n_test = max(1, round(test_fraction * len(items)))
+        n_test = split_sizes(len(items), test_fraction)[0]
         test.extend(items[:n_test])
         train.extend(items[n_test:])
     # interleave labels so that any prefix of the train set is balanced too
@@ -208,10 +208,37 @@ def labelled_data(cfg: SynthConfig, public_users: frozenset[str] = frozenset(),
     else:
         examples = load_labelled(cfg.corpus)
         source = str(cfg.corpus)
+    check_enough(Counter(e.label for e in examples), cfg, source)
     balanced = balance(examples, cfg.per_label, cfg.seed)
     train, test = split(balanced, cfg.test_fraction, cfg.seed)
     labels = tuple(sorted({e.label for e in balanced}))
-    missing = sorted(set(labels) - {e.label for e in train})
-    if missing:
-        raise CorpusError(f"{source}: too few examples of label(s) {', '.join(missing)} to split into train/test")
     return LabelledData(tuple(train), tuple(test), labels, source)
+
+
+def check_enough(counts: Counter[str], cfg: SynthConfig, source: str) -> None:
+    """Every label (after balancing) needs the examples split() cuts into at least 2 test texts (separability
+    cross-validates on them) and 1 to train on: a 6-row file trained with delta = 1/|train| = 0.5 and failed at
+    evaluation."""
+    needed = min_examples_per_label(cfg.test_fraction)
+    n_test, n_train = split_sizes(needed, cfg.test_fraction)
+    what = f"every label needs at least {needed} examples ({n_train} to train on, {n_test} to test)"
+    if cfg.per_label is not None and cfg.per_label < needed:
+        raise CorpusError(f"per_label {cfg.per_label} is too few: {what}")
+    few = {label: n for label, n in sorted(counts.items()) if n < needed}
+    if few:
+        raise CorpusError(f"{source}: {what}; too few of " + ", ".join(f"{lb!r} ({n})" for lb, n in few.items()))
+
+
+def split_sizes(n: int, test_fraction: float) -> tuple[int, int]:
+    """(test, train) sizes split() cuts n examples of one label into."""
+    n_test = max(1, round(test_fraction * n))
+    return n_test, n - n_test
+
+
+def min_examples_per_label(test_fraction: float) -> int:
+    """The fewest examples of a label that split() leaves at least 2 test texts (separability's two folds) and 1
+    train text: 8 at the default test fraction 0.2."""
+    n = 2
+    while split_sizes(n, test_fraction)[0] < 2 or split_sizes(n, test_fraction)[1] < 1:
+        n += 1
+    return n

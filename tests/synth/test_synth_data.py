@@ -11,7 +11,15 @@ from core.config import DataConfig
 from core.data import load_records
 from core.data.corpora import CorpusError, Record
 from core.synth.config import CHITCHAT_TOPICS, synth_config
-from core.synth.data import Example, balance, chitchat_examples, labelled_data, load_labelled, split
+from core.synth.data import (
+    Example,
+    balance,
+    chitchat_examples,
+    labelled_data,
+    load_labelled,
+    min_examples_per_label,
+    split,
+)
 
 FILM, SMELL = CHITCHAT_TOPICS[0][1], CHITCHAT_TOPICS[1][1]
 LONG = "one two three four five six seven"
@@ -94,6 +102,25 @@ def test_bad_files_give_one_line_errors_naming_file_and_line(tmp_path, name, con
         load_labelled(path)
     text = str(err.value)
     assert message in text and "\n" not in text and str(tmp_path) in text
+
+
+def test_a_file_too_small_to_split_and_score_is_refused_before_training(tmp_path):
+    """A 6-row file trained with delta = 1/|train| = 0.5 and failed at evaluation (separability cross-validates on
+    2 test texts of each label at least); the file is refused first, naming the labels short of examples."""
+    assert min_examples_per_label(0.2) == 8 and min_examples_per_label(0.25) == 6
+    rows = [f"text {i} of a,a" for i in range(8)] + [f"text {i} of b,b" for i in range(7)]
+    data = tmp_path / "mine.csv"
+    data.write_text("text,label\n" + "\n".join(rows) + "\n")
+    cfg = synth_config("tiny", corpus=str(data))
+    with pytest.raises(CorpusError) as err:
+        labelled_data(cfg)
+    assert str(err.value) == (f"{data}: every label needs at least 8 examples (6 to train on, 2 to test); "
+                              "too few of 'b' (7)")
+    data.write_text("text,label\n" + "\n".join([*rows, "one more of b,b"]) + "\n")
+    split_data = labelled_data(cfg)  # 8 of each: 6 to train on, 2 to test
+    assert len(split_data.train) == 12 and Counter(e.label for e in split_data.test) == {"a": 2, "b": 2}
+    with pytest.raises(CorpusError, match="per_label 3 is too few: every label needs at least 8 examples"):
+        labelled_data(synth_config("tiny", corpus=str(data), per_label=3))
 
 
 def test_missing_file(tmp_path):
