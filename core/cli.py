@@ -272,11 +272,15 @@ def cmd_runs(args) -> int:
             print(json.dumps([r.__dict__ | {"path": str(r.path)} for r in rows], indent=2, default=str))
         else:
             for r in rows:
-                print(f"{r.run_id:50s} {r.source:6s} {r.state:9s} {r.stage or '':16s} {r.method or '':20s} eps asked={r.epsilon}")
+                why = f"  ({r.error})" if r.state == "failed" and r.error else ""  # the reason, as runs show gives it
+                print(f"{r.run_id:50s} {r.source:6s} {r.state:9s} {r.stage or '':16s} {r.method or '':20s} "
+                      f"eps asked={r.epsilon}{why}")
         return 0
     run = resolve_run(args.run)
     reconcile(run)
     out = {"run_dir": str(run.path), **(run.status() or {})}
+    if out.get("state") == "done" and (reason := run.incomplete_reason()):  # 'done' with a file lost or damaged
+        out["problem"] = reason
     if args.full:
         out.update({"metrics": run.metrics(), "privacy": run.privacy()})
     print(json.dumps(out, indent=2, default=str))
@@ -296,9 +300,8 @@ def cmd_compare(args) -> int:
     if args.draws > 1:
         check_device()  # the saved models sample where SEQPATE_DEVICE says, as runs compute
     for name, run in (("A", run_a), ("B", run_b)):
-        if not run.is_complete():  # its missing completions read as 'different test prefixes'
-            raise ConfigError(f"run {name} ({run.run_id}) is not a finished run (state {run.state()}): nothing to "
-                              "compare")
+        if reason := run.incomplete_reason():  # its missing completions read as 'different test prefixes'
+            raise ConfigError(f"run {name} ({run.run_id}) is not a finished run ({reason}): nothing to compare")
         if is_synth(run.config() or {}):  # its samples have no references: BLEU 0 against 0, 'no difference'
             raise ConfigError(f"run {name} ({run.run_id}) is a synthetic-data run: it has no test perplexity or "
                               "completions to compare (its accuracy and separability are in its metrics.json)")

@@ -329,6 +329,12 @@ def shown_delta(epsilon: float | None, delta: float | None) -> float | None:
     return 0.0 if epsilon == 0 else delta
 
 
+def _damaged_files(run: RunDir, read: dict[str, dict]) -> str:
+    """The required files a finished run lacks, or holds garbled (read as {} here), in words; '' when none."""
+    names = run.missing_files() + [name for name, value in read.items() if not value and (run.path / name).is_file()]
+    return ", ".join(names)
+
+
 def _build_record(path: Path, source: str) -> dict[str, Any]:
     run = RunDir(path, source=source)
     stored = safe_read(run.config, {})
@@ -342,6 +348,11 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
     accounted = as_float(privacy.get("epsilon"))
     fixed = fixed_epsilon(as_str(cfg.get("method")))
     state = status.get("state") if status.get("state") in store.STATES else "failed"
+    error = as_str(status.get("error"))
+    if state == "done" and (damaged := _damaged_files(run, {store.CONFIG: stored, store.PRIVACY: privacy,
+                                                            store.METRICS: metrics})):
+        # failed, as `core runs list` lists it: a done run with a blank method and no metrics joined the tables
+        state, error = "failed", f"finished, but {damaged} missing or unreadable since"
     # every ε shown comes from the run's recorded events (privacy.json); the one asked for stands in only while the
     # run has not written them yet: a finished run without them has no guarantee to show
     asked = requested if state in ACTIVE_STATES else None
@@ -356,7 +367,7 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
         "state": state,
         "stage": as_str(status.get("stage")),
         "progress": as_float(status.get("progress")) or 0.0,
-        "error": as_str(status.get("error")),
+        "error": error,
         "method": as_str(cfg.get("method")),
         "preset": as_str(cfg.get("preset")),
         "seed": as_int(cfg.get("seed", stored.get("seed"))),

@@ -283,6 +283,29 @@ def test_compare_and_report_say_what_is_wrong(tmp_path):
     assert out.returncode == 2 and "no such file" in out.stderr and not (tmp_path / "REPORT.md").exists()
 
 
+def test_a_finished_run_with_a_file_lost_since_is_named_as_such(tmp_path):
+    """A walk deleted metrics.json of a finished run (or truncated its config.json): compare said "not a finished
+    run (state done)", runs show said done with metrics null, runs list said done (or, for the config, failed
+    with no reason in its text form)."""
+    damaged = tmp_path / "damaged"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "cached_runs" / "tiny-pub-gpt", damaged)
+    (damaged / "metrics.json").unlink()
+    out = cli("compare", "tiny-pub-gpt", str(damaged))
+    assert out.returncode == 2 and ("run B (damaged) is not a finished run (state done, but metrics.json missing): "
+                                    "nothing to compare") in out.stderr
+    shown = json.loads(cli("runs", "show", str(damaged)).stdout)
+    assert shown["state"] == "done" and shown["problem"] == "state done, but metrics.json missing"
+    env = {**os.environ, "SEQPATE_RUNS_DIR": str(tmp_path)}
+    listed = subprocess.run([sys.executable, "-m", "core", "runs", "list"], capture_output=True, text=True, env=env,
+                            timeout=120).stdout
+    line = next(line for line in listed.splitlines() if line.startswith("damaged "))
+    assert " failed " in line and line.endswith("(finished, but metrics.json missing since)")
+    (damaged / "metrics.json").write_text("{}")
+    (damaged / "config.json").write_text('{"config": {"meth')
+    shown = json.loads(cli("runs", "show", str(damaged)).stdout)
+    assert shown["problem"].startswith("state done, but invalid JSON in ") and "config.json" in shown["problem"]
+
+
 def test_privacy_calibrate_answers_infinity_for_a_noise_too_small_to_protect_anything():
     """std 1e-160 was an OverflowError, 1e-10 scipy's 'f(a) and f(b) must have different signs'."""
     for sigma in ("1e-160", "1e-10"):

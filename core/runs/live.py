@@ -28,8 +28,8 @@ def save_model(model, tokenizer, run: RunDir) -> None:
 
 def check_saved_model(run: RunDir) -> None:
     """RunError unless the run is finished and kept its model in run/model/."""
-    if not run.is_complete():  # a failed or unfinished run has no final model, whatever it kept
-        raise RunError(f"{run.run_id} is not a finished run (state {run.state()})")
+    if reason := run.incomplete_reason():  # a failed or unfinished run has no final model, whatever it kept
+        raise RunError(f"{run.run_id} is not a finished run ({reason})")
     if is_synth(run.config() or {}):
         raise RunError(f"{run.run_id} is a synthetic-data run: it keeps no model (its samples are in samples.jsonl)")
     if not (run.path / MODEL / "config.json").is_file():

@@ -138,12 +138,15 @@ def run_info(run: RunDir) -> RunInfo:
     config = stored.get("config") if isinstance(stored.get("config"), dict) else {}
     privacy = config.get("privacy") if isinstance(config.get("privacy"), dict) else {}
     progress = _as_float(status.get("progress"))
-    state = status.get("state")
+    state = status.get("state") if status.get("state") in STATES else "failed"
+    error = _text(status.get("error"))
+    if state == "done" and (missing := run.missing_files()):  # deleted since: nothing to read results from
+        state, error = "failed", f"finished, but {', '.join(missing)} missing since"
     return RunInfo(
         run_id=run.run_id,
         path=run.path,
         source=run.source,
-        state=state if state in STATES else "failed",
+        state=state,
         stage=_text(status.get("stage")),
         progress=min(1.0, max(0.0, progress)) if progress is not None and not math.isnan(progress) else 0.0,
         method=_text(config.get("method")),
@@ -151,7 +154,7 @@ def run_info(run: RunDir) -> RunInfo:
         preset=_text(config.get("preset")),
         created=_text(status.get("created")) or _text(stored.get("created")) or _mtime_iso(run.path),
         updated=_text(status.get("updated")),
-        error=_text(status.get("error")),
+        error=error,
     )
 
 

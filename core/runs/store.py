@@ -597,15 +597,22 @@ class RunDir:
     def missing_files(self) -> list[str]:
         return [name for name in REQUIRED_FILES if not (self.path / name).is_file()]
 
+    def incomplete_reason(self) -> str | None:
+        """Why this is not a finished run one can read (None when it is): its state, a missing required file, or
+        one that does not parse (phrases.csv too, if present)."""
+        try:
+            if self.state() != "done":
+                return f"state {self.state()}"
+            if missing := self.missing_files():
+                return f"state done, but {', '.join(missing)} missing"
+            self.config(), self.privacy(), self.metrics(), self.progress(), self.completions(), self.phrases()
+        except RunFormatError as e:
+            return f"state done, but {e}"
+        return None
+
     def is_complete(self) -> bool:
         """State done, every required file present and parseable (phrases.csv too, if present)."""
-        try:
-            if self.state() != "done" or self.missing_files():
-                return False
-            self.config(), self.privacy(), self.metrics(), self.progress(), self.completions(), self.phrases()
-        except RunFormatError:
-            return False
-        return True
+        return self.incomplete_reason() is None
 
 
 __all__ = [

@@ -81,6 +81,23 @@ def test_records_follow_file_changes(roots):
     assert c.runs_frame()["ppl"].tolist() == [11.5]
 
 
+def test_a_finished_run_whose_files_were_damaged_since_is_failed_and_says_why(roots):
+    """A walk truncated a finished run's config.json: the Runs page listed it done with a blank method, and the
+    result pages would have taken it (a done run missing metrics.json joined tables with blank cells)."""
+    write_run(roots["live"], "good", "seqpate", ppl=10.0)
+    garbled = write_run(roots["live"], "garbled", "seqpate", ppl=10.0)
+    (garbled.path / "config.json").write_text('{"config": {"meth')
+    lost = write_run(roots["live"], "lost", "seqpate", ppl=10.0)
+    (lost.path / "metrics.json").unlink()
+    frame = c.runs_frame().set_index("run_id")
+    assert frame.loc["good", "state"] == "done"
+    assert frame.loc["garbled", "state"] == "failed"
+    assert frame.loc["garbled", "error"] == "finished, but config.json missing or unreadable since"
+    assert frame.loc["lost", "state"] == "failed"
+    assert frame.loc["lost", "error"] == "finished, but metrics.json missing or unreadable since"
+    assert c.finished_frame()["run_id"].tolist() == ["good"]
+
+
 def test_headline_groups_seeds_and_skips_ablations(roots):
     write_run(roots["cached"], "a", "seqpate", seed=0, ppl=10.0, bleu4=1.0)
     write_run(roots["cached"], "b", "seqpate", seed=1, ppl=20.0, bleu4=3.0)

@@ -124,7 +124,8 @@ def test_report_gives_epsilon_to_six_digits_and_delta_like_the_dashboard(roots):
 
 def test_a_finished_run_without_its_privacy_record_shows_no_guarantee(roots, app_page):
     """A review deleted a done run's privacy.json and read the ε it had asked for on a green card: every ε shown comes
-    from recorded events. The report marks a missing record and a heuristic as no guarantee either."""
+    from recorded events. Such a run is failed now (its files were damaged after it finished) and joins no result;
+    the report marks a heuristic as no guarantee either."""
     from dashboard import common as c
     from dashboard import tables
 
@@ -132,15 +133,12 @@ def test_a_finished_run_without_its_privacy_record_shows_no_guarantee(roots, app
     write_run(roots["cached"], "adp", "adp", epsilon=3.0)
     (roots["cached"] / "seq" / "privacy.json").unlink()
     row = c.runs_frame().set_index("run_id").loc["seq"]
+    assert row["state"] == "failed" and row["error"] == "finished, but privacy.json missing or unreadable since"
     assert not c.present(row["epsilon"]) and c.privacy_statement(row["epsilon"], row["delta"], row["unit"]) == \
         "no privacy record"
     at = app_page()
-    [card] = [x for x in tables.privacy_cards(c.finished_frame()) if x["method"] == "seqpate"]
-    assert card["kind"] == "unknown" and card["epsilon"] == "–"
-    assert not at.success  # no green shield on any card: the SeqPATE card's only run has no record (nor ADP's)
-    assert [w.value for w in at.warning if w.value.startswith("No privacy record")]
-    _, document = report_of("seq", figures=False)
-    assert "<span class='bad'>no privacy record</span>" in document
+    assert not [x for x in tables.privacy_cards(c.finished_frame()) if x["method"] == "seqpate"]
+    assert not at.success  # no green shield on any card: the SeqPATE run has no record (ADP's is a heuristic)
     _, document = report_of("adp", figures=False)
     assert "<span class='warn'>ε = " in document and "heuristic" in document
 
