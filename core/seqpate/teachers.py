@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 import os
+import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -170,9 +172,24 @@ _worker: dict = {}  # per worker process: the job (sent once), the stop event, t
 
 
 def _init_worker(job: TeacherJob, stop_event, threads: int) -> None:
+    exit_with_parent()
     torch.set_num_threads(threads)
     keep_freed_memory()
     _worker.update(job=job, stop=stop_event)
+
+
+def exit_with_parent(poll_seconds: float = 1.0) -> None:
+    """End this process soon after the one that started it dies. A pool worker whose job was killed outright
+    (kill -9, the OOM killer: no chance to shut the pool down) trained on alone, holding 0.6 GB each on tiny; once
+    orphaned it is re-parented, so its parent pid changes."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_seconds)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit with parent", daemon=True).start()
 
 
 def _process_group(group: list) -> Sums:

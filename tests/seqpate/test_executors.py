@@ -8,6 +8,11 @@ the groups are a function of M alone and their partial sums are added in group o
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -15,7 +20,7 @@ import torch
 from core.config import ModelConfig
 from core.models import build_tiny_gpt2
 from core.runs.pipeline import execute
-from core.runs.store import RunDir
+from core.runs.store import RunDir, pid_alive
 from core.seqpate.teachers import (
     ProcessExecutor,
     TeacherJob,
@@ -27,6 +32,7 @@ from core.seqpate.teachers import (
 )
 from tests.conftest import micro_config
 
+REPO_ROOT = Path(__file__).resolve().parents[2]
 VOCAB = 40
 
 
@@ -168,3 +174,41 @@ def test_an_unreachable_cluster_is_named_by_the_flag_the_user_typed(monkeypatch)
     with pytest.raises(ConnectionError) as error:
         start_ray("auto", 1)
     assert str(error.value) == "no Ray cluster at --ray-address auto (Ray: Could not find any running Ray instance)"
+
+
+def test_a_pool_worker_ends_when_its_job_is_killed_outright(tmp_path):
+    """A walk SIGKILLed a `--executor process` run: its two spawned workers (0.56 and 0.67 GB) were still training
+    95 s later, children of init. A worker watches its parent and exits once it is gone."""
+    pid_file = tmp_path / "worker.pid"
+    script = tmp_path / "job.py"  # spawn imports the parent's main module: a file, not -c
+    script.write_text(f"""
+import multiprocessing as mp, os, time
+from core.seqpate.teachers import exit_with_parent
+
+def work(path):
+    exit_with_parent(poll_seconds=0.1)
+    open(path, "w").write(str(os.getpid()))
+    time.sleep(120)  # a teacher that trains on
+
+if __name__ == "__main__":
+    mp.get_context("spawn").Process(target=work, args=({str(pid_file)!r},)).start()
+    time.sleep(120)
+""")
+    job = subprocess.Popen([sys.executable, str(script)], env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    try:
+        deadline = time.time() + 60
+        while not pid_file.exists() or not pid_file.read_text():
+            assert time.time() < deadline and job.poll() is None, "the worker never started"
+            time.sleep(0.1)
+        worker = int(pid_file.read_text())
+        assert pid_alive(worker)
+        os.kill(job.pid, signal.SIGKILL)
+        job.wait()
+        deadline = time.time() + 10
+        while pid_alive(worker) and time.time() < deadline:
+            time.sleep(0.1)
+        assert not pid_alive(worker)
+    finally:
+        job.kill()
+        if pid_file.exists() and pid_file.read_text() and pid_alive(int(pid_file.read_text())):
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
