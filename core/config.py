@@ -610,6 +610,8 @@ def validate(cfg: RunConfig) -> RunConfig:
         raise ConfigError(f"executor must be local, process or ray, got {s.executor!r}")
     parse_filter(s.filter)
     d = cfg.data
+    if d.prefix_words < 1:  # -3 made every prefix "all but the last 3 words"
+        raise ConfigError(f"data.prefix_words must be at least 1, got {d.prefix_words}")
     if d.min_words < d.prefix_words + 1:
         raise ConfigError("min_words must exceed prefix_words so every sentence has a continuation")
     if not (0.0 < d.public_fraction < 1.0):

@@ -74,10 +74,20 @@ def test_a_whole_number_in_a_float_field_is_the_same_setting():
     (dict(model__n_positions=16), "model.n_positions (16) must hold a training sentence"),
     (dict(data__canaries="1000000000"), "canary insertion counts must be from 1 to 10,000"),
     (dict(seqpate__filter="top-k:inf"), "needs a finite number"),
+    # a walk's: every prefix became "all but the last 3 words"; ',' meant no canaries and '1,,10' 1,10 unseen
+    (dict(data__prefix_words=-3), "data.prefix_words must be at least 1, got -3"),
+    (dict(data__prefix_words=0), "data.prefix_words must be at least 1, got 0"),
+    (dict(data__canaries=","), "canaries must be comma-separated insertion counts like 1,10,100, got ','"),
+    (dict(data__canaries="1,,10"), "got '1,,10'"),
 ])
 def test_sizes_no_stage_can_run_are_refused_up_front(override, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         preset_config("tiny", method="noisysgd", **override)
+
+
+def test_no_canaries_is_an_empty_setting():
+    assert preset_config("tiny", data__canaries="").data.canaries == ""
+    assert preset_config("tiny", data__canaries=" 1, 10 ;100").data.canaries == " 1, 10 ;100"
 
 
 def test_zero_is_allowed_where_it_means_something():

@@ -284,8 +284,10 @@ def parse_canary_counts(spec: str | Sequence[int] | None) -> tuple[int, ...]:
     if spec is None:
         return ()
     if isinstance(spec, str):
-        parts = [p.strip() for p in spec.replace(";", ",").split(",") if p.strip()]
-        try:
+        if not spec.strip():
+            return ()
+        parts = [p.strip() for p in spec.replace(";", ",").split(",")]
+        try:  # an empty part is refused too: ',' meant no canaries and '1,,10' 1,10, without a word
             counts = tuple(int(p) for p in parts)
         except ValueError:
             raise ValueError(f"canaries must be comma-separated insertion counts like 1,10,100, got {spec!r}") from None
