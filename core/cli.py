@@ -205,8 +205,10 @@ def cmd_job(args) -> int:
     run = RunDir(Path(args.run_dir))
     if run.config() is None:  # jobs.launch writes config.json before it starts this command
         raise RunError(f"not a launched run folder (no config.json): {run.path}")
-    if run.state() in TERMINAL or cancel_requested(run.path):
-        return 0  # cancelled (or finished) before it started
+    if run.state() in TERMINAL or cancel_requested(run.path):  # cancelled (or finished) before it started
+        state = run.state() if run.state() in TERMINAL else "cancelled"
+        print(f"{run.run_id} is {state}: nothing to run", file=sys.stderr)  # it returned without a word
+        return 0
     try:
         cfg = validate(run.run_config())
     except ConfigError as exc:

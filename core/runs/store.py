@@ -96,9 +96,13 @@ class RunReadOnlyError(RunError, PermissionError):
 def check_new_run_dir(path: Path) -> None:
     """RunExistsError unless a new run can be made at path: an absent path or an empty folder, with no file on
     the way to it. Checked before anything is written, so a refusal leaves everything as it was."""
+    for parent in path.parents:  # a run inside a run would be listed as neither, and deleted with its host
+        if (parent / STATUS).is_file() or (parent / CONFIG).is_file():
+            raise RunExistsError(f"run directory {path} would be inside the run folder {parent}: choose a path "
+                                 "outside it")
     if path.is_dir():
         if any(path.iterdir()):
-            raise RunExistsError(f"run directory already exists: {path}")
+            raise RunExistsError(f"run directory already exists: {path}{_holding(path)}")
         return
     if os.path.lexists(path):  # lexists: a link pointing nowhere is in the way too
         raise RunExistsError(f"run directory already exists: {path} is {_what_is(path)}")
@@ -107,6 +111,18 @@ def check_new_run_dir(path: Path) -> None:
             if not parent.is_dir():
                 raise RunExistsError(f"run directory {path} cannot be made: {parent} is {_what_is(parent)}")
             return
+
+
+def _holding(path: Path) -> str:
+    """What an existing folder holds, for the refusal: a run named with its state (a failed or killed run is not
+    rerun in place: a new folder keeps both), else nothing more."""
+    try:
+        state = RunDir(path).state()
+    except RunError:
+        return " (a run folder with unreadable files; choose another path, or delete it first)"
+    if state is None:
+        return ""
+    return f" (a {state} run; choose another path, or delete it first)"
 
 
 def _what_is(path: Path) -> str:
@@ -339,7 +355,10 @@ class RunDir:
         path = run.path
         if not (exist_ok and path.is_dir()):
             check_new_run_dir(path)
-        path.mkdir(parents=True, exist_ok=True)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as e:  # the bare errno text named no run: "[Errno 1] Operation not permitted"
+            raise RunError(f"cannot make run directory {path}: {e.strerror or e}") from None
         created = now_iso()
         # status.json first: a folder with a status but no config yet is a run being created, whereas a folder
         # with a config but no status would look broken to a concurrent listing.

@@ -18,6 +18,7 @@ from core.config import RunConfig, stable_hash
 from core.runs import (
     REQUIRED_FILES,
     RunDir,
+    RunError,
     RunExistsError,
     RunFormatError,
     append_jsonl,
@@ -149,6 +150,27 @@ def test_create_refuses_an_existing_run(tmp_path: Path) -> None:
     RunDir.create(tmp_path / "empty", {}, seed=0)  # an empty folder is fine
     RunDir.create(tmp_path / "r1", {"method": "x"}, seed=1, exist_ok=True)
     assert RunDir(tmp_path / "r1").config()["config"] == {"method": "x"}
+
+
+def test_create_names_the_run_in_the_way_and_refuses_a_run_inside_a_run(tmp_path: Path) -> None:
+    """A walk reran a killed run into its folder and read only "already exists"; `--run-dir runs/pub/sub` made a
+    run inside a finished run (listed as neither, deleted with it); an unmakeable folder gave bare errno text."""
+    killed = _new_run(tmp_path)
+    killed.set_status(state="failed", error="process exited without finishing (stage: pseudo-data)")
+    message = f"run directory already exists: {killed.path} (a failed run; choose another path, or delete it first)"
+    with pytest.raises(RunExistsError, match=f"^{re.escape(message)}$"):
+        RunDir.create(killed.path, {}, seed=0)
+    inside = killed.path / "sub" / "run"
+    message = f"run directory {inside} would be inside the run folder {killed.path}: choose a path outside it"
+    with pytest.raises(RunExistsError, match=f"^{re.escape(message)}$"):
+        RunDir.create(inside, {}, seed=0)
+    assert not (killed.path / "sub").exists()
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.txt").write_text("x")
+    with pytest.raises(RunExistsError, match=r"already exists: .*notes$"):  # not a run: nothing more to say
+        RunDir.create(tmp_path / "notes", {}, seed=0)
+    with pytest.raises(RunError, match=r"^cannot make run directory /proc/no-run: No such file or directory$"):
+        RunDir.create(Path("/proc/no-run"), {}, seed=0)
 
 
 def test_create_refuses_a_file_and_a_path_under_a_file_in_words_and_writes_nothing(tmp_path: Path) -> None:
