@@ -97,7 +97,7 @@ def check_new_run_dir(path: Path) -> None:
     """RunExistsError unless a new run can be made at path: an absent path or an empty folder, with no file on
     the way to it. Checked before anything is written, so a refusal leaves everything as it was."""
     for parent in path.parents:  # a run inside a run would be listed as neither, and deleted with its host
-        if (parent / STATUS).is_file() or (parent / CONFIG).is_file():
+        if (parent / STATUS).is_file() and (parent / CONFIG).is_file():  # both: a config.json alone is common
             raise RunExistsError(f"run directory {path} would be inside the run folder {parent}: choose a path "
                                  "outside it")
     if path.is_dir():
