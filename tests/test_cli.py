@@ -101,7 +101,8 @@ def test_compare_says_which_run_is_lower(pub_gpt_run, tmp_path):
     (worse / "test_nll.csv").unlink()  # an older run: perplexity is not compared, BLEU-4 still is
     older = cli("compare", str(run_dir), str(worse))
     assert older.returncode == 0 and "perplexity: not compared" in older.stdout and "BLEU-4" in older.stdout
-    (worse / "completions.jsonl").write_text('{"prefix": "other", "reference": "x", "completion": "y"}\n')
+    count = len((worse / "completions.jsonl").read_text().splitlines())  # as many as its metrics.json counts
+    (worse / "completions.jsonl").write_text('{"prefix": "other", "reference": "x", "completion": "y"}\n' * count)
     other = cli("compare", str(run_dir), str(worse))
     assert other.returncode == 2 and "different test prefixes" in other.stderr and other.stderr.count("\n") == 1
 
@@ -304,6 +305,25 @@ def test_a_finished_run_with_a_file_lost_since_is_named_as_such(tmp_path):
     (damaged / "config.json").write_text('{"config": {"meth')
     shown = json.loads(cli("runs", "show", str(damaged)).stdout)
     assert shown["problem"].startswith("state done, but invalid JSON in ") and "config.json" in shown["problem"]
+
+
+def test_a_run_file_cut_short_is_named_as_such_not_as_another_test_set(tmp_path):
+    """A walk cut a finished run's completions.jsonl and test_nll.csv short: compare blamed another data config
+    ('different test prefixes', 'not the same test set') and the audit scored the 10 completions left."""
+    cut = tmp_path / "cut"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "cached_runs" / "quick-pub-gpt", cut)
+    completions = (cut / "completions.jsonl").read_text().splitlines(keepends=True)
+    (cut / "completions.jsonl").write_text("".join(completions[:10]))
+    out = cli("compare", "quick-pub-gpt", str(cut))
+    assert out.returncode == 2 and ("is not a finished run (state done, but completions.jsonl holds 10 of the 1000 "
+                                    "completions metrics.json counts)") in out.stderr
+    assert cli("audit", "--run-dir", str(cut)).returncode == 2
+    (cut / "completions.jsonl").write_text("".join(completions))
+    nll = (cut / "test_nll.csv").read_text().splitlines(keepends=True)
+    (cut / "test_nll.csv").write_text("".join(nll[:11]))
+    out = json.loads(cli("compare", "quick-pub-gpt", str(cut), "--json").stdout)
+    assert out["perplexity"]["error"] == ("test_nll.csv of quick-pub-gpt holds 1000 sentences and of cut 10, "
+                                          "for the same test set: one was cut short")
 
 
 def test_privacy_calibrate_answers_infinity_for_a_noise_too_small_to_protect_anything():

@@ -185,13 +185,13 @@ def audit_run_dir(path: str | Path) -> dict[str, Any]:
     run = RunDir(Path(path))
     if not run.exists():
         raise FileNotFoundError(f"not a run directory: {path}")
+    if reason := run.incomplete_reason():  # a completions.jsonl cut short was scored on the lines left
+        raise ValueError(f"{path}: not a finished run ({reason})")
     stored = (run.config() or {}).get("config") or {}
     if str(stored.get("method", "")).startswith("synth-"):
         return _audit_synth_dir(run, stored)
     cfg = run.run_config()
     privacy, metrics = run.privacy(), run.metrics()
-    if privacy is None or metrics is None:
-        raise ValueError(f"{path}: the run has no privacy.json/metrics.json yet (state {run.state()})")
     data = restore_canaries(load_prepared(cfg.data, cfg.seed), run)
     phrases = secret_phrases(data, load_private_records(cfg, data))
     table, summary = _phrase_part(cfg, privacy, phrases, data.private_train, batch_assignment(metrics, run))

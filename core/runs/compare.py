@@ -125,6 +125,9 @@ def compare_runs(run_a: RunDir, run_b: RunDir, confidence: float = 0.95, n_resam
             "the runs differ in data config, base model or seed, so their test sentences or tokens differ"
         )
     tokens_a = [t for _, t in rows[0]]
+    if len(rows[0]) != len(rows[1]):  # the same data, base model and seed: one file lost lines since
+        raise NotComparableError(f"test_nll.csv of {run_a.run_id} holds {len(rows[0])} sentences and of "
+                                 f"{run_b.run_id} {len(rows[1])}, for the same test set: one was cut short")
     if tokens_a != [t for _, t in rows[1]]:
         raise NotComparableError("the runs' test sentences have different token counts: not the same test set")
     return compare_perplexity(

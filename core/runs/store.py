@@ -624,9 +624,13 @@ class RunDir:
                 return f"state {self.state()}"
             if missing := self.missing_files():
                 return f"state done, but {', '.join(missing)} missing"
-            self.config(), self.privacy(), self.metrics(), self.progress(), self.completions(), self.phrases()
+            self.config(), self.privacy(), self.progress(), self.phrases()
+            metrics, completions = self.metrics() or {}, self.completions()
         except RunFormatError as e:
             return f"state done, but {e}"
+        expected = metrics.get("n_completions")  # a file cut short lost its last lines without a parse error
+        if isinstance(expected, int) and not isinstance(expected, bool) and len(completions) != expected:
+            return f"state done, but {COMPLETIONS} holds {len(completions)} of the {expected} completions {METRICS} counts"
         return None
 
     def is_complete(self) -> bool:

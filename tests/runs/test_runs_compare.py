@@ -106,10 +106,15 @@ def test_compare_runs_needs_the_same_test_sentences(tmp_path):
     other_seed.write_test_nll(nll_rows(0))
     with pytest.raises(NotComparableError, match="data config, base model or seed"):
         compare_runs(a, other_seed)
-    shorter = write_run(tmp_path, "d", method="pub-gpt")
+    shorter = write_run(tmp_path, "d", method="pub-gpt")  # the same test set, a file that lost a line
     shorter.write_test_nll(nll_rows(0)[:-1])
-    with pytest.raises(NotComparableError, match="token counts"):
+    with pytest.raises(NotComparableError, match="^test_nll.csv of a holds 50 sentences and of d 49, for the same "
+                                                 "test set: one was cut short$"):
         compare_runs(a, shorter)
+    retokenized = write_run(tmp_path, "e", method="pub-gpt")
+    retokenized.write_test_nll([(nll, tokens + (i == 0)) for i, (nll, tokens) in enumerate(nll_rows(0))])
+    with pytest.raises(NotComparableError, match="token counts"):
+        compare_runs(a, retokenized)
 
 
 def test_cached_runs_are_compared_read_only(tmp_path):
