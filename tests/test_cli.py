@@ -307,6 +307,21 @@ def test_a_finished_run_with_a_file_lost_since_is_named_as_such(tmp_path):
     assert shown["problem"].startswith("state done, but invalid JSON in ") and "config.json" in shown["problem"]
 
 
+def test_report_leaves_out_a_damaged_run_and_says_so(tmp_path):
+    """One run folder with a garbled config.json stopped the whole report ('invalid JSON in ...')."""
+    shipped = Path(__file__).resolve().parents[1] / "cached_runs"
+    for name in ("tiny-pub-gpt", "synth-tiny-filter-eps3"):
+        shutil.copytree(shipped / name, tmp_path / name)
+    shutil.copytree(shipped / "synth-tiny-filter-eps8", tmp_path / "garbled")
+    (tmp_path / "garbled" / "config.json").write_text('{"config": {"meth')
+    out = cli("report", "--runs", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.startswith("note: left out 1 run folder(s) that are not finished runs: garbled (state done, "
+                                 "but invalid JSON in ")
+    report = (tmp_path / "REPORT.md").read_text()
+    assert "| filter | 3.00 | 0 | 3.00 |" in report and "garbled" not in report  # the synthetic run that is whole
+
+
 def test_a_run_file_cut_short_is_named_as_such_not_as_another_test_set(tmp_path):
     """A walk cut a finished run's completions.jsonl and test_nll.csv short: compare blamed another data config
     ('different test prefixes', 'not the same test set') and the audit scored the 10 completions left."""

@@ -96,8 +96,10 @@ def load_synth_rows(folder: Path) -> list[SynthRow]:
     rows = []
     for path in sorted(p for p in Path(folder).iterdir() if p.is_dir()):
         run = RunDir(path, source="cached")
+        if not run.is_complete():  # first: an unfinished run's config.json may not parse
+            continue
         stored = run.config() or {}
-        if not is_synth(stored) or not run.is_complete():
+        if not is_synth(stored):
             continue
         cfg = stored["config"]
         rows.append(SynthRow(name=path.name, preset=cfg["preset"], generator=cfg["synth"]["generator"],
