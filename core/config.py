@@ -576,6 +576,27 @@ def _check_model_dir(source: str) -> None:
     # without these transformers builds an empty tokenizer and the run completes every prefix with nothing
     if not ((folder / "tokenizer.json").is_file() or all((folder / n).is_file() for n in ("vocab.json", "merges.txt"))):
         raise ConfigError(f"model {source} holds no tokenizer (tokenizer.json, or vocab.json and merges.txt)")
+    _check_model_files(folder)
+
+
+def _check_model_files(folder: Path) -> None:
+    """What loading the checkout would refuse after the run folder is made, checked cheaply now: its config
+    fields (transformers' GPT2Config) and a safetensors file's header against its size (a file cut short)."""
+    from transformers import GPT2Config
+
+    try:
+        GPT2Config.from_pretrained(str(folder), local_files_only=True)
+    except Exception as exc:  # transformers' validation errors span lines: "field 'n_embd':\n TypeError: ..."
+        raise ConfigError(f"model {folder}: config.json: {' '.join(str(exc).split())}") from None
+    weights = folder / "model.safetensors"
+    if weights.is_file():
+        from safetensors import safe_open
+
+        try:
+            with safe_open(str(weights), "np"):
+                pass
+        except Exception as exc:
+            raise ConfigError(f"model {folder}: model.safetensors: {' '.join(str(exc).split())}") from None
 
 
 def validate(cfg: RunConfig) -> RunConfig:

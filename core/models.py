@@ -81,7 +81,8 @@ def load_local_model(path: str | Path) -> GPT2LMHeadModel:
     try:
         model = GPT2LMHeadModel.from_pretrained(str(path), local_files_only=True)
     except Exception as exc:
-        raise ModelLoadError(f"cannot load a GPT-2 model from {path}: {type(exc).__name__}: {str(exc).splitlines()[0]}") from None
+        # the whole message on one line: a validation error's first line ends before its reason
+        raise ModelLoadError(f"cannot load a GPT-2 model from {path}: {type(exc).__name__}: {' '.join(str(exc).split())}") from None
     return untie(model)
 
 
