@@ -68,7 +68,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     for section, values in base.items():
         if isinstance(values, dict):
             if section not in SECTIONS:  # preset_config names it too, but only when it holds a field
-                raise ConfigError(f"unknown config section {section!r} in {args.config}")
+                hint = " (a synthetic-data run's config: use core synth --config)" if section == "synth" else ""
+                raise ConfigError(f"unknown config section {section!r} in {args.config}{hint}")
             overrides.update({f"{section}__{k}": v for k, v in values.items()})
         elif section not in ("preset",):
             overrides[section] = values

@@ -420,6 +420,9 @@ def test_mistakes_that_used_to_pass_or_mislead_are_one_line(tmp_path):
         (["run", "--config", str(config), "--run-dir", str(tmp_path / "r")], "unknown config section 'seqpat'"),
         (["run", "--method", "pub-gpt", "--run-dir", ""], "argument --run-dir: needs a folder name"),  # "exists: ."
         (["report", "--runs", str(report_here)], "no finished runs there"),  # wrote a report of 0 runs
+        (["run", "--config", "cached_runs/synth-tiny-filter-eps3/config.json", "--run-dir", str(tmp_path / "r")],
+         "unknown config section 'synth' in cached_runs/synth-tiny-filter-eps3/config.json (a synthetic-data run's "
+         "config: use core synth --config)"),
         (["report", "--runs", str(SHIPPED_RUN)], "is a run folder"),  # wrote REPORT.md into the run
         (["report", "--runs", str(config)], "not a folder"),
         (["sweep", "--plan", "adp", "--out", ""], "argument --out: needs a folder name"),
