@@ -235,7 +235,7 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from core.runs.report import write_report
+    from core.runs.report import left_out_runs, write_report
     from core.runs.store import RunDir
 
     notes = Path(args.notes) if args.notes else None
@@ -246,11 +246,10 @@ def cmd_report(args) -> int:
         raise ConfigError(f"--runs {runs} is a run folder; give the folder that holds runs (e.g. runs, cached_runs)")
     if not runs.is_dir():
         raise ConfigError(f"--runs {runs}: not a folder")
-    folders = [RunDir(path) for path in sorted(runs.iterdir()) if path.is_dir() and RunDir(path).exists()]
-    left_out = [f"{run.run_id} ({reason})" for run in folders if (reason := run.incomplete_reason())]
-    if len(left_out) == len(folders):
+    left_out = left_out_runs(runs)  # the report names them too
+    if not any(RunDir(path).is_complete() for path in runs.iterdir() if path.is_dir()):
         raise ConfigError(f"--runs {runs}: no finished runs there, nothing to report")
-    if left_out:  # the report covers finished runs only; say which folders it did not
+    if left_out:
         print(f"note: left out {len(left_out)} run folder(s) that are not finished runs: {'; '.join(left_out)}",
               file=sys.stderr)
     print(write_report(runs, notes))

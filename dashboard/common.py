@@ -221,7 +221,8 @@ def epsilon_reading(epsilon: float, delta: float, unit: str = "training sentence
 # Reading runs (cached on file mtimes)
 # ----------------------------------------------------------------------------------------------------------------
 
-_RECORD_FILES = (store.CONFIG, store.STATUS, store.PRIVACY, store.METRICS, store.PHRASES, store.COMPLETIONS)
+# every file a record reads, and every required one (a finished run missing one is failed: _damaged_files)
+_RECORD_FILES = tuple(dict.fromkeys((*store.REQUIRED_FILES, store.PHRASES)))
 
 
 def file_signature(path: Path, names: Iterable[str] = _RECORD_FILES) -> tuple:

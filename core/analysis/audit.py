@@ -185,8 +185,11 @@ def audit_run_dir(path: str | Path) -> dict[str, Any]:
     run = RunDir(Path(path))
     if not run.exists():
         raise FileNotFoundError(f"not a run directory: {path}")
-    if reason := run.incomplete_reason():  # a completions.jsonl cut short was scored on the lines left
-        raise ValueError(f"{path}: not a finished run ({reason})")
+    # not refused for what incomplete_reason() also counts, a garbled phrases.csv: the audit rewrites it
+    if run.state() != "done" or run.missing_files():
+        raise ValueError(f"{path}: not a finished run ({run.incomplete_reason()})")
+    if cut := run.completions_cut_short():  # the lines left were scored as if they were all
+        raise ValueError(f"{path}: {cut}")
     stored = (run.config() or {}).get("config") or {}
     if str(stored.get("method", "")).startswith("synth-"):
         return _audit_synth_dir(run, stored)

@@ -135,6 +135,9 @@ def launch(
         raise
     # Only the pid: by now the job may already have moved itself on (it records the same pid when running).
     run.set_status(pid=proc.pid)
+    # Its place in the queue is taken now, not when the job reaches acquire_slot: importing the engine takes
+    # seconds, and a job launched after it but quicker to import went first.
+    take_ticket(root, run, proc.pid)
     # Wait for it in the background, so that a finished or cancelled job does not stay a zombie of this process
     # (the dashboard) until the next launch; the job writes its own status, so nothing else waits for it.
     threading.Thread(target=proc.wait, name=f"reap {run_id}", daemon=True).start()
@@ -164,19 +167,17 @@ def acquire_slot(
     if n_slots < 1:
         raise ValueError(f"max_parallel must be at least 1, got {n_slots}")
     slots = Path(runs_root) / SLOTS_DIR
-    ticket = _take_ticket(slots / QUEUE_DIR, run)
+    ticket = take_ticket(runs_root, run, os.getpid())  # launch() took it already; the same again
     try:
         while True:
             if cancel_requested(run):
                 raise JobCancelled(f"run {run.run_id} was cancelled while waiting for a free slot")
-            for index in range(n_slots) if _first_in_queue(ticket) else ():
-                fd = os.open(slots / f"slot-{index}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    os.close(fd)
-                    continue
+            if not ticket.exists():  # removed by hand, or by a waiter that could not see this process
+                take_ticket(runs_root, run, os.getpid())
+            free = _free_slot(slots, n_slots) if _first_in_queue(ticket) else None
+            if free is not None:
                 ticket.unlink(missing_ok=True)  # the next waiter is first now
+                index, fd = free
                 try:
                     # Who holds the slot, for a human looking at .slots/ (the lock, not this text, is what counts).
                     os.ftruncate(fd, 0)
@@ -190,15 +191,40 @@ def acquire_slot(
         ticket.unlink(missing_ok=True)  # cancelled, or failed while waiting
 
 
-def _take_ticket(queue: Path, run: RunDir) -> Path:
-    """A waiter's place in the queue: its run's creation time (launch order) and this process."""
+def _free_slot(slots: Path, n_slots: int) -> tuple[int, int] | None:
+    """(index, locked file descriptor) of a slot no one holds, or None."""
+    for index in range(n_slots):
+        fd = os.open(slots / f"slot-{index}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        return index, fd
+    return None
+
+
+def take_ticket(runs_root: str | os.PathLike[str], run: RunDir, pid: int) -> Path:
+    """A job's place in the queue of runs_root: its run's creation time (launch order) and its process (pid and
+    start time, so that a ticket left by a killed job is not kept alive by a later process with its pid)."""
+    queue = Path(runs_root) / SLOTS_DIR / QUEUE_DIR
     queue.mkdir(parents=True, exist_ok=True)
     ticket = queue / f"{run.run_id}.json"
     created = (run.status() or {}).get("created") or now_iso()
-    partial = ticket.with_suffix(".partial")  # written whole, then renamed: a reader never sees half a ticket
-    partial.write_text(json.dumps({"pid": os.getpid(), "created": str(created)}))
+    partial = queue / f".{run.run_id}.{os.getpid()}.partial"  # written whole, then renamed: never read half
+    partial.write_text(json.dumps({"pid": pid, "started": process_start(pid), "created": str(created)}))
     os.replace(partial, ticket)
     return ticket
+
+
+def process_start(pid: int) -> str | None:
+    """When the process with this pid started, in clock ticks since boot (Linux's /proc/PID/stat field 22); None
+    where there is no /proc or no such process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[-1].split()[19]  # the fields after the command name, which may hold ")" or spaces
 
 
 def _first_in_queue(ticket: Path) -> bool:
@@ -208,10 +234,10 @@ def _first_in_queue(ticket: Path) -> bool:
     for other in ticket.parent.glob("*.json"):
         try:
             info = json.loads(other.read_text())
-            pid, created = info["pid"], str(info["created"])
-        except (OSError, ValueError, KeyError, TypeError):
+            pid, started, created = info["pid"], info.get("started"), str(info["created"])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue  # removed in between, or not a ticket
-        if other == ticket or pid_alive(pid):
+        if other == ticket or (pid_alive(pid) and (started is None or process_start(pid) in (started, None))):
             waiting.append((created, other.name))
         else:
             other.unlink(missing_ok=True)

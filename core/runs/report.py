@@ -549,6 +549,12 @@ def synth_section(rows: list[SynthRow]) -> str:
     return "\n".join(lines)
 
 
+def left_out_runs(folder: Path) -> list[str]:
+    """'NAME (reason)' of every run folder here that is not a finished run (the report reads finished ones)."""
+    runs = [RunDir(path, source="cached") for path in sorted(Path(folder).iterdir()) if path.is_dir()]
+    return [f"{run.run_id} ({reason})" for run in runs if run.exists() and (reason := run.incomplete_reason())]
+
+
 def build_report(folder: Path, notes: str = "", notes_path: Path | None = None) -> str:
     all_rows = load_rows(folder)
     synth_rows = load_synth_rows(folder)
@@ -574,6 +580,8 @@ def build_report(folder: Path, notes: str = "", notes_path: Path | None = None) 
         "has its runs (each comparison names its seed).",
         "",
     ]
+    if left_out := left_out_runs(folder):  # a damaged run would otherwise leave its rows out without a trace
+        lines += ["Left out, not finished runs: " + "; ".join(left_out) + ".", ""]
     for preset in presets:
         rows = [r for r in all_rows if r.preset == preset]
         synth = [r for r in synth_rows if r.preset == preset]

@@ -96,7 +96,7 @@ class RunReadOnlyError(RunError, PermissionError):
 def check_new_run_dir(path: Path) -> None:
     """RunExistsError unless a new run can be made at path: an absent path or an empty folder, with no file on
     the way to it. Checked before anything is written, so a refusal leaves everything as it was."""
-    for parent in path.parents:  # a run inside a run would be listed as neither, and deleted with its host
+    for parent in path.absolute().parents:  # a run inside a run would be listed as neither, and deleted with it
         if (parent / STATUS).is_file() and (parent / CONFIG).is_file():  # both: a config.json alone is common
             raise RunExistsError(f"run directory {path} would be inside the run folder {parent}: choose a path "
                                  "outside it")
@@ -625,12 +625,18 @@ class RunDir:
             if missing := self.missing_files():
                 return f"state done, but {', '.join(missing)} missing"
             self.config(), self.privacy(), self.progress(), self.phrases()
-            metrics, completions = self.metrics() or {}, self.completions()
+            if cut := self.completions_cut_short():
+                return f"state done, but {cut}"
         except RunFormatError as e:
             return f"state done, but {e}"
-        expected = metrics.get("n_completions")  # a file cut short lost its last lines without a parse error
+        return None
+
+    def completions_cut_short(self) -> str | None:
+        """How completions.jsonl falls short of the count metrics.json records, or None: a file cut short loses
+        its last lines without a parse error."""
+        expected, completions = (self.metrics() or {}).get("n_completions"), self.completions()
         if isinstance(expected, int) and not isinstance(expected, bool) and len(completions) != expected:
-            return f"state done, but {COMPLETIONS} holds {len(completions)} of the {expected} completions {METRICS} counts"
+            return f"{COMPLETIONS} holds {len(completions)} of the {expected} completions {METRICS} counts"
         return None
 
     def is_complete(self) -> bool:

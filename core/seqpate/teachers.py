@@ -171,18 +171,18 @@ class LocalExecutor:
 _worker: dict = {}  # per worker process: the job (sent once), the stop event, torch threads
 
 
-def _init_worker(job: TeacherJob, stop_event, threads: int) -> None:
-    exit_with_parent()
+def _init_worker(job: TeacherJob, stop_event, threads: int, parent: int) -> None:
+    exit_with_parent(parent)
     torch.set_num_threads(threads)
     keep_freed_memory()
     _worker.update(job=job, stop=stop_event)
 
 
-def exit_with_parent(poll_seconds: float = 1.0) -> None:
-    """End this process soon after the one that started it dies. A pool worker whose job was killed outright
+def exit_with_parent(parent: int, poll_seconds: float = 1.0) -> None:
+    """End this process soon after `parent` (the pid of the process that started it, passed in: one that died
+    while this one imported would already be gone from getppid) dies. A pool worker whose job was killed outright
     (kill -9, the OOM killer: no chance to shut the pool down) trained on alone, holding 0.6 GB each on tiny; once
     orphaned it is re-parented, so its parent pid changes."""
-    parent = os.getppid()
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -225,7 +225,7 @@ class ProcessExecutor:
         stop = ctx.Event()
         total = empty_sums(job)
         pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
-                                   initargs=(job, stop, worker_threads(workers)))
+                                   initargs=(job, stop, worker_threads(workers), os.getpid()))
         try:
             futures = [pool.submit(_process_group, group) for group in groups]
             index_of = {f: i for i, f in enumerate(futures)}

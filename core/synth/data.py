@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import random
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
@@ -238,7 +239,7 @@ def split_sizes(n: int, test_fraction: float) -> tuple[int, int]:
 def min_examples_per_label(test_fraction: float) -> int:
     """The fewest examples of a label that split() leaves at least 2 test texts (separability's two folds) and 1
     train text: 8 at the default test fraction 0.2."""
-    n = 2
+    n = max(2, math.floor(1.5 / test_fraction))  # round(f n) >= 2 needs f n >= 1.5: start just below, step up
     while split_sizes(n, test_fraction)[0] < 2 or split_sizes(n, test_fraction)[1] < 1:
         n += 1
     return n

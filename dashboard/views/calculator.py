@@ -23,7 +23,7 @@ st.caption("Instant what-if numbers from core.privacy: the same code that accoun
 
 # The boxes the modes share keep what was typed across a switch (a walk found Q back at 2,000 after it), and the
 # σ box holds the σ "noise from ε" last computed, rounded UP to its two decimals (within its range): switching to
-# "ε from noise" gives the ε typed back or a hair below it, never above, and "queries from ε and noise" the Q typed
+# "ε from noise" gives the ε typed back or a hair below it, and "queries from ε and noise" at least the Q typed
 # (rounded to nearest, σ 0.005 short answered 999 queries for 1,000 and an ε of 1 came back 1.0001, "moderate").
 STD_KEY = "calc_sp_std"
 
@@ -50,7 +50,8 @@ def seqpate_calculator() -> None:
             return
         noise = c.seqpate_noise(eps, delta, queries)
         z, std = noise["z"], noise["std"]
-        st.session_state[STD_KEY] = min(max(math.ceil(std * 100) / 100, 0.01), MAX_STD)  # box not drawn in this mode
+        # (round first: 1.1 * 100 is 110.00000000000001, which ceil takes to 1.11)
+        st.session_state[STD_KEY] = min(max(math.ceil(round(std * 100, 6)) / 100, 0.01), MAX_STD)
     elif mode == "ε from noise":
         std = std_box(a)
         queries = c.count_input(b, "queries Q", value=QUICK_QUERIES, max_value=MAX_COUNT, step=100,

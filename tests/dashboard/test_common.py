@@ -96,6 +96,9 @@ def test_a_finished_run_whose_files_were_damaged_since_is_failed_and_says_why(ro
     assert frame.loc["lost", "state"] == "failed"
     assert frame.loc["lost", "error"] == "finished, but metrics.json missing or unreadable since"
     assert c.finished_frame()["run_id"].tolist() == ["good"]
+    (roots["live"] / "good" / "progress.jsonl").unlink()  # after its record was cached: read again
+    assert c.runs_frame().set_index("run_id").loc["good", "error"] == ("finished, but progress.jsonl missing or "
+                                                                       "unreadable since")
 
 
 def test_headline_groups_seeds_and_skips_ablations(roots):

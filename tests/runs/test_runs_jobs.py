@@ -13,6 +13,7 @@ import pytest
 from core.config import ConfigError, RunConfig, thread_setting
 from core.runs import RunDir, RunError, acquire_slot, cancel, cancel_requested, delete, launch, pid_alive
 from core.runs.jobs import JobCancelled, job_threads
+from tests.waiting import wait_for
 
 
 def _config(method: str = "seqpate") -> dict:
@@ -204,18 +205,14 @@ def test_slots_allow_max_parallel_holders(tmp_path: Path) -> None:
 
 def test_slots_go_to_waiting_jobs_in_launch_order(tmp_path: Path) -> None:
     """A walk launched Pub-GPT and Pub-GPT+pseudo together and the second ran first: whichever waiter polled first
-    took the free slot. Here the runs created last wait first and poll fastest, and still go in creation order."""
-    import subprocess
+    took the free slot. Here the runs created last wait first and poll fastest, and still go in creation order
+    (named so that neither their names nor the order they began to wait sort that way)."""
     import threading
 
     root = tmp_path / "runs"
     holder = RunDir.create(root / "holder", {}, seed=0)
-    first, second, third = (RunDir.create(root / name, {}, seed=0) for name in ("first", "second", "third"))
-    # a job killed while it waited, created before all of them, holds no one up
-    dead = subprocess.Popen(["true"])
-    dead.wait()
-    (root / ".slots" / "queue").mkdir(parents=True)
-    (root / ".slots" / "queue" / "killed.json").write_text(json.dumps({"pid": dead.pid, "created": "2000-01-01"}))
+    first, second, third = (RunDir.create(root / name, {}, seed=0) for name in ("c-run", "b-run", "a-run"))
+    queue = root / ".slots" / "queue"
     order: list[str] = []
 
     def wait_for_slot(run: RunDir, poll: float) -> None:
@@ -225,15 +222,78 @@ def test_slots_go_to_waiting_jobs_in_launch_order(tmp_path: Path) -> None:
     with acquire_slot(root, holder, max_parallel=1):
         threads = []
         for run, poll in ((third, 0.001), (second, 0.005), (first, 0.05)):
-            threads.append(threading.Thread(target=wait_for_slot, args=(run, poll)))
+            threads.append(threading.Thread(target=wait_for_slot, args=(run, poll), daemon=True))
             threads[-1].start()
             time.sleep(0.2)  # each waits before the next begins to
-        assert sorted(p.name for p in (root / ".slots" / "queue").iterdir()) == [
-            "first.json", "second.json", "third.json"]  # the dead job's ticket is gone
+        assert sorted(p.name for p in queue.iterdir()) == ["a-run.json", "b-run.json", "c-run.json"]
     for thread in threads:
         thread.join(timeout=30)
-    assert order == ["first", "second", "third"]
-    assert not list((root / ".slots" / "queue").iterdir())  # no ticket left behind
+    assert order == ["c-run", "b-run", "a-run"]
+    assert not list(queue.iterdir())  # no ticket left behind
+
+
+def test_tickets_of_killed_waiters_hold_no_one_up(tmp_path: Path) -> None:
+    """Tickets left by jobs killed while they waited, created before this one: one whose process is gone, and one
+    whose pid a later process has (this one: its start time is not the ticket's), which kept the queue waiting for
+    good."""
+    import subprocess
+
+    from core.runs.jobs import _first_in_queue, take_ticket
+
+    root = tmp_path / "runs"
+    queue = root / ".slots" / "queue"
+    queue.mkdir(parents=True)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (queue / "killed.json").write_text(json.dumps({"pid": dead.pid, "created": "2000-01-01"}))
+    (queue / "reused.json").write_text(json.dumps({"pid": os.getpid(), "started": "1", "created": "2000-01-01"}))
+    ticket = take_ticket(root, RunDir.create(root / "r", {}, seed=0), os.getpid())
+    assert _first_in_queue(ticket) and [p.name for p in queue.iterdir()] == ["r.json"]
+
+
+def test_a_job_launched_first_goes_first_though_another_reaches_the_queue_sooner(
+    roots: dict[str, Path], job_script, waiter: Callable[..., bool], monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """With no slot busy, the job that finished importing first took the slot: launch() takes the ticket."""
+    monkeypatch.setenv("SEQPATE_MAX_JOBS", "1")
+    order = tmp_path / "order.txt"
+    job_script(
+        f"""
+        time.sleep(3.0 if run.run_id == "launched-first" else 0.0)  # its engine took longer to import
+        with jobs.acquire_slot(root, run, poll_seconds=0.05):
+            with open({str(order)!r}, "a") as out:
+                out.write(run.run_id + "\\n")
+            time.sleep(0.2)
+        run.set_status(state="done", stage="done", progress=1.0)
+        """
+    )
+    runs = [launch(_config(), roots["live"], run_id=name) for name in ("launched-first", "launched-second")]
+    assert waiter(lambda: all(run.state() == "done" for run in runs), timeout=60), runs[1].log_tail()
+    assert order.read_text().split() == ["launched-first", "launched-second"]
+
+
+def test_a_waiter_whose_ticket_vanished_takes_another(tmp_path: Path) -> None:
+    """A ticket removed by hand (or by a waiter in another pid namespace, to which this process looks dead) left
+    its waiter out of the queue for good."""
+    import threading
+
+    root = tmp_path / "runs"
+    holder, waiting = RunDir.create(root / "holder", {}, seed=0), RunDir.create(root / "waiting", {}, seed=0)
+    got: list[int] = []
+
+    def wait_for_slot() -> None:
+        with acquire_slot(root, waiting, max_parallel=1, poll_seconds=0.01) as slot:
+            got.append(slot)
+
+    with acquire_slot(root, holder, max_parallel=1):
+        thread = threading.Thread(target=wait_for_slot, daemon=True)
+        thread.start()
+        assert wait_for(lambda: (root / ".slots" / "queue" / "waiting.json").exists())
+        (root / ".slots" / "queue" / "waiting.json").unlink()
+        time.sleep(0.1)
+    thread.join(timeout=10)
+    assert got == [0]
 
 
 def test_waiting_for_a_slot_stops_on_cancel(tmp_path: Path) -> None:

@@ -178,20 +178,21 @@ def test_an_unreachable_cluster_is_named_by_the_flag_the_user_typed(monkeypatch)
 
 def test_a_pool_worker_ends_when_its_job_is_killed_outright(tmp_path):
     """A walk SIGKILLed a `--executor process` run: its two spawned workers (0.56 and 0.67 GB) were still training
-    95 s later, children of init. A worker watches its parent and exits once it is gone."""
+    95 s later, children of init. A worker (set up as the pool sets its workers up) watches its parent and exits
+    within about a second once it is gone."""
     pid_file = tmp_path / "worker.pid"
     script = tmp_path / "job.py"  # spawn imports the parent's main module: a file, not -c
     script.write_text(f"""
 import multiprocessing as mp, os, time
-from core.seqpate.teachers import exit_with_parent
+from core.seqpate.teachers import _init_worker
 
-def work(path):
-    exit_with_parent(poll_seconds=0.1)
+def work(path, parent):
+    _init_worker(None, None, 1, parent)
     open(path, "w").write(str(os.getpid()))
     time.sleep(120)  # a teacher that trains on
 
 if __name__ == "__main__":
-    mp.get_context("spawn").Process(target=work, args=({str(pid_file)!r},)).start()
+    mp.get_context("spawn").Process(target=work, args=({str(pid_file)!r}, os.getpid())).start()
     time.sleep(120)
 """)
     job = subprocess.Popen([sys.executable, str(script)], env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
