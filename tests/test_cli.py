@@ -305,6 +305,8 @@ def test_a_finished_run_with_a_file_lost_since_is_named_as_such(tmp_path):
     (damaged / "config.json").write_text('{"config": {"meth')
     shown = json.loads(cli("runs", "show", str(damaged)).stdout)
     assert shown["problem"].startswith("state done, but invalid JSON in ") and "config.json" in shown["problem"]
+    (damaged / "status.json").write_text('{"state": "do')  # no state to name: the file is
+    assert RunDir(damaged).incomplete_reason().startswith(f"invalid JSON in {damaged / 'status.json'}")
 
 
 def test_report_leaves_out_a_damaged_run_and_says_so(tmp_path):

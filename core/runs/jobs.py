@@ -40,7 +40,7 @@ from core.runs.store import (
 JOB_COMMAND: list[str] = ["-m", "core", "job"]
 
 SLOTS_DIR = ".slots"
-QUEUE_DIR = "queue"  # under SLOTS_DIR: RUN_ID.json per job waiting for a slot, {"pid", "created"}
+QUEUE_DIR = "queue"  # under SLOTS_DIR: RUN_ID.json per job waiting for a slot, {"pid", "started", "created"}
 POLL_SECONDS = 0.5
 CANCEL_GRACE_SECONDS = 5.0
 

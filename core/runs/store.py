@@ -620,8 +620,12 @@ class RunDir:
         """Why this is not a finished run one can read (None when it is): its state, a missing required file, or
         one that does not parse (phrases.csv too, if present)."""
         try:
-            if self.state() != "done":
-                return f"state {self.state()}"
+            state = self.state()
+        except RunFormatError as e:  # status.json itself: no state to name
+            return str(e)
+        try:
+            if state != "done":
+                return f"state {state}"
             if missing := self.missing_files():
                 return f"state done, but {', '.join(missing)} missing"
             self.config(), self.privacy(), self.progress(), self.phrases()
