@@ -211,7 +211,11 @@ def test_slots_go_to_waiting_jobs_in_launch_order(tmp_path: Path) -> None:
 
     root = tmp_path / "runs"
     holder = RunDir.create(root / "holder", {}, seed=0)
-    first, second, third = (RunDir.create(root / name, {}, seed=0) for name in ("c-run", "b-run", "a-run"))
+    runs = []
+    for name in ("c-run", "b-run", "a-run"):
+        runs.append(RunDir.create(root / name, {}, seed=0))
+        time.sleep(0.01)  # creation times are in milliseconds: a tie would go by name (as launches never are)
+    first, second, third = runs
     queue = root / ".slots" / "queue"
     order: list[str] = []
 
