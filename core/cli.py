@@ -206,9 +206,9 @@ def cmd_job(args) -> int:
     run = RunDir(Path(args.run_dir))
     if run.config() is None:  # jobs.launch writes config.json before it starts this command
         raise RunError(f"not a launched run folder (no config.json): {run.path}")
-    if run.state() in TERMINAL or cancel_requested(run.path):  # cancelled (or finished) before it started
-        state = run.state() if run.state() in TERMINAL else "cancelled"
-        print(f"{run.run_id} is {state}: nothing to run", file=sys.stderr)  # it returned without a word
+    state = run.state()
+    if state in TERMINAL or cancel_requested(run.path):  # cancelled (or finished) before it started
+        print(f"{run.run_id} is {state if state in TERMINAL else 'cancelled'}: nothing to run", file=sys.stderr)
         return 0
     try:
         cfg = validate(run.run_config())
@@ -247,7 +247,7 @@ def cmd_report(args) -> int:
     if not runs.is_dir():
         raise ConfigError(f"--runs {runs}: not a folder")
     left_out = left_out_runs(runs)  # the report names them too
-    if not any(RunDir(path).is_complete() for path in runs.iterdir() if path.is_dir()):
+    if len(left_out) == sum(path.is_dir() and RunDir(path).exists() for path in runs.iterdir()):
         raise ConfigError(f"--runs {runs}: no finished runs there, nothing to report")
     if left_out:
         print(f"note: left out {len(left_out)} run folder(s) that are not finished runs: {'; '.join(left_out)}",

@@ -85,9 +85,12 @@ def test_sizes_no_stage_can_run_are_refused_up_front(override, message):
         preset_config("tiny", method="noisysgd", **override)
 
 
-def test_no_canaries_is_an_empty_setting():
-    assert preset_config("tiny", data__canaries="").data.canaries == ""
-    assert preset_config("tiny", data__canaries=" 1, 10 ;100").data.canaries == " 1, 10 ;100"
+def test_no_canaries_is_an_empty_setting_and_spaces_are_no_empty_item():
+    from core.data.secrets import parse_canary_counts
+
+    assert parse_canary_counts("") == parse_canary_counts("  ") == ()
+    assert parse_canary_counts(" 1, 10 ;100") == (1, 10, 100)
+    assert preset_config("tiny", data__canaries=" 1, 10 ;100").data.canaries == " 1, 10 ;100"  # accepted as written
 
 
 def test_zero_is_allowed_where_it_means_something():
