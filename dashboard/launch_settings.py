@@ -200,6 +200,9 @@ def save_launch_settings(prefix: str = "launch_") -> dict[str, Any]:
     settings["top_p"] = as_shown(settings["top_p"], TOP_P_DECIMALS)  # the p its box shows
     st.session_state[_SHADOW] = settings
     query = settings_to_query(settings)
-    if st.query_params.to_dict() != query:
+    current = st.query_params.to_dict()
+    # a bare /launch showing the defaults stays bare: Streamlit pushes a browser history entry for each new query
+    # string, so writing them on arrival made Back take two presses to leave the page
+    if current != query and (current or query != settings_to_query(LAUNCH_DEFAULTS)):
         st.query_params.from_dict(query)
     return settings

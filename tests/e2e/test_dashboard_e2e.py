@@ -135,6 +135,23 @@ def test_launch_keeps_the_presets_own_filter_when_the_preset_changes(server, bro
     assert exceptions(page) == []
 
 
+def test_one_back_press_leaves_the_launch_page(server, browser_page):
+    """Launch wrote its default settings into the URL on arrival, a new history entry (Streamlit pushes one per
+    query string), so Back first went to the bare /launch and took a second press to leave."""
+    page = browser_page
+    visit(page, server, "/calculator")
+    page.locator("[data-testid=stSidebarNavLink]").filter(has_text="Launch").click()
+    page.wait_for_url("**/launch*")
+    wait_ready(page)
+    page.wait_for_timeout(500)  # time for a query-string write, were there one
+    assert page.url == server + "/launch"  # the defaults: nothing to share beyond the bare page
+    page.go_back()
+    page.wait_for_url("**/calculator*")
+    wait_ready(page)
+    assert page.locator("[data-testid=stMain] h1").first.inner_text().strip() == "Privacy calculator"
+    assert exceptions(page) == []
+
+
 def test_an_idle_runs_page_notices_a_run_started_elsewhere(server, browser_page, e2e_dirs):
     """With no job running the Runs page does not poll its table, but a run that appears in the live folder (a
     launch from another tab, or the command line) must show without a reload."""
