@@ -354,7 +354,10 @@ def cmd_complete(args) -> int:
     for ref in args.runs:
         run = resolve_run(ref)
         try:
-            out.append({"run": run.run_id, "completion": complete_prefix(run, args.prefix, seed=args.seed)})
+            row = {"run": run.run_id, "completion": complete_prefix(run, args.prefix, seed=args.seed)}
+            if not row["completion"]:  # a blank reads as a fault: the model's first token ended the text
+                row["note"] = "empty: the model ended the text at its first token"
+            out.append(row)
         except (RunError, ModelLoadError) as exc:  # one run without weights does not stop the others
             out.append({"run": run.run_id, "error": str(exc)})
     print(json.dumps(out, ensure_ascii=False, indent=2))

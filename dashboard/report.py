@@ -17,6 +17,7 @@ from core.config import effective_config
 from dashboard import charts
 from dashboard.common import (
     PHRASE_NOTE,
+    completion_html,
     flatten,
     fmt_delta,
     fmt_eps,
@@ -131,7 +132,7 @@ def build_report_html(record: dict[str, Any], config: dict[str, Any], privacy: d
         rows = "".join(
             f"<tr><td>{highlight(str(r.get('prefix', '')), phrases or [])}</td>"
             f"<td>{highlight(str(r.get('reference', '')), phrases or [])}</td>"
-            f"<td>{highlight(str(r.get('completion', '')), phrases or [])}</td></tr>"
+            f"<td>{completion_html(str(r.get('completion', '')), phrases or [])}</td></tr>"
             for r in completions[:n_completions]
         )
         parts.append(f"<table><tr><th>prefix</th><th>reference</th><th>completion</th></tr>{rows}</table>")

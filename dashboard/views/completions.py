@@ -102,7 +102,7 @@ for i in chosen:
         note = ("" if row.get("prefix") == prefixes[i] else
                 f"<br><small>(this run's prefix at #{i} is another: “{html.escape(row.get('prefix', ''))}”; "
                 "another data config)</small>")
-        cells.append(f"<div>{label}<div class='text'>{c.highlight(row.get('completion', ''), phrases[rid])}"
+        cells.append(f"<div>{label}<div class='text'>{c.completion_html(row.get('completion', ''), phrases[rid])}"
                      f"{note}</div></div>")
     blocks.append(
         f"<div class='cmp'><div><b>#{i} prefix:</b> {c.highlight(prefixes[i], all_phrases)}</div>"
@@ -134,7 +134,7 @@ else:
         cells = []
         for rid in with_model:
             answer = answers.get(rid, {"error": "no answer"})
-            body = (c.highlight(answer["completion"], phrases[rid]) if "completion" in answer
+            body = (c.completion_html(answer["completion"], phrases[rid]) if "completion" in answer
                     else f"<i>{html.escape(answer.get('error', ''))}</i>")
             cells.append(f"<div>{labels[run_ids.index(rid)]}<div class='text'>{body}</div></div>")
         own_grid = f"display:grid;grid-template-columns:repeat({len(with_model)},minmax(0,1fr));gap:.75rem"
