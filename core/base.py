@@ -13,7 +13,7 @@ import torch
 from transformers import GPT2LMHeadModel
 
 from core.config import MODEL_WEIGHT_FILES, RunConfig, stable_hash
-from core.data import PreparedData
+from core.data import PreparedData, corpus_digest
 from core.models import build_tiny_gpt2, cache_root, load_local_model
 from core.tokenizer import encode_sentences, load_tokenizer, train_tokenizer
 from core.train import train_lm
@@ -25,9 +25,14 @@ PRIVATE_ONLY_DATA_FIELDS = ("canaries", "canary_seed", "canary_digits")
 def base_key(cfg: RunConfig, device: torch.device | str = "cpu") -> str:
     """Names the base model (and, with its digest, the pseudo data) in the artefact cache. One trained or used on a
     GPU is another artefact than the CPU's: its key names the device, so a CPU run never loads it (the CPU's key
-    is the one it always was)."""
+    is the one it always was). A corpus given as a file is keyed by its bytes as well (core.data.corpus_digest).
+    """
     data = {k: v for k, v in cfg.to_dict()["data"].items() if k not in PRIVATE_ONLY_DATA_FIELDS}
     key = {"data": data, "model": cfg.to_dict()["model"], "seed": cfg.seed}
+    if (digest := corpus_digest(cfg.data)) is not None:
+        # a corpus file's content, not only its path: an edited file moves users between the public and private
+        # sides, and a base cached before the edit would be "public" while trained on sentences now private
+        key["corpus_sha256"] = digest
     device = getattr(device, "type", device)  # a torch.device or its name
     return stable_hash(key if device == "cpu" else {**key, "device": device})
 

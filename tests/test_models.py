@@ -243,3 +243,35 @@ def test_a_cached_forward_pass_matches_the_full_one_without_deprecation_warnings
     # the output field has the argument's name (reading 5.24's old field name logs, it does not warn)
     assert CACHE_NAME in model(input_ids=ids, use_cache=True).keys()
     torch.testing.assert_close(step, full, atol=1e-5, rtol=1e-5)
+
+
+def test_an_edited_corpus_file_gets_a_base_model_of_its_own(tmp_path):
+    """The base model's cache was keyed by the corpus path alone: after lines were added to the file, users moved
+    from the public side to the private one, and the base trained on their sentences was still loaded as the
+    public model (a review measured 35 of its sentences on the private side)."""
+    import os
+
+    from core.data import clear_cache
+
+    words = "we talked about the weather and the long walk home tonight".split()
+    path = tmp_path / "corpus.jsonl"
+
+    def write(users: range) -> None:
+        rows = [{"text": f"{' '.join(words[(u + i) % 5:][:8])} number {u} {i}", "user_id": f"user{u}"}
+                for u in users for i in range(15)]
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+    def public_and_key() -> tuple[set[str], str]:
+        clear_cache()
+        cfg = micro_config(data__corpus=str(path), data__private_train=200, data__private_valid=20,
+                           data__private_test=20, data__public_train=100, data__public_valid=10)
+        return {s.text for s in load_prepared(cfg.data, cfg.seed).public_train}, base_key(cfg)
+
+    write(range(40))
+    public, key = public_and_key()
+    os.utime(path, ns=(1, 1))  # the same bytes with another time: the same base
+    assert public_and_key() == (public, key)
+    write(range(45))  # five users more: the seeded split moves some public users to the private side
+    public_after, key_after = public_and_key()
+    assert public - public_after  # sentences the first base trained on are no longer public ...
+    assert key_after != key  # ... so it is not loaded as this corpus's public model

@@ -8,6 +8,7 @@ nothing a private user wrote can reach the public model, the tokenizer or the ps
 from __future__ import annotations
 
 import functools
+import hashlib
 import random
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -196,6 +197,25 @@ def _source_key(cfg: DataConfig) -> tuple:
     return (cfg.corpus, fmt, stat.st_mtime_ns, stat.st_size)
 
 
+def corpus_digest(cfg: DataConfig) -> str | None:
+    """sha256 of a corpus file's bytes (None for the built-in chitchat, or a file that cannot be read): what the
+    public base model's cache key needs, as an edited file can move users between the public and private sides."""
+    if cfg.corpus == CHITCHAT:
+        return None
+    path = Path(cfg.corpus).expanduser()
+    try:
+        stat = path.stat()
+        return _file_sha256(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    except OSError:
+        return None  # load_corpus raises the clear error
+
+
+@functools.lru_cache(maxsize=_CACHE_ENTRIES)
+def _file_sha256(path: str, mtime_ns: int, size: int) -> str:  # mtime and size: read again once the file changes
+    with open(path, "rb") as stream:
+        return hashlib.file_digest(stream, "sha256").hexdigest()
+
+
 @functools.lru_cache(maxsize=_CACHE_ENTRIES)
 def _cached_records(corpus: str, corpus_format: str, source_key: tuple) -> list[Record]:
     return load_corpus(DataConfig(corpus=corpus, corpus_format=corpus_format))  # reads only these two fields
@@ -227,6 +247,7 @@ def load_prepared(cfg: DataConfig, seed: int) -> PreparedData:
 
 def clear_cache() -> None:
     _cached_records.cache_clear()
+    _file_sha256.cache_clear()
     _cached_prepared.cache_clear()
 
 
