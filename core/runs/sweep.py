@@ -145,6 +145,13 @@ def run_plan(plan: str, preset: str, out: Path, seed: int = 0, execute=None, ech
         if path.exists():
             import shutil
 
+            from core.runs.registry import reconcile
+
+            status = reconcile(RunDir(path)) or {}  # a run whose process is gone is marked failed first
+            if status.get("state") == "running" or (status.get("state") == "queued" and status.get("pid")):
+                echo(f"[{i}/{len(configs)}] {name}: NOT RUN: {path} holds a run in progress (pid "
+                     f"{status.get('pid')}; another sweep or a job): wait for it, or sweep into another --out")
+                continue
             shutil.rmtree(path)  # partial files of a run that died are never kept as results
         t = time.time()
         run = RunDir.create(path, cfg.to_dict(), cfg.seed)

@@ -41,6 +41,29 @@ def test_sweep_skips_finished_runs_and_redoes_broken_ones(tmp_path):
     assert any("teachers10: ppl" in line for line in lines)
 
 
+def test_a_run_in_progress_in_the_sweeps_folder_is_left_running(tmp_path):
+    """A sweep deleted every unfinished folder under its names, a run another sweep (or a job) was still writing
+    included; one whose process is gone is still redone."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "tiny-adp-eps3"
+    run = RunDir.create(path, preset_config("tiny", method="adp").to_dict(), 0)
+    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        run.set_status(state="running", pid=helper.pid)
+        lines = []
+        done = run_plan("adp", "tiny", tmp_path, execute=fake_execute, echo=lines.append)
+        assert done == ["tiny-adp-eps8"] and path.is_dir() and run.status()["state"] == "running"
+        assert lines[0] == (f"[1/2] tiny-adp-eps3: NOT RUN: {path} holds a run in progress (pid {helper.pid}; "
+                            "another sweep or a job): wait for it, or sweep into another --out")
+    finally:
+        helper.kill()
+        helper.wait()
+    done = run_plan("adp", "tiny", tmp_path, execute=fake_execute, echo=lambda line: None)
+    assert done == ["tiny-adp-eps3", "tiny-adp-eps8"] and run.is_complete()
+
+
 def test_a_seed_other_than_0_is_named_and_never_takes_seed_0s_runs(tmp_path):
     names = [name for name, _ in plan_configs("adp", "tiny", seed=1)]
     assert names == ["tiny-adp-eps3-seed1", "tiny-adp-eps8-seed1"]
