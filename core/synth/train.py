@@ -226,6 +226,10 @@ def _run(model, n: int, cfg: SynthConfig, z: float, epochs: int, lr: float, ghos
     model, optimizer, loader = make_private(model, n, cfg.batch_size, z, cfg.max_grad_norm, lr, ghost,
                                             poisson=True, optimizer_cls=optimizer_cls)
     schedule = poisson_schedule(loader, epochs)
+    q, steps = poisson_shape(n, cfg.batch_size, epochs)  # what plan_privacy calibrated z for and accounts
+    if not (math.isclose(loader.sample_rate, q) and len(schedule) == steps):  # as dpsgd.train_dp checks its own
+        raise RuntimeError(f"the {stage} schedule ({len(schedule)} steps at q {loader.sample_rate:g}) is not the one "
+                           f"its noise was calibrated for ({steps} steps at q {q:g})")
     per_epoch = len(loader)
     losses, running, taken = [], [], 0
     for t, idx in enumerate(schedule):

@@ -130,6 +130,24 @@ def test_train_lm_noises_each_release_with_its_share(monkeypatch, clipping, rele
     assert taken == 2 and seen["updates"] == releases * taken
 
 
+def test_a_schedule_other_than_the_calibrated_one_stops_training(monkeypatch):
+    """The noise is calibrated for plan_privacy's Poisson shape and the steps taken are accounted at its sampling
+    rate: a schedule of another length (a change to one side only) must stop the run, not train unaccounted."""
+    import core.synth.train as train
+    from core.synth.config import synth_config
+    from core.synth.model import Formatter
+
+    cfg = synth_config("tiny", generator="filter", epochs=1, batch_size=2)
+    fmt = Formatter(bos=0, sep=1, eos=0, pad=PAD, vocab_size=48, labels=("a", "b"), label_ids=((5,), (6,)),
+                    max_tokens=16)
+    batches = train.Batches(fmt, [[7, 8, 9], [10, 11], [12, 13, 14, 15], [16, 17]], [0, 1, 0, 1], seed=0)
+    real_schedule = train.poisson_schedule
+    monkeypatch.setattr(train, "poisson_schedule", lambda loader, epochs: real_schedule(loader, epochs + 1))
+    with pytest.raises(RuntimeError, match=r"the conditional-finetune schedule \(4 steps at q 0.5\) is not the one "
+                                           r"its noise was calibrated for \(2 steps at q 0.5\)"):
+        train.train_lm(tiny_model(), batches, cfg, 0.8, lambda *a, **k: None)
+
+
 def test_train_lm_releases_are_the_lm_loss_then_the_discriminator_loss(monkeypatch):
     """Algorithm 1: the first release clips the LM loss alone and drops the discriminator head's noise, the second
     the discriminator loss alone and drops the LM head's; a joint (summed) loss in either fails here."""
