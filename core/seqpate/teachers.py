@@ -249,6 +249,7 @@ class ProcessExecutor:
                     futures[next_group] = None
                     next_group += 1
         finally:
+            stop.set()  # an error or a cancel raised here: running groups stop after their current teacher too
             pool.shutdown(wait=True, cancel_futures=True)
         return total
 

@@ -115,6 +115,40 @@ def test_should_stop_cancels_outstanding_groups(one_thread):
     assert total.sum().item() < 8 * job.n_rows
 
 
+def test_an_error_in_the_parent_stops_the_running_groups_too(one_thread, monkeypatch):
+    """Only should_stop set the workers' stop event: an error raised in the parent (a cancel from a signal, a
+    failing progress line) left the running groups training every teacher they had while the pool shut down."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    spawn, events, at_shutdown = mp.get_context("spawn"), [], []
+
+    class RecordingContext:  # the spawn context, its stop event kept for the check
+        def __getattr__(self, name):
+            return getattr(spawn, name)
+
+        def Event(self):  # noqa: N802 (multiprocessing's name)
+            events.append(spawn.Event())
+            return events[-1]
+
+    real_shutdown = ProcessPoolExecutor.shutdown
+
+    def recording_shutdown(pool, *args, **kwargs):
+        at_shutdown.append(events[-1].is_set())
+        return real_shutdown(pool, *args, **kwargs)
+
+    monkeypatch.setattr(mp, "get_context", lambda method=None: RecordingContext())
+    monkeypatch.setattr(ProcessPoolExecutor, "shutdown", recording_shutdown)
+    job, data = micro_job(4)
+
+    def failing_progress(index):
+        raise RuntimeError("progress line could not be written")
+
+    with pytest.raises(RuntimeError, match="progress line"):
+        get_executor("process").run(job, data, on_teacher=failing_progress)
+    assert at_shutdown == [True]
+
+
 def test_a_whole_seqpate_run_on_ray_equals_the_local_run(tmp_path, local_ray):
     outputs = {}
     for executor in ("local", "ray"):
