@@ -58,6 +58,12 @@ def test_remaining_time_is_paced_on_a_finished_run_of_the_same_kind():
     now = T0 + timedelta(seconds=210)
     assert estimate.timing(status, now, profile) == (210, 590)
     assert estimate.timing(status, now) == (210, 190)  # the pace so far alone: t (1 - p) / p, less the 10 s since
+    # unless the progress moved within the first seconds: loading the data reached 4% in 1.5 s, and 14 s in, 35 s
+    # were estimated for a run that took 130 s more (a walk); unknown until a pace of at least MIN_PACE_S
+    data_only = {**status, "progress": 0.04, "progressed": (T0 + timedelta(seconds=1.5)).isoformat()}
+    assert estimate.timing(data_only, T0 + timedelta(seconds=14)) == (14, None)
+    assert estimate.timing({**data_only, "progressed": (T0 + timedelta(seconds=10)).isoformat()},
+                           T0 + timedelta(seconds=14)) == (14, 236)  # 10 s (1 - 0.04) / 0.04, less the 4 s since
     assert estimate.paced_remaining(0.1, 5, 5, profile) == 390  # 5 s against 10 s is jitter, not a speed: taken as equal
     assert estimate.paced_remaining(0.1, 100, 100, profile) == 3900  # ten times slower than the finished run's 10 s
     assert estimate.paced_remaining(0.5, 200, 900, profile) is None  # past what the pace predicts: unknown
