@@ -343,7 +343,9 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
     status = safe_read(run.status, {})
     privacy = safe_read(run.privacy, {})
     metrics = safe_read(run.metrics, {})
-    sp = as_dict(cfg.get("seqpate"))
+    # SeqPATE's settings only for SeqPATE runs: every config carries its preset's, and the "all runs" CSV listed
+    # Pub-GPT's 1,000 teachers and NoisySGD's query budget as if they had used them
+    sp = as_dict(cfg.get("seqpate")) if cfg.get("method") == "seqpate" else {}
     pv = as_dict(cfg.get("privacy"))
     requested = as_float(pv.get("epsilon"))
     accounted = as_float(privacy.get("epsilon"))

@@ -31,6 +31,19 @@ def test_export_preview_shows_missing_values_blank(roots, app_page):
     assert preview.proto.HasField("placeholder") and preview.proto.placeholder == ""
 
 
+def test_all_runs_lists_seqpate_settings_for_seqpate_runs_only(roots, app_page):
+    """Every config carries its preset's SeqPATE section: the CSV listed Pub-GPT's and NoisySGD's teachers, filter
+    and query budget as if they had used them, and a reviewer filtering on teachers picked those rows up."""
+    write_run(roots["cached"], "seq", "seqpate", epsilon=3.0, teachers=5)
+    write_run(roots["cached"], "pub", "pub-gpt")
+    write_run(roots["cached"], "sgd", "noisysgd", epsilon=3.0)
+    at = app_page("export")
+    rows = at.dataframe[0].value.set_index("run_id")
+    assert rows.loc["seq", "teachers"] == 5 and rows.loc["seq", "filter"] and rows.loc["seq", "partition"] == "random"
+    for other in ("pub", "sgd"):
+        assert rows.loc[[other], ["teachers", "filter", "partition", "query_budget"]].isna().all(axis=None), other
+
+
 def test_report_opens_on_seqpate_at_the_presets_defaults(roots, app_page):
     cached = roots["cached"]  # newest first in the run list: each run below is newer than the one before
     write_run(cached, "a-seq-eps3", "seqpate", epsilon=3.0)
