@@ -210,6 +210,23 @@ def teacher_curve_figure(df: pd.DataFrame, metric: str = "bleu4") -> go.Figure:
     return fig
 
 
+# Round values per decade for a log axis, finest first: phrase ε span anything from 3-10 (names) to 1-20,000 (canaries)
+LOG_TICK_MANTISSAS = ((1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 2, 3, 5, 7), (1, 2, 3, 5), (1, 3))
+
+
+def log_ticks(lo: float, hi: float, most: int = 10) -> list[float]:
+    """Ticks for a log axis over [lo, hi] (values, both > 0): the finest of LOG_TICK_MANTISSAS per decade that gives at
+    most `most` ticks (each keeps 3, the usual ε target), else every decade, thinned to at most `most`. A histogram of
+    ε 3-9.6 had ticks at 3 and 5 only, and its bars at 6.6, 7 and 9.6 could be read only by hovering."""
+    decades = range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+    for mantissas in LOG_TICK_MANTISSAS:
+        ticks = [float(f"{m}e{d}") for d in decades for m in mantissas if lo <= float(f"{m}e{d}") <= hi]
+        if len(ticks) <= most:
+            return ticks
+    powers = [float(f"1e{d}") for d in decades if lo <= float(f"1e{d}") <= hi]
+    return powers[:: math.ceil(len(powers) / most)]
+
+
 def phrase_epsilon_histogram(per_run: Mapping[str, tuple[str, Sequence[float]]], bins: int = 40) -> go.Figure:
     """One bar series per run (run id -> (method, phrase ε values)) on a log ε axis: names sit at a few units of ε,
     canaries inserted 100 times at hundreds, and a linear axis would squeeze the first into one bar. Every run is
@@ -239,8 +256,7 @@ def phrase_epsilon_histogram(per_run: Mapping[str, tuple[str, Sequence[float]]],
     # a first bar at ε 3 has its label under it
     pad = (edges[1] - edges[0]) / 2
     x_range = [edges[0] - pad, edges[-1] + pad]
-    ticks = [t for t in (0.1, 0.2, 0.5, 1, 2, 3, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000)
-             if x_range[0] <= math.log10(t) <= x_range[1]]
+    ticks = log_ticks(10 ** x_range[0], 10 ** x_range[1])
     fig.update_layout(barmode="group", bargap=0.1, title="ε per secret phrase", yaxis_title="phrases",
                       showlegend=True, **LAYOUT)
     fig.update_xaxes(title="ε of the phrase (log scale)", range=x_range, tickvals=[math.log10(t) for t in ticks],

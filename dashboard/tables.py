@@ -400,3 +400,47 @@ def privacy_cards(df: pd.DataFrame) -> list[dict[str, Any]]:
             "note": "; ".join(notes),
         })
     return cards
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Canary exposure (Carlini et al. 2019): how far a model prefers an inserted number to the others it could have been
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def exposure_table(metrics: Mapping[str, Any] | None, phrases: list[Mapping[str, Any]]) -> pd.DataFrame:
+    """One row per canary of a run (metrics.json's exposure_detail), with its phrase ε from phrases.csv (matched on
+    the copies inserted) and the most exposure a canary can have, log2 of its candidates."""
+    detail = [d for d in ((metrics or {}).get("exposure_detail") or []) if isinstance(d, Mapping)]
+    eps_of = {as_float(r.get("inserted")): as_float(r.get("epsilon")) for r in phrases if r.get("kind") == "canary"}
+    rows = []
+    for d in detail:
+        candidates = as_float(d.get("candidates"))
+        rows.append({
+            "copies inserted": d.get("inserted"),
+            "phrase ε": eps_of.get(as_float(d.get("inserted"))),
+            "exposure (bits)": as_float(d.get("exposure")),
+            "95% interval": (f"{d['exposure_low']:.1f} to {d['exposure_high']:.1f}"
+                             if present(d.get("exposure_low")) and present(d.get("exposure_high")) else ""),
+            "most possible": math.log2(candidates) if candidates and candidates > 0 else None,
+            "ranked by": (f"all {int(candidates):,} candidates" if d.get("method") == "exact" else
+                          f"{int(d.get('scored') or 0):,} sampled of {int(candidates or 0):,}"),
+        })
+    return pd.DataFrame(rows)
+
+
+def exposure_comparison(runs: list[tuple[Mapping[str, Any], Mapping[str, Any] | None]]) -> pd.DataFrame:
+    """Exposure per copies inserted (columns "1×", "10×", ...) of runs given as (record, metrics), one row each,
+    ordered by method then ε; runs without an exposure are left out."""
+    rows = []
+    for record, metrics in runs:
+        exposure = (metrics or {}).get("exposure")
+        if not isinstance(exposure, Mapping) or not exposure:
+            continue
+        row = {"run": record["run_id"], "method": method_label(record["method"]), "run ε": record["epsilon"],
+               "_order": (method_order(record["method"]), as_float(record["epsilon"]) or 0.0)}
+        for copies in sorted(exposure, key=lambda k: as_float(k) or 0.0):
+            row[f"{copies}×"] = as_float(exposure[copies])
+        rows.append(row)
+    if not rows:
+        return pd.DataFrame()
+    return pd.DataFrame(rows).sort_values("_order").drop(columns="_order").reset_index(drop=True)

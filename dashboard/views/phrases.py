@@ -52,8 +52,14 @@ if len(kinds) > 1:
     if kind != "all":
         phrases = phrases[phrases["kind"] == kind]
 
-# the summary REPORT.md gives (its share counts a phrase at the average even where the mean rounds a hair below)
-summary = summarize_phrase_epsilons([v for v in phrases["epsilon"] if v is not None and not math.isnan(v)])
+
+def phrase_summary(rows: pd.DataFrame) -> dict:
+    """The summary REPORT.md gives of these phrases' ε (its share counts a phrase at the average even where the mean
+    rounds a hair below)."""
+    return summarize_phrase_epsilons([v for v in rows["epsilon"] if v is not None and not math.isnan(v)])
+
+
+summary = phrase_summary(phrases)
 row = c.wrapping_row()  # wraps on a narrow page ('share ≤ av…' was cut at 900 px)
 c.metric(row, "phrases", f"{len(phrases):,}")
 c.metric(row, "average ε", c.fmt_eps(summary["avg"]))
@@ -61,6 +67,13 @@ c.metric(row, "min ε", c.fmt_eps(summary["min"]))
 c.metric(row, "max ε", c.fmt_eps(summary["max"]))
 share = summary["share_below_avg"]
 c.metric(row, "share ≤ average", "–" if math.isnan(share) else f"{share:.0%}")
+if kind == "all" and len(kinds) > 1:  # a phrase-avg run is calibrated on the names' average, not this one
+    plural = {"name": "names", "canary": "canaries"}
+    by_kind = ", ".join(f"{plural.get(k, k)} {c.fmt_eps(phrase_summary(phrases[phrases['kind'] == k])['avg'])}"
+                        for k in kinds)
+    st.caption(f"Averaged over every kind of phrase; by kind: {by_kind}"
+               + (" (this run is calibrated to an average name ε)." if chosen["privacy_target"] == "phrase-avg"
+                  else "."))
 
 
 TABLE_COLUMNS = {
@@ -187,5 +200,41 @@ def show_teachers_per_user() -> None:
         st.info("This run's privacy.json has no teachers_per_user histogram (only SeqPATE runs record it).")
 
 
-c.lazy_tabs({"Table": show_table, "ε histogram": show_histogram, "Teachers per user": show_teachers_per_user},
-            key="phrases_tab")
+def canary_setting(rid: str) -> tuple:
+    """What makes two runs' canaries the same numbers: copies, seed and digits (data config)."""
+    data = c.run_config_dict(c.get_run(rid)).get("data") or {}
+    return tuple(str(data.get(k)) for k in ("canaries", "canary_seed", "canary_digits"))
+
+
+def show_exposure() -> None:
+    """Canary exposure (Carlini et al. 2019) of the chosen run, and of the runs of its preset and seed that inserted
+    the same canaries: the attack's view beside the phrase ε."""
+    table = tables.exposure_table(c.read_shown(run, "metrics"), c.read_shown(run, "phrases"))
+    if table.empty:
+        st.info("This run inserted no canaries, so it has no exposure. A run made with `--canaries 1,10,100` puts a "
+                "random number into the private training data that many times and measures how far its model "
+                "prefers that number to every other it could have been.")
+        return
+    st.dataframe(table, hide_index=True, width="stretch", placeholder="", column_config={
+        "phrase ε": st.column_config.NumberColumn(format="%.3g", help="The canary's ε (phrases.csv)."),
+        "exposure (bits)": st.column_config.NumberColumn(format="%.1f"),
+        "most possible": st.column_config.NumberColumn(format="%.1f", help="log2 of the candidates: the model "
+                                                                           "prefers the canary to every other")})
+    st.caption("Exposure = log2 (candidates) − log2 (the canary's rank among every number of its digit count, by "
+               "how likely the model finds the canary sentence with it). About 1 bit or less: the model does not prefer "
+               "the inserted number; the most possible: it prefers it to all others. Measured on the trained model: an "
+               "attack's view of what it memorised, not a guarantee (the phrase ε is).")
+    mine = canary_setting(run_id)
+    kin = [i for i in records if records[i]["preset"] == chosen["preset"] and c.same_seed(records[i], chosen)
+           and canary_setting(i) == mine]
+    compared = tables.exposure_comparison([(records[i], c.read_shown(c.get_run(i), "metrics")) for i in kin])
+    if len(compared) > 1:
+        st.markdown(f"**Every run of {chosen['preset']}, seed {chosen['seed']} with these canaries** (exposure in "
+                    "bits by copies inserted)")
+        st.dataframe(compared, hide_index=True, width="stretch", placeholder="", column_config={
+            "run ε": st.column_config.NumberColumn(format="%.3g", help="The run's sample-level ε."),
+            **{col: st.column_config.NumberColumn(format="%.1f") for col in compared if col.endswith("×")}})
+
+
+c.lazy_tabs({"Table": show_table, "ε histogram": show_histogram, "Teachers per user": show_teachers_per_user,
+             "Canary exposure": show_exposure}, key="phrases_tab")

@@ -122,6 +122,18 @@ def test_histogram_leaves_out_runs_without_finite_epsilon_and_names_identical_on
     assert seq["y"] == sgd["y"] and sum(seq["y"]) == 3
     axis = hist["layout"]["xaxis"]
     assert axis["ticktext"][0] == "3" and axis["range"][0] <= math.log10(3)  # the first bar (ε 3) has its label
+    assert axis["ticktext"] == ["3", "4", "5", "6"]  # and the bar at 6.5 a tick beside it (it had 3 and 5 only)
     captions = " ".join(c.value for c in at.caption)
     assert "Not drawn (no phrase with a finite ε above 0): c-seq-inf." in captions
     assert "Same phrase ε in b-seq-by-user, d-sgd" in captions
+
+
+def test_a_log_axis_gets_round_ticks_fine_enough_to_read_its_bars():
+    """A histogram of ε 3 to 9.6 had ticks at 3 and 5 only: its bars at 6.6, 7 and 9.6 were read by hovering."""
+    from dashboard.charts import log_ticks
+
+    assert log_ticks(2.9, 9.9) == [3, 4, 5, 6, 7, 8, 9]
+    assert log_ticks(2.5, 70) == [3, 5, 7, 10, 20, 30, 50, 70]  # coarser per decade as the span grows, 3 kept
+    assert log_ticks(0.8, 20_000) == [1, 3, 10, 30, 100, 300, 1000, 3000, 10_000]  # names to a 100x canary
+    assert log_ticks(1e-3, 1e30) == [1e-3, 10, 1e5, 1e9, 1e13, 1e17, 1e21, 1e25, 1e29]  # decades, thinned to 10
+    assert log_ticks(0.3, 0.7)[0] == 0.3 and log_ticks(0.3, 0.7)[-1] == 0.7  # no float dust: 0.3, not 0.30000000000000004

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from apptest_helpers import metrics, open_tab, plotly_specs, texts
 from fake_runs import PHRASES, phrase_rows, write_run
@@ -498,3 +500,63 @@ def test_a_link_names_the_preset_and_the_tab(roots):
     assert not at.exception
     assert at.selectbox(key="pu_preset").value == "quick"  # not the preset with the most runs
     assert list(at.dataframe[0].value["run"]) == ["quick-seq"]
+
+
+def _with_exposure(run, exposure: dict[str, float], candidates: int = 1_000_000):
+    """Add a canary run's exposure to its metrics.json, as core.analysis.exposure records it."""
+    detail = [{"canary_id": f"canary-{k}x", "inserted": int(k), "candidates": candidates, "method": "sampled",
+               "scored": 4096, "more_likely": 0, "rank": 1.0, "exposure": v, "exposure_low": v / 2,
+               "exposure_high": v * 2} for k, v in exposure.items()]
+    run.write_metrics({**run.metrics(), "exposure": exposure, "exposure_detail": detail})
+
+
+CANARY_PHRASES = [{"phrase": "my ID is 123456", "occurrences": 1, "users": 1, "teachers": 1, "epsilon": 0.9,
+                   "kind": "canary", "inserted": 1},
+                  {"phrase": "my ID is 654321", "occurrences": 10, "users": 1, "teachers": 1, "epsilon": 8.5,
+                   "kind": "canary", "inserted": 10},
+                  {"phrase": "Alice", "occurrences": 3, "users": 2, "teachers": 2, "epsilon": 2.0, "kind": "name"}]
+
+
+def test_the_phrases_page_shows_canary_exposure_beside_the_phrase_epsilon(roots, app_page):
+    """Exposure, the one measured leak of an inserted canary (2.2 / 10.4 / 19.9 bits for quick's Pri-GPT against
+    0.2 for SeqPATE), was only in REPORT.md and statement.md: the Phrases page listed the canaries' ε alone."""
+    cached = roots["cached"]
+    seq = write_run(cached, "seq-canaries", "seqpate", epsilon=3.0, canaries="1,10", phrases=CANARY_PHRASES)
+    pri = write_run(cached, "pri-canaries", "pri-gpt", canaries="1,10",
+                    phrases=[{**r, "epsilon": float("inf")} for r in CANARY_PHRASES])
+    other = write_run(cached, "seq-other-canaries", "seqpate", epsilon=3.0, canaries="1,10",
+                      phrases=CANARY_PHRASES, config={"data__canary_seed": 9})  # other numbers: not compared
+    write_run(cached, "plain", "seqpate", epsilon=3.0, phrases=phrase_rows())
+    _with_exposure(seq, {"1": 0.2, "10": 0.3})
+    _with_exposure(pri, {"1": 2.2, "10": 10.4})
+    _with_exposure(other, {"1": 5.0, "10": 5.0})
+    at = app_page("phrases")
+    at.selectbox(key="phrases_run").set_value("seq-canaries").run()
+    at.session_state["phrases_tab"] = "Canary exposure"
+    at.run()
+    assert not at.exception
+    mine, compared = (d.value for d in at.dataframe)
+    assert mine["copies inserted"].tolist() == [1, 10] and mine["phrase ε"].tolist() == [0.9, 8.5]
+    assert mine["exposure (bits)"].tolist() == [0.2, 0.3] and mine["95% interval"].tolist() == ["0.1 to 0.4",
+                                                                                                 "0.1 to 0.6"]
+    assert mine["most possible"].tolist() == pytest.approx([math.log2(1e6)] * 2)
+    assert mine["ranked by"].tolist() == ["4,096 sampled of 1,000,000"] * 2
+    assert compared["run"].tolist() == ["pri-canaries", "seq-canaries"]  # Pri-GPT first, in the methods' order
+    assert compared["1×"].tolist() == [2.2, 0.2] and compared["10×"].tolist() == [10.4, 0.3]
+    # a run without canaries says why it has no exposure
+    at.selectbox(key="phrases_run").set_value("plain").run()
+    assert "inserted no canaries" in " ".join(i.value for i in at.info) and not at.exception
+
+
+def test_all_phrases_name_the_average_of_each_kind(roots, app_page):
+    """quick-phrases-seqpate-avg3 is calibrated to an average name ε of 3; with "all" chosen (a choice that stays
+    from run to run) its page showed "average ε 2.6", canaries included, beside the note on the calibration."""
+    write_run(roots["cached"], "avg", "seqpate", epsilon=0.9, canaries="1,10", phrases=CANARY_PHRASES,
+              config={"privacy__target": "phrase-avg"})
+    at = app_page("phrases")
+    at.radio(key="phrases_kind").set_value("all").run()
+    assert not at.exception and metrics(at)["average ε"] == "3.8"  # (0.9 + 8.5 + 2) / 3
+    assert ("Averaged over every kind of phrase; by kind: canaries 4.7, names 2 (this run is calibrated to an "
+            "average name ε).") in [x.value for x in at.caption]
+    at.radio(key="phrases_kind").set_value("name").run()
+    assert metrics(at)["average ε"] == "2" and not any("by kind" in x.value for x in at.caption)
