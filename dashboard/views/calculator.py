@@ -26,6 +26,9 @@ st.caption("Instant what-if numbers from core.privacy: the same code that accoun
 # "ε from noise" gives the ε typed back or a hair below it, and "queries from ε and noise" at least the Q typed
 # (rounded to nearest, σ 0.005 short answered 999 queries for 1,000 and an ε of 1 came back 1.0001, "moderate").
 STD_KEY = "calc_sp_std"
+# DP-SGD's noise multiplier is handed over the same way, to 4 decimals: its values are near 1 (0.7904 for tiny's
+# NoisySGD at ε 3), where two decimals would add up to 1% more noise than the ε asked for
+SIGMA_KEY, SIGMA_DECIMALS = "calc_dp_sigma", 4
 
 
 def std_box(where) -> float | None:
@@ -108,8 +111,9 @@ def dpsgd_calculator() -> None:
         eps = c.epsilon_input(a, key="calc_dp_eps", persist_state="page")
         given = eps
     else:
-        sigma = c.float_input(a, "noise multiplier", min_value=0.05, max_value=MAX_STD, value=1.0, step=0.1,
-                              key="calc_dp_sigma", persist_state="page")
+        first = {} if SIGMA_KEY in st.session_state else {"value": 1.0}  # a value set by the page is not overridden
+        sigma = c.float_input(a, "noise multiplier", decimals=SIGMA_DECIMALS, min_value=0.05, max_value=MAX_STD,
+                              step=0.1, key=SIGMA_KEY, persist_state="page", **first)
         given = sigma
     if None in (n, batch, epochs, delta, given):  # a box out of its range says so beneath it
         return
@@ -125,6 +129,9 @@ def dpsgd_calculator() -> None:
     with st.spinner("PLD accountant…"):
         if mode == "noise multiplier from ε":
             sigma = c.dpsgd_noise(eps, delta, q, steps)
+            # handed to "ε from noise multiplier" as the σ box is (rounded up: ε comes back at or under the typed one)
+            scale = 10**SIGMA_DECIMALS
+            st.session_state[SIGMA_KEY] = min(max(math.ceil(round(sigma * scale, 6)) / scale, 0.05), MAX_STD)
         else:
             eps = c.dpsgd_eps(sigma, q, steps, delta)
     row = c.wrapping_row()

@@ -170,6 +170,25 @@ def test_calculator_dpsgd_tab(roots, app_page):
     assert metrics(at)["ε"] == f"{dpsgd_epsilon(0.8, q, steps, 1e-6):.3g}"
 
 
+def test_calculator_dpsgd_hands_its_noise_multiplier_to_the_other_mode(roots, app_page):
+    """Switching from "noise multiplier from ε" to "ε from noise multiplier" showed the box's 1.00 again (the
+    SeqPATE tab carries its σ over): a teacher's round trip did not give their ε back."""
+    from core.privacy import dpsgd_noise_multiplier, poisson_shape
+
+    at = app_page("calculator")
+    at.session_state["calc_tab"] = "DP-SGD"
+    at.run()
+    at.number_input(key="calc_dp_n").set_value(2000).run()
+    q, steps = poisson_shape(2000, 32, 2)
+    sigma = dpsgd_noise_multiplier(3.0, 1e-6, q, steps)
+    assert metrics(at)["noise multiplier"] == f"{sigma:.4g}"
+    at.radio(key="calc_dp_mode").set_value("ε from noise multiplier").run()
+    carried = at.number_input(key="calc_dp_sigma").value
+    assert carried == math.ceil(sigma * 10**4) / 10**4 and carried - sigma < 1e-4  # rounded up, to 4 decimals
+    eps = dpsgd_epsilon(carried, q, steps, 1e-6)
+    assert 2.99 < eps <= 3.0 and metrics(at)["ε"] == f"{eps:.3g}" and not at.exception
+
+
 def test_export_page_and_self_contained_report(roots, app_page):
     write_run(roots["cached"], "seq", "seqpate", phrases=phrase_rows())
     write_run(roots["cached"], "pub", "pub-gpt")
