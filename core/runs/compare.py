@@ -158,10 +158,16 @@ class BleuComparison:
             scored = f"{self.n_completions // self.draws} test prefixes x {self.draws} draws ({scored}; BLEU-4: mean of the draws')"
         grams = "4-gram" if self.fourgrams_a == 1 else "4-grams"
         # a handful of matching 4-grams (none at all is smoothed): BLEU-4 then mostly reflects length and smoothing
+        caveat = ""
+        if self.fourgrams_a == self.fourgrams_b == 0:  # a walk read "B is higher" on tiny as a real lead
+            caveat = ("; neither run matches a 4-gram of the references, so BLEU-4 here is the smoothed 1- to 3-gram "
+                      "precisions and the length penalty"
+                      + (", of one sampled completion per prefix (--draws N, for runs that kept their weights, "
+                         "tests over several)" if self.draws == 1 else ""))
         return (
             f"BLEU-4 A {self.bleu_a:.2f} ({self.fourgrams_a} matching {grams}) vs B {self.bleu_b:.2f} "
             f"({self.fourgrams_b}), paired approximate randomization p = {self.p_value:.3f} over {scored}: "
-            f"{self.verdict}"
+            f"{self.verdict}{caveat}"
         )
 
 

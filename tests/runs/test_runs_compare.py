@@ -140,6 +140,15 @@ def test_bleu_comparison_scores_as_the_runs_do_and_tests_the_difference():
     # no matching 4-gram at all still scores above 0 (sacrebleu's exp smoothing): the count says what it rests on
     assert result.bleu_b > 0.1 and "(480 matching 4-grams) vs B 0.16 (0)" in result.summary()
     assert compare_bleu(poor, good, REFERENCES, trials=2000).verdict == "B is higher"
+    # where neither run matches a 4-gram, the verdict says what BLEU-4 then measures (a walk read a tiny "B is
+    # higher", 0.21 against 0.55 with none on either side, as a real lead)
+    shorter = [f"i think {i}" for i in range(len(REFERENCES))]
+    neither = compare_bleu(shorter, poor, REFERENCES, trials=2000)
+    assert neither.summary().endswith(
+        ": B is higher; neither run matches a 4-gram of the references, so BLEU-4 here is the smoothed 1- to 3-gram "
+        "precisions and the length penalty, of one sampled completion per prefix (--draws N, for runs that kept "
+        "their weights, tests over several)")
+    assert "neither run" not in result.summary()
     # two halves of the same quality, swapped: no difference the test can see
     mixed_a = good[:30] + poor[30:]
     mixed_b = poor[:30] + good[30:]
