@@ -22,6 +22,8 @@ from dashboard.tables import epsilon_group
 
 TRACE_COLORS = ("#2b6cb0", "#c53030", "#2f855a", "#6b46c1", "#b7791f")  # lines that are not methods
 METRIC_LABELS = {"bleu4": "BLEU-4", "ppl": "Perplexity (lower is better)", "bleu1": "BLEU-1", "r_name": "R_name"}
+# y axes name BLEU's scale: sacrebleu's 0-100, so a 0.23 is not 23% (a walk's note for a student reading the charts)
+AXIS_TITLES = {**METRIC_LABELS, "bleu4": "BLEU-4 (0-100)", "bleu1": "BLEU-1 (0-100)"}
 # Every chart of the dashboard uses this layout (python -m dashboard builds one figure with it before serving: the
 # first use of the template costs ~0.6 s of imports and copies).
 LAYOUT = dict(margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.2), template="plotly_white")
@@ -142,7 +144,8 @@ def privacy_utility_figure(df: pd.DataFrame, metric: str = "bleu4", title: str |
     label = METRIC_LABELS.get(metric, metric)
     traces, ticks = _privacy_utility_traces(df, metric)
     fig = go.Figure(traces)
-    fig.update_layout(title=title or f"{label} vs ε", xaxis_title="ε (log scale)", yaxis_title=label, **LAYOUT)
+    fig.update_layout(title=title or f"{label} vs ε", xaxis_title="ε (log scale)",
+                      yaxis_title=AXIS_TITLES.get(metric, label), **LAYOUT)
     fig.update_xaxes(type="log", tickvals=ticks, ticktext=[f"{t:g}" for t in ticks])
     if metric == "ppl":
         fig.update_yaxes(type="log")
@@ -164,7 +167,7 @@ def privacy_utility_panels(df: pd.DataFrame) -> go.Figure:
         fig.add_traces(traces, rows=1, cols=col)
         fig.update_xaxes(type="log", tickvals=ticks, ticktext=[f"{t:g}" for t in ticks], title_text="ε (log scale)",
                          row=1, col=col)
-    fig.update_yaxes(title_text="BLEU-4", row=1, col=1)
+    fig.update_yaxes(title_text=AXIS_TITLES["bleu4"], row=1, col=1)
     fig.update_yaxes(type="log", row=1, col=2)
     fig.update_layout(**PANELS_LAYOUT)
     return fig
@@ -203,7 +206,7 @@ def teacher_curve_figure(df: pd.DataFrame, metric: str = "bleu4") -> go.Figure:
     if (_made_here(df) != "").any():
         fig.add_trace(_made_here_legend())
     fig.update_layout(title=f"SeqPATE: {label} vs number of teachers", xaxis_title="teachers (M)",
-                      yaxis_title=label, showlegend=True, **LAYOUT)
+                      yaxis_title=AXIS_TITLES.get(metric, label), showlegend=True, **LAYOUT)
     fig.update_xaxes(type="log")
     if (y_range := span_at_least(df[metric].tolist() if metric in df else [])) is not None:
         fig.update_yaxes(range=y_range)

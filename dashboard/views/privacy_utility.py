@@ -39,7 +39,7 @@ if not variants:
     main = main[main["variant"].fillna("") == ""]
 
 metric_cols = {"PPL": st.column_config.NumberColumn(format="%.2f"),
-               "BLEU-4": st.column_config.NumberColumn(format="%.2f"),
+               "BLEU-4": st.column_config.NumberColumn(format="%.2f", help="sacrebleu BLEU-4 of completions (0-100)"),
                "ε": st.column_config.NumberColumn(format="%.3g")}
 seqpate = runs[runs["method"] == "seqpate"]
 

@@ -51,6 +51,7 @@ def test_privacy_utility_chart_has_points_and_reference_lines(results, app_page)
     assert not {"seq-topk", "seq-m5"} & ids  # variants (filter, teacher count) only when asked for
     # not plotly's "5" for 0.5, and no 10 beside the 8 (at 900 px their labels touched)
     assert bleu["layout"]["xaxis"]["ticktext"] == ["0.5", "1", "2", "3", "5", "8"]
+    assert bleu["layout"]["yaxis"]["title"]["text"] == "BLEU-4 (0-100)"  # sacrebleu's scale: 0.23 is not 23%
     seq_points = next(t for t in bleu["data"] if t["name"] == "SeqPATE" and t["mode"] == "markers")
     by_id = {cd[0]: y for cd, y in zip(seq_points["customdata"], seq_points["y"], strict=True)}
     assert by_id["seq-eps3"] == 2.5
