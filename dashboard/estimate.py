@@ -162,9 +162,9 @@ def timing(status: dict[str, Any], now: datetime | None = None, profile: Sequenc
     The pace is read where the progress last moved (t seconds in, at fraction p): with a finished run of the same
     kind that paces it (profile, whose times count from `origin` seconds into this run: Pace), paced_remaining;
     else t * (1 - p) / p remain from there, less the time since, once t is at least MIN_PACE_S (a walk saw 35 s
-    estimated for a run that took 130 s more: its 4% came from loading the data in 1.5 s). A stage that writes no progress (tokenizer
-    training, say) so counts the estimate down instead of stretching it, and once it runs past the estimate the
-    remaining time is unknown (None)."""
+    estimated for a run that took 130 s more: its 4% came from loading the data in 1.5 s). A stage that writes no
+    progress (tokenizer training, say) so counts the estimate down instead of stretching it, and once it runs past
+    the estimate the remaining time is unknown (None)."""
     now = now or datetime.now(UTC)
     started = parse_time(status.get("started"))
     if started is None:

@@ -419,8 +419,8 @@ def exposure_table(metrics: Mapping[str, Any] | None, phrases: list[Mapping[str,
             "copies inserted": d.get("inserted"),
             "phrase ε": eps_of.get(as_float(d.get("inserted"))),
             "exposure (bits)": as_float(d.get("exposure")),
-            "95% interval": (f"{d['exposure_low']:.1f} to {d['exposure_high']:.1f}"
-                             if present(d.get("exposure_low")) and present(d.get("exposure_high")) else ""),
+            "95% interval": (f"{low:.1f} to {high:.1f}" if (low := as_float(d.get("exposure_low"))) is not None
+                             and (high := as_float(d.get("exposure_high"))) is not None else ""),
             "most possible": math.log2(candidates) if candidates and candidates > 0 else None,
             "ranked by": (f"all {int(candidates):,} candidates" if d.get("method") == "exact" else
                           f"{int(d.get('scored') or 0):,} sampled of {int(candidates or 0):,}"),
