@@ -57,6 +57,16 @@ def test_report_opens_on_seqpate_at_the_presets_defaults(roots, app_page):
     assert at.selectbox(key="export_report_run").value == "a-seq-eps3"
 
 
+def test_report_opens_on_the_copy_the_other_pages_show(roots, app_page):
+    """tiny's SeqPATE at ε 3 is in four sweep plans: the report opened on the newest copy (PPL 909.46) while the
+    Overview and the headline CSV show the one whose run id sorts first (909.34)."""
+    write_run(roots["cached"], "a-seq-eps3", "seqpate", epsilon=3.0, ppl=909.34)
+    write_run(roots["cached"], "z-seq-teachers", "seqpate", epsilon=3.0, ppl=909.46)  # newest, listed first
+    at = app_page("export")
+    assert at.selectbox(key="export_report_run").options[0].startswith("z-seq-teachers")
+    assert at.selectbox(key="export_report_run").value == "a-seq-eps3"
+
+
 def test_report_chart_has_the_runs_at_their_defaults(roots):
     cached = roots["cached"]
     write_run(cached, "seq", "seqpate", epsilon=3.0, bleu4=2.5)
