@@ -64,6 +64,13 @@ def run_file(run_id: str, name: str):
     return read_lines(signature, str(run.path), run.source, name)
 
 
+def as_printed(value: float | None, decimals: int = 3) -> float | None:
+    """The number REPORT.md and the README print for value (Python's format: correctly rounded, a tie to even),
+    which a table's own format then shows unchanged: that format rounds a tie up (0.3125 to 0.313, where they read
+    0.312), and numpy's round scales first (0.2375, stored a hair below, to 0.238, where they read 0.237)."""
+    return float(f"{value:.{decimals}f}") if c.present(value) and math.isfinite(value) else value
+
+
 def eps_label(eps: float | None) -> str:
     return "∞ (not private)" if eps is not None and math.isinf(eps) else c.fmt_eps(eps)
 
@@ -109,9 +116,7 @@ def pivot(value: str) -> pd.DataFrame:
     grid = grid.reindex(columns=[g for g in GENERATORS if g in grid.columns])
     grid = grid.sort_index(ascending=False)
     grid.index = pd.Index([eps_label(e) for e in grid.index], name="ε")
-    # to 3 decimals here, half to even as REPORT.md and the README print them: the table's own format rounded
-    # 0.3125 up to 0.313 where they read 0.312
-    return grid.round(3)
+    return grid.map(as_printed)  # to 3 decimals as REPORT.md and the README print them
 
 
 def show_accuracy() -> None:
@@ -134,7 +139,7 @@ def show_accuracy() -> None:
     accuracy = pivot("accuracy (synthetic)")
     original = table["accuracy (real)"].dropna()
     if not original.empty:
-        accuracy.loc["real train data"] = round(float(original.mean()), 3)
+        accuracy.loc["real train data"] = as_printed(float(original.mean()))
     st.dataframe(accuracy, width="stretch", column_config={g: st.column_config.NumberColumn(GENERATORS[g], format="%.3f")
                                                             for g in GENERATORS})
     chance = ", ".join(f"{1 / n:.3f} ({n} labels)" for n in sorted(label_counts))
@@ -156,11 +161,21 @@ def show_accuracy() -> None:
                                 "δ": every["δ"].map(c.fmt_delta)})
         numbers = ["accuracy (synthetic)", "accuracy (real)", "label agreement", "separability", "discriminator",
                    "LM test loss", *(f"{n}-gram" for n in range(3, 8))]
-        st.dataframe(every, hide_index=True, width="stretch",
+        every = every.assign(**{name: every[name].map(as_printed) for name in numbers})  # as the tables above
+        column_help = {
+            "accuracy (real)": "the same classifier trained on the real train set",
+            "label agreement": "share of synthetic samples whose label the real-data classifier predicts",
+            "discriminator": "the run's discriminator head's accuracy on the real test texts",
+            "LM test loss": "the fine-tuned language model's loss on the real test texts",
+            "passed filter": "filter runs: samples the discriminator scored above its threshold",
+        }
+        st.dataframe(every, hide_index=True, width="stretch", placeholder="",  # a filter count only for filter runs
                      column_config={"run": st.column_config.TextColumn(width="large"),
                                     "ε target": st.column_config.TextColumn(width="medium"),
                                     "ε": st.column_config.TextColumn(width="medium"),
-                                    **{name: st.column_config.NumberColumn(format="%.3f") for name in numbers}})
+                                    **{name: st.column_config.NumberColumn(format="%.3f", help=column_help.get(name))
+                                       for name in numbers},
+                                    "passed filter": st.column_config.NumberColumn(help=column_help["passed filter"])})
 
 
 def show_memorisation() -> None:
@@ -178,11 +193,11 @@ def show_memorisation() -> None:
     seed_rank = {seed: k for k, seed in enumerate(sorted(lines["seed"].dropna().unique()))}  # dashes by rank
     for row in lines.to_dict("records"):
         name = f"ε = {eps_label(row['ε target'])}" + (f", seed {row['seed']}" if several_seeds else "")
-        # each seed its own dash, so that a seed's line running under another's stays visible
-        dash = ("solid", "dot", "dash", "dashdot", "longdash")[seed_rank.get(row["seed"], 0) % 5] if several_seeds \
-            else "solid"
+        # each seed its own marker, so that a seed's line running under another's stays visible (solid lines: the
+        # caption keeps dashes for the real test texts; a seed's dashed line read as one)
+        symbol = ("circle", "square", "diamond", "triangle-up", "x")[seed_rank.get(row["seed"], 0) % 5]
         fig.add_trace(go.Scatter(x=grams, y=[row[f"{n}-gram"] for n in range(3, 8)], mode="lines+markers",
-                                 name=name, customdata=[[row["run"]]] * 5, line=dict(dash=dash),
+                                 name=name, customdata=[[row["run"]]] * 5, marker=dict(symbol=symbol, size=8),
                                  hovertemplate="%{y:.4f} (run %{customdata[0]})"))
         if c.present(row["seed"]) and row["seed"] not in references:
             metrics = c.read_shown(c.get_run(row["run"]), "metrics") or {}
@@ -208,12 +223,14 @@ def show_run() -> None:
                         + (f" · seed {r['seed']}" if several_seeds else "") + f" · {r['run']}" for r in rows}
     run_id = st.selectbox("Run", options, key="synth_run", persist_state="page", format_func=labels.get)
     chosen = table[table["run"] == run_id].iloc[0]
-    cols = st.columns(5)
-    cols[0].metric("accuracy (synthetic)", c.fmt_num(chosen["accuracy (synthetic)"], 3))
-    cols[1].metric("accuracy (real)", c.fmt_num(chosen["accuracy (real)"], 3))
-    cols[2].metric("separability", c.fmt_num(chosen["separability"], 3))
-    cols[3].metric("ε", eps_label(chosen["ε"]))
-    cols[4].metric("δ", c.fmt_delta(chosen["δ"]))
+    row = c.wrapping_row()  # five equal columns cut every number to "0.…" at 900 px
+    c.metric(row, "accuracy (synthetic)", c.fmt_num(chosen["accuracy (synthetic)"], 3),
+             help="a classifier trained on the synthetic samples, tested on the real test texts")
+    c.metric(row, "accuracy (real train data)", c.fmt_num(chosen["accuracy (real)"], 3),
+             help="the same classifier trained on the real train set instead: the reference")
+    c.metric(row, "separability", c.fmt_num(chosen["separability"], 3))
+    c.metric(row, "ε", eps_label(chosen["ε"]))
+    c.metric(row, "δ", c.fmt_delta(chosen["δ"]))
     if c.present(chosen["ε"]) and math.isfinite(chosen["ε"]):
         st.caption(OUTSIDE_EPSILON)
     if c.present(chosen["passed filter"]):
@@ -248,6 +265,10 @@ def show_run() -> None:
                       else ". Synthetic text from a DP model (post-processing)."))
         label = st.selectbox("Label", list(counts.index), key="synth_label", persist_state="page")
         shown = samples[samples["label"] == label].drop(columns=["label"])
+        if chosen["generator"] != "filter":  # only the filter keeps or drops: "kept: accepted" read as a filter
+            shown = shown.drop(columns=["kept"], errors="ignore")
+            st.caption(f"{chosen['generator']} keeps every sample it generates: p(label | text), its discriminator's "
+                       "score, is shown for information and filters nothing.")
         st.dataframe(shown, hide_index=True, width="stretch",
                      column_config={"disc_prob": st.column_config.NumberColumn("p(label | text)", format="%.3f")})
 

@@ -183,10 +183,42 @@ def test_runs_of_several_seeds_are_told_apart_and_the_lowest_seed_opens(roots):
     (ngrams,) = plotly_specs(open_tab(at, "synth_tab", "Memorisation (n-grams)"))
     names = [t["name"] for t in ngrams["data"]]
     assert names[:3] == ["ε = 3, seed 0", "ε = 3, seed 1", "ε = 3, seed 2"]
-    assert len({t["line"]["dash"] for t in ngrams["data"][:3]}) == 3  # none hides under another
+    assert len({t["marker"]["symbol"] for t in ngrams["data"][:3]}) == 3  # none hides under another
+    # dashes are the real test texts' only, as the caption says (seed 2's run line was dashed like seed 0's texts)
+    assert all("dash" not in t.get("line", {}) for t in ngrams["data"][:3])
+    assert all(t["line"]["dash"] in ("dash", "longdash", "longdashdot", "dashdot") for t in ngrams["data"][3:])
     # each seed's split has its own real test texts
     assert names[3:] == ["real test texts, seed 0", "real test texts, seed 1", "real test texts, seed 2"]
     open_tab(at, "synth_tab", "One run: embeddings and samples")
     run = at.selectbox(key="synth_run")
     assert run.value == "s-filter-3-seed0"
     assert run.options[0] == "filter · ε = 3 · seed 0 · s-filter-3-seed0"
+
+
+def test_every_table_rounds_as_report_and_readme_print(roots):
+    """0.3125 showed 0.312 in the summary tables and 0.313 under "Every run" (the table's format rounds a tie up),
+    and 0.2375 (stored a hair below) 0.238 in the table but 0.237 in the run's metric and in the README."""
+    write_synth_run(roots["live"], "s-pplm-3", "pplm", 3.0, 0.2375, separability=0.3125)
+    at = open_page("synthetic")
+    accuracy, separability = at.dataframe[0].value, at.dataframe[1].value
+    assert accuracy.loc["3", "pplm"] == 0.237 and separability.loc["3", "pplm"] == 0.312
+    every = at.dataframe[2].value.set_index("run")
+    assert (every.loc["s-pplm-3", "accuracy (synthetic)"], every.loc["s-pplm-3", "separability"]) == (0.237, 0.312)
+    open_tab(at, "synth_tab", "One run: embeddings and samples")
+    shown = metrics(at)
+    assert (shown["accuracy (synthetic)"], shown["separability"], shown["accuracy (real train data)"]) == (
+        "0.237", "0.312", "0.600")
+
+
+def test_only_the_filter_run_shows_which_samples_it_kept(roots):
+    """Every PPLM and multitask sample read "kept: accepted", p(label | text) 0.16 to 0.30 under a 0.5 threshold:
+    those generators filter nothing."""
+    write_synth_run(roots["live"], "s-pplm-3", "pplm", 3.0, 0.3)
+    write_synth_run(roots["live"], "s-filter-3", "filter", 3.0, 0.3)
+    at = open_tab(open_page("synthetic"), "synth_tab", "One run: embeddings and samples")
+    at.selectbox(key="synth_run").set_value("s-pplm-3").run()
+    assert "kept" not in at.dataframe[0].value.columns
+    assert ("pplm keeps every sample it generates: p(label | text), its discriminator's score, is shown for "
+            "information and filters nothing.") in texts(at)
+    at.selectbox(key="synth_run").set_value("s-filter-3").run()
+    assert at.dataframe[0].value["kept"].tolist() == ["accepted"] * 2 and "filters nothing" not in texts(at)
