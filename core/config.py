@@ -365,14 +365,23 @@ _FLOAT_FIELDS = {name: {f.name for f in fields(cls) if "float" in str(typing.get
                  for name, cls in SECTIONS.items()}
 
 
+# The fields of a synthetic-data run's core config ("base") that it never reads: only the public base model is
+# built from it (core.base.load_or_train_base: data, model and seed; core.synth samples with its own settings)
+SYNTH_BASE_UNREAD = ("method", "decode", "privacy", "seqpate", "dpsgd")
+
+
 def effective_config(config: dict[str, Any]) -> dict[str, Any]:
     """A run config (RunConfig.to_dict()) without the fields its method never reads, e.g. a Pub-GPT run's
     SeqPATE section or a Pri-GPT run's epsilon. Two runs that differ only in such fields are the same run (one
     launched before a default it never reads changed, say): they are copies, not two settings or two seeds.
 
     When in doubt a field counts as read: a wrongly kept field shows a setting apart, a wrongly dropped one would
-    merge two different runs. A config of another shape (a synthetic-data run) is returned unchanged."""
+    merge two different runs. A synthetic-data run keeps its settings but for its base config's SYNTH_BASE_UNREAD
+    (its public base model reads the data, model and seed); a config of another shape is returned unchanged."""
     method = config.get("method")
+    if str(method).startswith("synth-") and isinstance(config.get("base"), dict):
+        # a synthetic-data run's report listed base.privacy.epsilon 3 beside its own ε, inf in an ε = ∞ run
+        return {**config, "base": {k: v for k, v in config["base"].items() if k not in SYNTH_BASE_UNREAD}}
     if method not in METHODS:
         return config
     kept = {key: value for key, value in config.items() if not isinstance(value, dict)}

@@ -52,6 +52,23 @@ def test_a_config_of_another_shape_is_kept_whole():
     assert effective_config(synth) == synth
 
 
+def test_a_synthetic_runs_base_config_counts_only_what_builds_its_base_model():
+    """A synthetic-data run's "base" is the core config of its public base model, built from its data, model and
+    seed; its ε (3 in an ε = ∞ run's report), SeqPATE and DP-SGD settings are never read."""
+    def synth(**base_overrides):
+        return {"method": "synth-multitask", "preset": "tiny", "seed": 0, "privacy": {"epsilon": 8.0},
+                "synth": {"generator": "multitask"},
+                "base": preset_config("tiny", method="pub-gpt", **base_overrides).to_dict()}
+
+    plain = effective_hash(synth())
+    assert effective_hash(synth(privacy__epsilon=8.0, seqpate__teachers=5, dpsgd__lr=1e-4)) == plain
+    assert effective_hash({**synth(), "base": {**synth()["base"], "method": "seqpate"}}) == plain
+    assert effective_hash(synth(data__public_train=500)) != plain  # another public base model
+    assert effective_hash(synth(model__pretrain_epochs=2)) != plain
+    assert effective_hash({**synth(), "privacy": {"epsilon": 3.0}}) != plain  # its own ε, read
+    assert set(effective_config(synth())["base"]) == {"preset", "seed", "data", "model"}
+
+
 def test_a_whole_number_in_a_float_field_is_the_same_setting():
     # a --config file may write 5 where the preset has 5.0: JSON (and the config hash) keep them apart
     config = preset_config("quick", method="seqpate").to_dict()

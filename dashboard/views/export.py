@@ -93,16 +93,21 @@ def make_report() -> bytes:
     chart_runs = report.chart_runs(finished[finished["preset"] == record["preset"]], run_id,
                                    tables.made_here_in_place())
     figures = report.report_figures(record, chart_runs, c.read_shown(run, "progress"))
-    document = report.build_report_html(record, c.run_config_dict(run), c.read_shown(run, "privacy"),
-                                        c.read_shown(run, "metrics"), c.read_shown(run, "completions"), phrases,
-                                        figures, n_completions=n_completions)
+    metrics = c.read_shown(run, "metrics")
+    exposure = tables.exposure_table(metrics, c.read_shown(run, "phrases")) if record["has_phrases"] else None
+    document = report.build_report_html(record, c.run_config_dict(run), c.read_shown(run, "privacy"), metrics,
+                                        c.read_shown(run, "completions"), phrases, figures,
+                                        n_completions=n_completions, statement_md=run.read_text("statement.md"),
+                                        exposure=exposure)
     return document.encode("utf-8")
 
 
-st.caption("One self-contained HTML file (plotly inlined, opens offline): privacy statement and events, metrics, "
-           "a BLEU-4 vs ε chart with this run among its preset's runs at their defaults (text-generation runs; a "
-           "synthetic-data run's report gives its classifier accuracy, separability and n-gram ratios instead), "
-           "training progress, completions, the full config (the fields its method never reads set apart). "
+st.caption("One self-contained HTML file (plotly inlined, opens offline): the privacy guarantee, the run's privacy "
+           "statement (what its ε covers and what it releases outside it) and its noise events, metrics (with the "
+           "canary exposure of a run with canaries), a BLEU-4 vs ε chart with this run among its preset's runs at "
+           "their defaults (text-generation runs; a synthetic-data run's report gives its classifier accuracy, "
+           "separability and n-gram ratios instead, and its synthetic samples in place of completions), training "
+           "progress, completions, the full config (the fields its method never reads set apart). "
            + c.PHRASE_NOTE)
 st.download_button("Download report (HTML)", make_report, file_name=f"{run_id}_report.html", mime="text/html",
                    key="export_report", icon=":material/description:", type="primary", on_click="ignore")

@@ -184,7 +184,8 @@ def write_synth_run(root: Path, run_id: str, generator: str, epsilon: float, acc
                     n_test: int = 400, separability: float = 0.4) -> None:
     """A finished `python -m core synth` run in the real run format (samples, embeddings, n-gram ratios)."""
     config = {"method": f"synth-{generator}", "preset": "tiny", "seed": 0,
-              "privacy": {"epsilon": epsilon, "delta": 1 / 600}, "synth": {"generator": generator}}
+              "privacy": {"epsilon": epsilon, "delta": 1 / 600}, "synth": {"generator": generator},
+              "base": preset_config("tiny", method="pub-gpt").to_dict()}  # the public base model's core config
     run = RunDir.create(root / run_id, config, 0)
     run.write_privacy({"epsilon": epsilon if math.isinf(epsilon) else epsilon * 0.999, "delta": 1 / 600,
                        "accountant": "pld (dp_accounting)", "unit": "none" if math.isinf(epsilon) else "sample",
@@ -200,7 +201,8 @@ def write_synth_run(root: Path, run_id: str, generator: str, epsilon: float, acc
                for label in SYNTH_LABELS for k in range(2)]
     run.write_text("samples.jsonl", "".join(json.dumps(s) + "\n" for s in samples))
     run.write_text("embeddings.csv", "x,y,label\n" + "".join(f"{i},{i * 2},{SYNTH_LABELS[i % 3]}\n" for i in range(9)))
-    run.write_completions([{"index": i, "prefix": f"BOS {s['label']} SEP", "reference": "", "completion": s["text"]}
+    run.write_completions([{"index": i, "prefix": f"BOS {s['label']} SEP", "reference": "", "completion": s["text"],
+                            "label": s["label"], "synthetic": True, "contains_private_text": False}
                            for i, s in enumerate(samples)])
     run.log_progress("done", progress=1.0)
     run.set_status(state="done", stage="done", progress=1.0)

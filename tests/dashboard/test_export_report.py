@@ -11,14 +11,16 @@ from fake_runs import phrase_rows, write_run, write_synth_run
 def report_of(run_id: str, figures: bool = True) -> tuple[list, str]:
     """(figures, HTML document) of a run's report, as the Export page builds them."""
     from dashboard import common as c
-    from dashboard import report
+    from dashboard import report, tables
 
     frame = c.finished_frame(c.runs_frame())
     record = frame.set_index("run_id").loc[run_id].to_dict() | {"run_id": run_id}
     run = c.get_run(run_id)
     made = report.report_figures(record, frame[frame["preset"] == record["preset"]], run.progress())
+    exposure = tables.exposure_table(run.metrics(), run.phrases()) if record["has_phrases"] else None
     document = report.build_report_html(record, run.config()["config"], run.privacy(), run.metrics(),
-                                        run.completions(), [], made if figures else None)
+                                        run.completions(), [], made if figures else None,
+                                        statement_md=run.read_text("statement.md"), exposure=exposure)
     return made, document
 
 
@@ -176,6 +178,36 @@ def test_synthetic_run_report_shows_its_own_metrics(roots):
     assert metrics["ngram_ratios.3"] == "0.0333"
     assert "A synthetic-data run" in document
     assert "<th>epsilon</th><td>15.984</td>" in document  # accounted 16 x 0.999, not rounded to 16
+    # its samples, not "completions" of a private prefix and reference with a warning that they quote private text
+    assert "<h2>Synthetic samples (first 6 of 6)</h2>" in document and "<h2>Completions" not in document
+    assert "<tr><td>film</td><td>a film sample 0</td></tr>" in document and "quote private text" not in document
+
+
+def test_a_report_carries_the_runs_privacy_statement_and_canary_exposure(roots):
+    """A synthetic run's green (ε, δ)-DP card sat above accuracies no ε covers, which only its statement.md says:
+    the report left the statement out; a canary run's exposure was a JSON blob under "All metrics"."""
+    from dashboard.common import EMPTY_COMPLETION
+
+    write_synth_run(roots["cached"], "synth", "multitask", 3.0, accuracy=0.3)
+    (roots["cached"] / "synth" / "statement.md").write_text("# Privacy statement\n\n## Released outside the "
+                                                           "epsilon\n- metrics.json: <the accuracies>\n")
+    _, document = report_of("synth", figures=False)
+    assert ("<pre class='statement'># Privacy statement\n\n## Released outside the epsilon\n- metrics.json: "
+            "&lt;the accuracies&gt;\n</pre>") in document
+    # the base config's fields the synthetic run never reads are set apart, not listed beside its own ε
+    read = document.split("<h2>Config</h2>")[1].split("<details>")[0]
+    assert "privacy.epsilon" in read and "base.privacy.epsilon" not in read and "base.data.corpus" in read
+    assert "base.privacy.epsilon" in document.split("<h2>Config</h2>")[1].split("<details>")[1]
+    run = write_run(roots["cached"], "canaries", "pri-gpt", canaries="1,10", r_name=0.0125, completions=[""] * 3,
+                    phrases=[{"phrase": "my ID is 1", "occurrences": 1, "users": 1, "teachers": None,
+                              "epsilon": float("inf"), "kind": "canary", "inserted": 1}])
+    run.write_metrics({**run.metrics(), "exposure": {"1": 2.2}, "exposure_detail": [
+        {"canary_id": "canary-1x", "inserted": 1, "candidates": 10**6, "method": "sampled", "scored": 4096,
+         "more_likely": 882, "rank": 215332.8, "exposure": 2.215, "exposure_low": 2.131, "exposure_high": 2.302}]})
+    _, document = report_of("canaries", figures=False)
+    assert "<p>Canary exposure (bits;" in document and "<td>2.21</td>" in document and "2.1 to 2.3" in document
+    assert "<th>r_name</th><td>1.25%</td>" in document  # a share, as the pages and the statement give it
+    assert f"<i>{EMPTY_COMPLETION}</i>" in document
 
 
 def test_headline_csv_keeps_to_one_seed_like_the_overview(roots, app_page):
@@ -246,7 +278,10 @@ def test_report_sets_apart_the_config_fields_a_method_never_read(roots):
     assert "dpsgd.lr" in unread and not any(k.startswith("dpsgd.") for k in read)
     assert "seqpate.executor" in unread  # how teachers ran, not what they computed
     read, unread = config_tables("synth")
-    assert unread == [] and "privacy.epsilon" in read  # a synthetic-data config is shown whole
+    assert "privacy.epsilon" in read and "synth.generator" in read and "base.data.corpus" in read
+    # its base config builds the public base model only (data, model, seed): its ε and SeqPATE settings are unread
+    assert "base.privacy.epsilon" in unread and "base.seqpate.teachers" in unread and "base.method" in unread
+    assert all(k.startswith("base.") for k in unread)
 
 
 def test_report_opens_on_the_preset_the_other_pages_show(roots, app_page):
