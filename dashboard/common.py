@@ -782,14 +782,20 @@ def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def config_diff(a: dict[str, Any], b: dict[str, Any]) -> pd.DataFrame:
-    """Only the fields whose values differ (a field missing on one side counts as different)."""
+    """Only the fields whose values differ (a field missing on one side counts as different), each with the runs
+    whose method never reads it (core.config.effective_config), so that a difference that shaped neither run, or
+    only one, reads as such: SeqPATE's partition set apart from a NoisySGD run's unread one."""
     fa, fb = flatten(a), flatten(b)
+    read_a, read_b = set(flatten(effective_config(a))), set(flatten(effective_config(b)))
     rows = []
     for key in sorted(set(fa) | set(fb)):
         va, vb = fa.get(key, "(absent)"), fb.get(key, "(absent)")
         if va != vb and not (is_nan(va) and is_nan(vb)):
-            rows.append({"field": key, "A": _cell(va), "B": _cell(vb)})
-    return pd.DataFrame(rows, columns=["field", "A", "B"])
+            unread = [name for name, flat, read in (("A", fa, read_a), ("B", fb, read_b))
+                      if key in flat and key not in read]
+            rows.append({"field": key, "A": _cell(va), "B": _cell(vb),
+                         "never read by": " and ".join(unread)})
+    return pd.DataFrame(rows, columns=["field", "A", "B", "never read by"])
 
 
 def is_nan(value: Any) -> bool:

@@ -1,5 +1,7 @@
 """Runs: every live and cached run with progress; cancel, delete, rerun; log tail; compare two configs."""
 
+import time
+
 import pandas as pd
 import streamlit as st
 
@@ -11,6 +13,9 @@ from dashboard import estimate, tables
 DP_SGD_PROGRESS_NOTE = ("DP-SGD and ADP log no loss of their private training: a batch's loss is computed from "
                         "private sentences without noise, so no epsilon would cover it. Losses shown come from "
                         "public stages (base model, pseudo-data warm-up).")
+SYNTH_PROGRESS_NOTE = ("A synthetic-data run logs its DP fine-tuning loss per epoch, averaged over private batches "
+                       "without noise: outside its ε, as its privacy statement (statement.md) says.")
+FLASH_SECONDS = 20  # how long a note on a cancel, delete or rerun stays (the table refreshes every 2 s meanwhile)
 
 st.title("Runs")
 
@@ -42,7 +47,8 @@ def watch_while_idle(shown: tuple) -> None:
 def confirmed(question: str, yes: str, key: str) -> bool:
     """Ask before a delete or a rerun: True once `yes` is clicked; "Keep" (or another run) drops the question."""
     st.warning(question)
-    y, n, _ = st.columns([1, 1, 4])
+    buttons = st.container(horizontal=True)  # as wide as their labels: columns cut "Yes, delete" to "Yes,…" at 900 px
+    y, n = buttons.empty(), buttons.empty()
     if n.button("Keep", key=f"{key}_no"):
         st.session_state.pop("runs_confirm", None)
         st.rerun()
@@ -52,13 +58,19 @@ def confirmed(question: str, yes: str, key: str) -> bool:
     return False
 
 
+def flash(message: str) -> None:
+    """A note on how a cancel, delete or rerun went, shown for FLASH_SECONDS: shown once, it was gone at the next
+    2 s refresh while a job runs, and a rerun starts one."""
+    st.session_state["runs_flash"] = (message, time.monotonic())
+
+
 def act(action, run, done: str, failed: str) -> None:
     """A confirmed cancel or delete; the page reloads and says how it went."""
     try:
         action(run)
-        st.session_state["runs_flash"] = done
+        flash(done)
     except RunError as exc:
-        st.session_state["runs_flash"] = f"{failed}: {exc}"
+        flash(f"{failed}: {exc}")
     st.rerun()
 
 
@@ -227,14 +239,16 @@ def live_view() -> None:
             try:
                 cfg = c.validated_config(c.run_config_dict(run))
                 new = jobs.launch(cfg.to_dict())
-                st.session_state["runs_flash"] = f"launched {new.run_id} with the config of {run_id}"
+                flash(f"launched {new.run_id} with the config of {run_id}")
                 st.session_state["runs_select_next"] = new.run_id
             except (ConfigError, RunError, OSError, ValueError) as exc:
-                st.session_state["runs_flash"] = f"could not rerun: {exc}"
+                flash(f"could not rerun: {exc}")
             st.rerun()
-    if st.session_state.get("runs_flash"):
-        flash = st.session_state.pop("runs_flash")
-        (st.error if flash.startswith("could not") else st.info)(flash)
+    message, since = st.session_state.get("runs_flash") or ("", 0.0)
+    if message and time.monotonic() - since < FLASH_SECONDS:
+        (st.error if message.startswith("could not") else st.info)(message)
+    elif message:
+        st.session_state.pop("runs_flash")
 
     tail = run.log_tail(40)
     with st.expander("Log tail (last 40 lines)", expanded=record["state"] in c.ACTIVE_STATES + ("failed",)):
@@ -251,6 +265,8 @@ def live_view() -> None:
             st.plotly_chart(figure, width="stretch", key="runs_progress_chart")
         if record["method"] in c.DPSGD_METHODS:
             st.caption(DP_SGD_PROGRESS_NOTE)
+        elif synth:
+            st.caption(SYNTH_PROGRESS_NOTE)
 
 
 live_view()
@@ -301,8 +317,12 @@ else:
         st.success("Same config.")
     else:
         if effective_hash(config_a) == effective_hash(config_b):  # the method is part of the effective config
+            finished = record_a["state"] == record_b["state"] == "done"  # the result pages show finished runs only
             st.success(f"Same run settings: these fields are ones {c.method_label(config_a.get('method'))} never "
-                       "reads, so the pages treat the two runs as copies (one row: the newest finished run made here, "
-                       "else the shipped one).")
+                       "reads" + (", so the pages treat the two runs as copies (one row: the newest finished run "
+                                  "made here, else the shipped one)." if finished else "."))
         st.caption(f"{len(diff)} differing field(s); equal fields are hidden.")
-        st.dataframe(diff, hide_index=True, width="stretch")
+        if not diff["never read by"].astype(bool).any():
+            diff = diff.drop(columns="never read by")
+        st.dataframe(diff, hide_index=True, width="stretch", column_config={"never read by": st.column_config.TextColumn(
+            help="the run(s) whose method never reads this field: a difference that did not shape that run")})

@@ -22,6 +22,13 @@ def test_config_diff_lists_only_differences():
     assert c.config_diff(a, a).empty
     empty = c.config_diff({"ray_address": ""}, {}).iloc[0]
     assert (empty["A"], empty["B"]) == ('""', "(absent)")  # an empty string is shown, not a blank cell
+    # a field one method never reads says so on its row (a NoisySGD run's partition beside a SeqPATE run's)
+    from core.config import preset_config
+
+    seq = preset_config("tiny", method="seqpate", seqpate__partition="by-user").to_dict()
+    sgd = preset_config("tiny", method="noisysgd", dpsgd__lr=1e-4).to_dict()
+    rows = c.config_diff(seq, sgd).set_index("field")["never read by"]
+    assert rows["seqpate.partition"] == "B" and rows["method"] == "" and rows["dpsgd.lr"] == "A"
 
 
 def test_url_settings_round_trip():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import time
 
 import pytest
 from apptest_helpers import plotly_specs, texts
@@ -222,6 +223,32 @@ def test_compare_says_when_two_configs_differ_only_in_fields_the_method_never_re
         "(one row: the newest finished run made here, else the shipped one)."]
     at.selectbox(key="runs_cmp_b").set_value("seq-today").run()  # another method: kd_lambda is read by SeqPATE
     assert not at.success
+    # each differing field says which run never read it: kd_lambda shaped SeqPATE's run, not Pub-GPT's
+    diff = at.dataframe[-1].value.set_index("field")
+    assert diff.loc["seqpate.kd_lambda", "never read by"] == "A" and diff.loc["method", "never read by"] == ""
+
+
+def test_the_same_settings_are_copies_only_among_finished_runs(roots, app_page):
+    """A cancelled run and a finished one of the same settings were "treated as copies by the pages", which show
+    finished runs only."""
+    write_run(roots["live"], "pub-done", "pub-gpt")
+    write_run(roots["live"], "pub-cancelled", "pub-gpt", state="cancelled", config={"seqpate__kd_lambda": 20.0})
+    at = app_page("runs")
+    at.selectbox(key="runs_cmp_a").set_value("pub-cancelled").run()
+    at.selectbox(key="runs_cmp_b").set_value("pub-done").run()
+    assert [x.value for x in at.success] == ["Same run settings: these fields are ones Pub-GPT never reads."]
+
+
+def test_a_synthetic_runs_training_chart_says_its_loss_is_outside_its_epsilon(roots, app_page):
+    """The DP fine-tuning loss of a synthetic-data run is averaged over private batches without noise: the chart
+    showed it with no word, where DP-SGD's says why it logs none."""
+    write_synth_run(roots["cached"], "synth", "multitask", 3.0, accuracy=0.3)
+    at = app_page("runs")
+    at.selectbox(key="runs_selected").set_value("synth").run()
+    at.toggle(key="runs_show_progress").set_value(True).run()
+    assert not at.exception and ("A synthetic-data run logs its DP fine-tuning loss per epoch, averaged over private "
+                                 "batches without noise: outside its ε, as its privacy statement (statement.md) "
+                                 "says.") in [x.value for x in at.caption]
 
 
 def test_compare_warns_when_two_runs_stand_on_other_base_models(roots, app_page):
@@ -324,6 +351,11 @@ def test_rerun_launches_the_same_config(some_runs, app_page, tmp_path, monkeypat
     launched = json.loads((new[0] / "config.json").read_text())
     assert launched["config_hash"] == original["config_hash"]
     assert f"launched {new[0].name}" in texts(at)
+    # the note outlives the next refreshes (shown once, it was gone at the first 2 s refresh the new job brings) ...
+    assert f"launched {new[0].name}" in texts(at.run())
+    # ... for FLASH_SECONDS
+    at.session_state["runs_flash"] = (f"launched {new[0].name}", time.monotonic() - 60)
+    assert f"launched {new[0].name}" not in texts(at.run()) and "runs_flash" not in at.session_state
 
 
 def test_cancel_asks_first_and_says_what_is_lost(some_runs, app_page, monkeypatch):
