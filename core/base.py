@@ -12,14 +12,11 @@ from pathlib import Path
 import torch
 from transformers import GPT2LMHeadModel
 
-from core.config import MODEL_WEIGHT_FILES, RunConfig, stable_hash
+from core.config import MODEL_WEIGHT_FILES, PRIVATE_ONLY_DATA_FIELDS, RunConfig, stable_hash
 from core.data import PreparedData, corpus_digest
 from core.models import build_tiny_gpt2, cache_root, load_local_model
 from core.tokenizer import encode_sentences, load_tokenizer, train_tokenizer
 from core.train import train_lm
-
-# Canaries only touch private train data, which the public base model never sees: they do not change its key.
-PRIVATE_ONLY_DATA_FIELDS = ("canaries", "canary_seed", "canary_digits")
 
 
 def base_key(cfg: RunConfig, device: torch.device | str = "cpu") -> str:

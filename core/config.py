@@ -7,6 +7,7 @@ reproduced from its config.json alone.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -417,6 +418,43 @@ def effective_config(config: dict[str, Any]) -> dict[str, Any]:
 def effective_hash(config: dict[str, Any]) -> str:
     """stable_hash of effective_config: equal for runs that differ only in fields their method never reads."""
     return stable_hash(effective_config(config))
+
+
+def flatten_config(obj: Any, prefix: str = "") -> dict[str, Any]:
+    """A nested config as "section.field" -> value."""
+    if isinstance(obj, dict):
+        out: dict[str, Any] = {}
+        for key, value in obj.items():
+            out.update(flatten_config(value, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: obj}
+
+
+@functools.cache
+def _default_fields(preset: str, method: str) -> dict[str, Any]:
+    """The flattened effective config of a method at a preset's defaults (built once per pair: ~1 ms)."""
+    return flatten_config(effective_config(preset_config(preset, method=method).to_dict()))
+
+
+# Canaries only touch the private train data: not the public base model (core.base.base_key) nor the test sentences
+# (core.runs.compare), which runs with and without them share.
+PRIVATE_ONLY_DATA_FIELDS = ("canaries", "canary_seed", "canary_digits")
+
+# a run's axis (ε) or not settings at all: never a variation of the preset's defaults
+NOT_VARIATIONS = ("method", "preset", "seed", "privacy.epsilon")
+
+
+def varied_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """The settings a run's method reads whose value differs from its preset's default ("section.field" -> value,
+    in the defaults' order); {} at the defaults, and for a config of another shape (a synthetic-data run). A field
+    an older config lacks counts as the default."""
+    preset, method = config.get("preset"), config.get("method")
+    if not isinstance(preset, str) or preset not in PRESETS or method not in METHODS:
+        return {}
+    defaults = _default_fields(preset, method)
+    ours = flatten_config(effective_config(config))
+    return {key: ours[key] for key, value in defaults.items()
+            if key not in NOT_VARIATIONS and ours.get(key, value) != value}
 
 
 # SeqPATE's Table 3 ablations: which of the paper's strategies each one turns off (core.seqpate.run reads them).

@@ -11,7 +11,6 @@ Rules kept here so that pages stay thin:
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import html
 import json
@@ -40,10 +39,11 @@ from core.config import (
     effective_config,
     effective_hash,
     fixed_epsilon,
+    flatten_config,
     parse_filter,
     parse_number,
-    preset_config,
     validate,
+    varied_settings,
 )
 from core.runs import registry, store
 from core.runs.registry import RunInfo
@@ -273,31 +273,15 @@ def get_run(run_id: str) -> RunDir:
 VARIANT_FIELDS = (("seqpate", "teachers"), ("seqpate", "filter"), ("seqpate", "partition"), ("seqpate", "ablation"),
                   ("privacy", "target"), ("data", "canaries"), ("dpsgd", "batching"))
 _SHORT_NAMES = {f"{section}.{name}": name for section, name in VARIANT_FIELDS}
-# a row key of their own (epsilon: the trade-off's axis) or not settings at all
-_NOT_VARIANTS = {"method", "preset", "seed", "privacy.epsilon"}
-
-
-@functools.cache
-def _preset_defaults(preset: str, method: str) -> dict[str, Any]:
-    """The flattened effective config of a method at a preset's defaults (built once per pair: ~1 ms)."""
-    return flatten(effective_config(preset_config(preset, method=method).to_dict()))
 
 
 def variant_settings(cfg: dict[str, Any]) -> dict[str, Any]:
     """The settings the method reads whose value differs from the run's preset default, name -> value ({} at the
-    defaults): VARIANT_FIELDS first, by their short names, then any other as section.field. A field an older
-    config lacks counts as the default."""
-    preset, method = cfg.get("preset"), cfg.get("method")
-    if not isinstance(preset, str) or preset not in PRESETS or method not in METHODS:
-        return {}
-    defaults = _preset_defaults(preset, method)
-    ours = flatten(effective_config(cfg))
-    order = [key for key in _SHORT_NAMES if key in defaults] + sorted(set(defaults) - set(_SHORT_NAMES))
-    diffs = {}
-    for key in order:
-        if key not in _NOT_VARIANTS and ours.get(key, defaults[key]) != defaults[key]:
-            diffs[_SHORT_NAMES.get(key, key)] = ours[key]
-    return diffs
+    defaults; core.config.varied_settings): VARIANT_FIELDS first, by their short names, then any other as
+    section.field."""
+    varied = varied_settings(cfg)
+    order = [key for key in _SHORT_NAMES if key in varied] + sorted(set(varied) - set(_SHORT_NAMES))
+    return {_SHORT_NAMES.get(key, key): varied[key] for key in order}
 
 
 def filter_order(spec: Any) -> tuple:
@@ -772,13 +756,7 @@ def read_report() -> str | None:
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(obj, dict):
-        out: dict[str, Any] = {}
-        for key, value in obj.items():
-            out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
-        return out
-    return {prefix: obj}
+flatten = flatten_config  # the pages' name for it
 
 
 def config_diff(a: dict[str, Any], b: dict[str, Any]) -> pd.DataFrame:

@@ -61,8 +61,8 @@ def test_cuda_without_a_gpu_is_refused_before_a_run_folder_is_made(tmp_path, com
 def test_a_gpu_base_model_and_its_pseudo_data_are_cached_apart_from_the_cpu_ones():
     """A CPU run must never load a base trained on a GPU, nor pseudo data sampled there: its seed would no longer
     reproduce it (a review found both keyed without the device)."""
-    from core.base import PRIVATE_ONLY_DATA_FIELDS, base_key
-    from core.config import stable_hash
+    from core.base import base_key
+    from core.config import PRIVATE_ONLY_DATA_FIELDS, stable_hash
 
     cfg = micro_config(method="seqpate")
     data = {k: v for k, v in cfg.to_dict()["data"].items() if k not in PRIVATE_ONLY_DATA_FIELDS}

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from core.config import PRIVATE_ONLY_DATA_FIELDS
 from core.runs.store import RunDir, RunError
 
 
@@ -105,9 +106,14 @@ def compare_perplexity(
 
 
 def _test_set_key(run: RunDir) -> tuple:
+    """What fixes a run's test sentences and their tokens: its data config (but the canaries, which only touch the
+    private train data), model config and seed."""
     stored = run.config() or {}
     config = stored.get("config") or {}
-    return config.get("data"), config.get("model"), config.get("seed")
+    data = config.get("data")
+    if isinstance(data, dict):
+        data = {k: v for k, v in data.items() if k not in PRIVATE_ONLY_DATA_FIELDS}
+    return data, config.get("model"), config.get("seed")
 
 
 def compare_runs(run_a: RunDir, run_b: RunDir, confidence: float = 0.95, n_resamples: int = 5000) -> PerplexityComparison:
@@ -244,7 +250,8 @@ def _paired_rows(run_a: RunDir, run_b: RunDir) -> tuple[list[dict], list[dict]]:
     """Both runs' completions.jsonl rows; NotComparableError when they completed different test prefixes."""
     rows_a, rows_b = run_a.completions(), run_b.completions()
     if [(r.get("prefix"), r.get("reference")) for r in rows_a] != [(r.get("prefix"), r.get("reference")) for r in rows_b]:
-        raise NotComparableError("the runs completed different test prefixes (another data config, seed or size)")
+        raise NotComparableError("the runs completed different test prefixes (another data config, seed or size, or "
+                                 "their corpus file changed between the runs)")
     return rows_a, rows_b
 
 

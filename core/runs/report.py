@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.config import effective_hash, preset_value
+from core.config import effective_hash, preset_value, varied_settings
 from core.runs.compare import NotComparableError, PerplexityComparison, compare_runs, compare_runs_bleu
 from core.runs.store import RunDir, is_synth
 
@@ -54,9 +54,22 @@ class Row:
     seed: int = 0
 
 
+# The settings the report's tables vary (or select on); a run that changes any other setting its method reads from
+# its preset's default (another corpus, query budget, learning rate...) has no place in them
+REPORT_AXES = ("seqpate.teachers", "seqpate.filter", "seqpate.partition", "seqpate.ablation", "privacy.target",
+               "data.canaries", "dpsgd.batching")
+
+
+def other_settings(cfg: dict) -> dict[str, Any]:
+    """The settings of a run config that differ from its preset's default outside REPORT_AXES."""
+    return {k: v for k, v in varied_settings(cfg).items() if k not in REPORT_AXES}
+
+
 def load_rows(folder: Path) -> list[Row]:
     """Finished runs; several plans share a config (e.g. SeqPATE at epsilon 3): each config counts once, configs
-    that differ only in fields their method never reads included (core.config.effective_hash)."""
+    that differ only in fields their method never reads included (core.config.effective_hash). Runs that change a
+    setting no table varies are left out (set_aside_runs names them): a run on another corpus stood in for the
+    preset's Pub-GPT, and one with another query budget in App. H's teacher curve."""
     rows, seen = [], set()
     for path in sorted(p for p in Path(folder).iterdir() if p.is_dir()):
         run = RunDir(path, source="cached")
@@ -65,7 +78,7 @@ def load_rows(folder: Path) -> list[Row]:
         stored = run.config() or {}
         cfg = stored.get("config") or {}
         key = effective_hash(cfg) if cfg else stored.get("config_hash")
-        if key in seen or is_synth(stored):
+        if key in seen or is_synth(stored) or other_settings(cfg):
             continue
         seen.add(key)
         metrics, privacy = run.metrics() or {}, run.privacy() or {}
@@ -368,6 +381,9 @@ def seeds_section(rows: list[Row]) -> str:
             else:
                 found, eps = pick(plain, method=method, epsilon=3.0)[:1], None
             body += [[seed, method, eps or r.epsilon, r.ppl, r.bleu4, ppl_ratio_to(r, pub), r.name] for r in found]
+    seeds = list(dict.fromkeys(row[0] for row in body))  # the seeds that have Table 1 runs, not only variants
+    if len(seeds) < 2:
+        return ""
     first, *later_seeds = seeds
     later = " and ".join(filter(None, [", ".join(map(str, later_seeds[:-1])), str(later_seeds[-1])]))
     return ("## Table 1 in every seed\n\n"
@@ -447,7 +463,7 @@ def adp_section(rows: list[Row]) -> str:
     if not chosen:
         return ""
     return ("## Adaptive DP-SGD (seed 002)\n\nADP is calibrated so that its accounted epsilon (every step accounted "
-            "at its actual noise) equals the target; the epsilon the paper's recipe would claim is shown beside it. "
+            "at the smallest noise any batch got, min(gamma_B) x sigma) equals the target; the epsilon the paper's recipe would claim is shown beside it. "
             "Even the accounted epsilon is optimistic: the noise level is chosen from the private sentences' own "
             "perplexity, a dependence no accountant covers, so ADP is a heuristic, not a DP guarantee.\n\n"
             + table(["method", "target eps", "accounted eps", "claimed eps (paper recipe)", "PPL", "BLEU-4"],
@@ -549,6 +565,18 @@ def synth_section(rows: list[SynthRow]) -> str:
     return "\n".join(lines)
 
 
+def set_aside_runs(folder: Path) -> list[str]:
+    """'NAME (setting value, ...)' of every finished text-generation run here that changes a setting none of the
+    report's tables varies (other_settings), so load_rows leaves it out."""
+    out = []
+    for path in sorted(p for p in Path(folder).iterdir() if p.is_dir()):
+        run = RunDir(path, source="cached")
+        if run.is_complete() and not is_synth(stored := run.config() or {}):
+            if other := other_settings(stored.get("config") or {}):
+                out.append(f"{run.run_id} ({', '.join(f'{k} {v}' for k, v in other.items())})")
+    return out
+
+
 def left_out_runs(folder: Path) -> list[str]:
     """'NAME (reason)' of every run folder here that is not a finished run (the report reads finished ones)."""
     runs = [RunDir(path, source="cached") for path in sorted(Path(folder).iterdir()) if path.is_dir()]
@@ -582,6 +610,9 @@ def build_report(folder: Path, notes: str = "", notes_path: Path | None = None) 
     ]
     if left_out := left_out_runs(folder):  # a damaged run would otherwise leave its rows out without a trace
         lines += ["Left out, not finished runs: " + "; ".join(left_out) + ".", ""]
+    if set_aside := set_aside_runs(folder):
+        lines += ["Left out, runs that change a setting none of these tables varies (they are experiments of their "
+                  "own: compare them with `python -m core compare`): " + "; ".join(set_aside) + ".", ""]
     for preset in presets:
         rows = [r for r in all_rows if r.preset == preset]
         synth = [r for r in synth_rows if r.preset == preset]

@@ -115,6 +115,15 @@ def test_compare_runs_needs_the_same_test_sentences(tmp_path):
     retokenized.write_test_nll([(nll, tokens + (i == 0)) for i, (nll, tokens) in enumerate(nll_rows(0))])
     with pytest.raises(NotComparableError, match="token counts"):
         compare_runs(a, retokenized)
+    # canaries touch only the private train data: a canary run shares the test sentences ("the runs differ in data
+    # config" refused a walk's phrase run against SeqPATE at ε 3, on identical sentences and tokens)
+    canaries = write_run(tmp_path, "f", method="seqpate", canaries="1,10,100", config={"data__canary_seed": 7})
+    canaries.write_test_nll(nll_rows(0))
+    assert compare_runs(a, canaries, n_resamples=999).ratio == 1.0
+    smaller = write_run(tmp_path, "g", method="seqpate", config={"data__private_test": 100})
+    smaller.write_test_nll(nll_rows(0))
+    with pytest.raises(NotComparableError, match="data config, base model or seed"):  # another test set
+        compare_runs(a, smaller)
 
 
 def test_cached_runs_are_compared_read_only(tmp_path):

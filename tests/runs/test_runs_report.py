@@ -267,3 +267,30 @@ def test_a_claim_is_judged_in_the_seeds_that_have_its_runs_and_the_seed_table_us
     seeds = build_report(tmp_path).split("## Table 1 in every seed")[1]
     assert "| 1 | seqpate | 3.00 | 99.00 | 2.50 | 0.990 [0.990, 0.990] | seq-seed1 |" in seeds
     assert "| 1 | adp | 3.00 | 98.00 | 0.00 | 0.980 | adp-seed1 |" in seeds  # no test_nll.csv: the plain ratio
+
+
+def test_runs_that_change_a_setting_no_table_varies_are_left_out_and_named(tmp_path):
+    """A researcher's Pub-GPT on their own corpus (PPL 10.6) stood in for the preset's Pub-GPT in Table 1, and a
+    SeqPATE run with another query budget and the same 10 teachers made App. H's "more teachers is better"
+    reproduced, from two runs of one teacher count."""
+    write_run(tmp_path, "pub", "pub-gpt", ppl=1069.6)
+    write_run(tmp_path, "my-pub", "pub-gpt", ppl=10.6, config={"data__corpus": "mycorpus.jsonl"})
+    write_run(tmp_path, "seq", "seqpate", epsilon=3.0, ppl=989.0)
+    write_run(tmp_path, "seq-qb100", "seqpate", epsilon=3.0, ppl=17.3, config={"seqpate__query_budget": 100})
+    assert sorted(r.name for r in load_rows(tmp_path)) == ["pub", "seq"]
+    teachers = next(c for c in claims(load_rows(tmp_path)) if c.text.startswith("App. H"))
+    assert teachers.checks == [] and teachers.verdict != "reproduced"
+    report = build_report(tmp_path)
+    assert ("Left out, runs that change a setting none of these tables varies (they are experiments of their own: "
+            "compare them with `python -m core compare`): my-pub (data.corpus mycorpus.jsonl); seq-qb100 "
+            "(seqpate.query_budget 100).") in report
+    assert "my-pub" not in report.split("Left out, runs that change")[1].split("\n", 1)[1]  # in no table
+
+
+def test_the_seed_table_needs_table_1_runs_in_a_second_seed(tmp_path):
+    """A seed-1 SeqPATE variant (top-k 5, by-user) alone brought "these runs repeat Table 1 with seed 1" over a
+    table of seed-0 rows."""
+    write_run(tmp_path, "pub", "pub-gpt", ppl=100.0)
+    write_run(tmp_path, "seq", "seqpate", epsilon=3.0, ppl=97.0)
+    write_run(tmp_path, "seq-s1-k5", "seqpate", epsilon=3.0, ppl=96.0, seed=1, filter="top-k:5", partition="by-user")
+    assert "## Table 1 in every seed" not in build_report(tmp_path)
