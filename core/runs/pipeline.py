@@ -67,14 +67,18 @@ def progress_logger(run: RunDir, should_stop: Callable[[], bool], echo: TextIO |
 
     The copy is a courtesy: a stderr that is closed or gone (`run ... 2>&1 | head -1`, a closed terminal) stops
     the copies, never the run."""
-    state = {"stage": None, "time": 0.0, "echo": echo if echo is not None else sys.stderr}
+    state = {"stage": None, "epoch": None, "time": 0.0, "echo": echo if echo is not None else sys.stderr}
 
     def log(stage: str, progress: float | None = None, **fields) -> None:
         if should_stop():
             raise Cancelled()
         entry = run.log_progress(stage, **({"progress": progress} if progress is not None else {}), **fields)
         now = time.monotonic()
-        due = stage != state["stage"] or "epoch" in fields or "message" in fields or now - state["time"] >= ECHO_EVERY_S
+        # a new epoch, not a line that names its epoch: DP-SGD's step lines all do, and each was echoed (63 in 69 s)
+        new_epoch = "epoch" in fields and fields["epoch"] != state["epoch"]
+        due = stage != state["stage"] or new_epoch or "message" in fields or now - state["time"] >= ECHO_EVERY_S
+        if "epoch" in fields:
+            state["epoch"] = fields["epoch"]
         if due and state["echo"] is not None:
             try:
                 print(progress_line(entry), file=state["echo"], flush=True)

@@ -70,13 +70,23 @@ def test_progress_logger_writes_every_line_and_echoes_stages_epochs_messages_and
     log("student", 0.9, epoch=2, loss=4.25)  # an epoch: echoed although a second apart
     clock["now"] += 1
     log("student", message="saving")  # a message: echoed
+    # DP-SGD's step lines each name their epoch: only a new epoch is echoed between the pulses (all 63 were)
+    for step in (1, 2, 3):
+        clock["now"] += 1
+        log("dp-train", 0.3 + step / 100, step=step, steps=6, epoch=1)
+    clock["now"] += 1
+    log("dp-train", 0.34, step=4, steps=6, epoch=2)
+    clock["now"] += 1
+    log("dp-train", 0.35, step=5, steps=6, epoch=2)
     written = [json.loads(line) for line in (run.path / "progress.jsonl").read_text().splitlines()]
-    assert [e.get("teacher") or e.get("epoch") or e.get("message") for e in written] == [1, 2, 3, 1, 2, "saving"]
+    assert [e.get("teacher") or e.get("epoch") or e.get("message") for e in written][:6] == [1, 2, 3, 1, 2, "saving"]
+    assert len(written) == 11
     echoed = echo.getvalue().splitlines()
     assert [line.split("  ", 1)[1] for line in echoed] == [
         "teachers  20%  teacher=1  teachers=500", "teachers  22%  teacher=3  teachers=500",
-        "student  80%  epoch=1  loss=4.5", "student  90%  epoch=2  loss=4.25", "student  saving"]
-    assert run.status()["stage"] == "student" and run.status()["progress"] == 0.9
+        "student  80%  epoch=1  loss=4.5", "student  90%  epoch=2  loss=4.25", "student  saving",
+        "dp-train  31%  step=1  steps=6  epoch=1", "dp-train  34%  step=4  steps=6  epoch=2"]
+    assert run.status()["stage"] == "dp-train" and run.status()["progress"] == 0.35
 
 
 def test_progress_logger_stops_a_cancelled_run_before_writing(tmp_path: Path) -> None:
