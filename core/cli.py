@@ -278,10 +278,13 @@ def cmd_runs(args) -> int:
         if args.json:
             print(json.dumps([r.__dict__ | {"path": str(r.path)} for r in rows], indent=2, default=str))
         else:
+            # a header, and the preset: rows of one method differ most often there (its accounted ε and every
+            # setting: `runs show RUN --full`, the dashboard's Runs page)
+            print(f"{'run':50s} {'source':6s} {'state':9s} {'stage':16s} {'preset':6s} {'method':20s} epsilon")
             for r in rows:
                 why = f"  ({r.error})" if r.state == "failed" and r.error else ""  # the reason, as runs show gives it
-                print(f"{r.run_id:50s} {r.source:6s} {r.state:9s} {r.stage or '':16s} {r.method or '':20s} "
-                      f"eps asked={r.epsilon}{why}")
+                print(f"{r.run_id:50s} {r.source:6s} {r.state:9s} {r.stage or '':16s} {r.preset or '':6s} "
+                      f"{r.method or '':20s} eps asked={r.epsilon}{why}")
         return 0
     run = resolve_run(args.run)
     reconcile(run)

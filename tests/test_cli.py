@@ -498,6 +498,9 @@ def test_runs_list_shows_a_fixed_epsilon_and_stops_quietly_when_the_pipe_closes(
     env = {**os.environ, "SEQPATE_RUNS_DIR": str(run_dir.parent), "SEQPATE_CACHED_RUNS_DIR": str(run_dir / "none")}
     listed = subprocess.run([sys.executable, "-m", "core", "runs", "list"], env=env, capture_output=True, text=True)
     assert listed.returncode == 0 and "eps asked=0.0" in listed.stdout and "pub-gpt" in listed.stdout
+    header, line = listed.stdout.splitlines()[:2]  # a header, and the preset (rows of one method looked alike)
+    assert header.split() == ["run", "source", "state", "stage", "preset", "method", "epsilon"]
+    assert line.split()[:6] == ["pub", "live", "done", "done", "tiny", "pub-gpt"]
     # a reader that closes the pipe at once (`runs list | head`) gets no "Broken pipe" error
     closed = subprocess.run(f"{sys.executable} -m core runs list | true", shell=True, env=env,
                             capture_output=True, text=True)
