@@ -234,8 +234,11 @@ def live_view() -> None:
             f"Delete `{run_id}` and all its files?", "Yes, delete", "runs_delete"):
         act(jobs.delete, run, done=f"deleted {run_id}", failed="could not delete")
     if st.session_state.get("runs_confirm") == ("rerun", run_id):
+        elsewhere = (" A rerun trains from this machine's public base model (trained first where none is cached for "
+                     "its preset and seed), not the shipped run's, so its numbers can differ."
+                     if record["source"] == "cached" else "")
         if confirmed(f"Launch a new {c.method_label(record['method'])} job on preset {record['preset']} with the "
-                     f"config of `{run_id}`?{how_it_went(record)}", "Yes, rerun", "runs_rerun"):
+                     f"config of `{run_id}`?{how_it_went(record)}{elsewhere}", "Yes, rerun", "runs_rerun"):
             try:
                 cfg = c.validated_config(c.run_config_dict(run))
                 new = jobs.launch(cfg.to_dict())
