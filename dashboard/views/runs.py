@@ -15,6 +15,7 @@ DP_SGD_PROGRESS_NOTE = ("DP-SGD and ADP log no loss of their private training: a
                         "public stages (base model, pseudo-data warm-up).")
 SYNTH_PROGRESS_NOTE = ("A synthetic-data run logs its DP fine-tuning loss per epoch, averaged over private batches "
                        "without noise: outside its ε, as its privacy statement (statement.md) says.")
+SOURCE_LABELS = {"live": "made here", "cached": "shipped"}  # runs/ and cached_runs/, as the other pages call them
 FLASH_SECONDS = 20  # how long a note on a cancel, delete or rerun stays (the table refreshes every 2 s meanwhile)
 
 st.title("Runs")
@@ -101,7 +102,9 @@ def live_view() -> None:
         st.rerun()
 
     f1, f2, f3 = st.columns([2, 2, 3])
-    sources = f1.multiselect("Source", ["live", "cached"], default=["live", "cached"], key="runs_sources")
+    # pills: a multiselect's chips shrank to "l ×" at 900 px
+    sources = f1.pills("Source", ["live", "cached"], selection_mode="multi", default=["live", "cached"],
+                       format_func=SOURCE_LABELS.get, key="runs_sources") or []
     states = f2.multiselect("State", ["queued", "running", "done", "failed", "cancelled"], key="runs_states",
                             placeholder="all states")
     search = f3.text_input("Search", key="runs_search", placeholder="run id or method").strip()
@@ -128,7 +131,7 @@ def live_view() -> None:
         # only a run still to finish has time remaining: a finished one's is blank, not "0.0 min"
         "remaining": (view["remaining_s"] / 60).where(view["state"].isin(c.ACTIVE_STATES)),
         "stage": view["stage"],
-        "source": view["source"],
+        "source": view["source"].map(SOURCE_LABELS).fillna(view["source"]),
         "created": view["created"].fillna("").str.slice(0, 19).str.replace("T", " "),
         "error": view["error"].fillna(""),
     })
@@ -151,7 +154,7 @@ def live_view() -> None:
         "remaining": st.column_config.NumberColumn(format="%.1f min", width=90, help="estimated: paced on the last "
                                                    "finished run of the same method and preset where there is one "
                                                    "(the run's details name it), else from the progress so far"),
-        "source": st.column_config.TextColumn(width=70),
+        "source": st.column_config.TextColumn(width=85),
     })
     counts = view["state"].value_counts().to_dict()  # of the rows shown, as the table
     shown = [f"{len(view):,} of {len(df):,} runs shown"] if len(view) < len(df) else []

@@ -42,7 +42,8 @@ def test_lists_every_run_with_state_and_progress(some_runs, app_page):
     # only a run still to finish has time remaining; a finished run's cell is blank, not "0.0 min"
     assert math.isnan(rows["cached-seq"]["remaining"]) and math.isnan(rows["live-failed"]["remaining"])
     assert at.dataframe[0].proto.placeholder == ""  # a missing value shows blank, not "None"
-    assert rows["cached-seq"]["source"] == "cached"
+    # named as the other pages name them
+    assert rows["cached-seq"]["source"] == "shipped" and rows["live-seq"]["source"] == "made here"
     assert rows["live-failed"]["error"] == "RuntimeError: teacher 3 diverged"
     for run, root in (("cached-seq", "cached"), ("live-seq", "live")):  # numbers, so the column sorts as numbers
         accounted = json.loads((some_runs[root] / run / "privacy.json").read_text())["epsilon"]
@@ -226,6 +227,16 @@ def test_compare_says_when_two_configs_differ_only_in_fields_the_method_never_re
     # each differing field says which run never read it: kd_lambda shaped SeqPATE's run, not Pub-GPT's
     diff = at.dataframe[-1].value.set_index("field")
     assert diff.loc["seqpate.kd_lambda", "never read by"] == "A" and diff.loc["method", "never read by"] == ""
+
+
+def test_the_source_filter_keeps_the_runs_of_the_chosen_sources(some_runs, app_page):
+    at = app_page("runs")
+    pills = at.get("button_group")[0]
+    assert pills.value == ["live", "cached"]
+    pills.set_value(["cached"]).run()
+    assert set(at.dataframe[0].value["run"]) == {"cached-seq"}
+    pills.set_value([]).run()  # none chosen: no run, said as such
+    assert "No run matches the filters above." in [x.value for x in at.caption] and not at.exception
 
 
 def test_the_same_settings_are_copies_only_among_finished_runs(roots, app_page):
