@@ -226,7 +226,7 @@ def show_run() -> None:
     row = c.wrapping_row()  # five equal columns cut every number to "0.…" at 900 px
     c.metric(row, "accuracy (synthetic)", c.fmt_num(chosen["accuracy (synthetic)"], 3),
              help="a classifier trained on the synthetic samples, tested on the real test texts")
-    c.metric(row, "accuracy (real train data)", c.fmt_num(chosen["accuracy (real)"], 3),
+    c.metric(row, "accuracy (real-trained)", c.fmt_num(chosen["accuracy (real)"], 3),
              help="the same classifier trained on the real train set instead: the reference")
     c.metric(row, "separability", c.fmt_num(chosen["separability"], 3))
     c.metric(row, "ε", eps_label(chosen["ε"]))

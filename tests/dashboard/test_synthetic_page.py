@@ -206,7 +206,7 @@ def test_every_table_rounds_as_report_and_readme_print(roots):
     assert (every.loc["s-pplm-3", "accuracy (synthetic)"], every.loc["s-pplm-3", "separability"]) == (0.237, 0.312)
     open_tab(at, "synth_tab", "One run: embeddings and samples")
     shown = metrics(at)
-    assert (shown["accuracy (synthetic)"], shown["separability"], shown["accuracy (real train data)"]) == (
+    assert (shown["accuracy (synthetic)"], shown["separability"], shown["accuracy (real-trained)"]) == (
         "0.237", "0.312", "0.600")
 
 
