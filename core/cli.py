@@ -235,7 +235,7 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from core.runs.report import left_out_runs, write_report
+    from core.runs.report import left_out_runs, set_aside_runs, write_report
     from core.runs.store import RunDir
 
     notes = Path(args.notes) if args.notes else None
@@ -246,12 +246,18 @@ def cmd_report(args) -> int:
         raise ConfigError(f"--runs {runs} is a run folder; give the folder that holds runs (e.g. runs, cached_runs)")
     if not runs.is_dir():
         raise ConfigError(f"--runs {runs}: not a folder")
-    left_out = left_out_runs(runs)  # the report names them too
+    left_out, set_aside = left_out_runs(runs), set_aside_runs(runs)  # the report names them too
     if len(left_out) == sum(path.is_dir() and RunDir(path).exists() for path in runs.iterdir()):
         raise ConfigError(f"--runs {runs}: no finished runs there, nothing to report")
+    if len(left_out) + len(set_aside) == sum(path.is_dir() and RunDir(path).exists() for path in runs.iterdir()):
+        raise ConfigError(f"--runs {runs}: every finished run there changes a setting none of the report's tables "
+                          f"varies ({'; '.join(set_aside)}), nothing to report; compare them with core compare")
     if left_out:
         print(f"note: left out {len(left_out)} run folder(s) that are not finished runs: {'; '.join(left_out)}",
               file=sys.stderr)
+    if set_aside:
+        print(f"note: left out {len(set_aside)} run(s) that change a setting none of the report's tables varies: "
+              f"{'; '.join(set_aside)}", file=sys.stderr)
     print(write_report(runs, notes))
     return 0
 

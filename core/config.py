@@ -440,6 +440,11 @@ def _default_fields(preset: str, method: str) -> dict[str, Any]:
 # (core.runs.compare), which runs with and without them share.
 PRIVATE_ONLY_DATA_FIELDS = ("canaries", "canary_seed", "canary_digits")
 
+# The settings the paper's tables vary (Tables 2-4, 6, App. H): the pages' experiment variants are named by them,
+# and core.runs.report places a run in its tables by them (a run varying anything else has no place there)
+VARIANT_FIELDS = ("seqpate.teachers", "seqpate.filter", "seqpate.partition", "seqpate.ablation", "privacy.target",
+                  "data.canaries", "dpsgd.batching")
+
 # a run's axis (ε) or not settings at all: never a variation of the preset's defaults
 NOT_VARIATIONS = ("method", "preset", "seed", "privacy.epsilon")
 

@@ -32,6 +32,7 @@ from core.config import (
     METHODS,
     PRESETS,
     PUBLIC_ONLY_METHODS,
+    VARIANT_FIELDS,
     ConfigError,
     RunConfig,
     check_delta_range,
@@ -270,9 +271,7 @@ def get_run(run_id: str) -> RunDir:
 # the privacy-utility trade-off (Fig. 2), which compares every method at its preset's defaults. They are named by
 # their field alone; any other setting a run changes (a learning rate, a delta) makes it a variant too, named
 # section.field, so a run at other settings is never averaged with the defaults.
-VARIANT_FIELDS = (("seqpate", "teachers"), ("seqpate", "filter"), ("seqpate", "partition"), ("seqpate", "ablation"),
-                  ("privacy", "target"), ("data", "canaries"), ("dpsgd", "batching"))
-_SHORT_NAMES = {f"{section}.{name}": name for section, name in VARIANT_FIELDS}
+_SHORT_NAMES = {key: key.split(".", 1)[1] for key in VARIANT_FIELDS}  # core.config.VARIANT_FIELDS
 
 
 def variant_settings(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -379,7 +378,7 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
         "teachers": as_int(sp.get("teachers")),
         "filter": as_str(sp.get("filter")),
         "partition": as_str(sp.get("partition")),
-        "ablation": as_str(sp.get("ablation")) or "none",
+        "ablation": (as_str(sp.get("ablation")) or "none") if sp else None,  # None: not a SeqPATE run
         "variant": variant_label(varied),
         "varied": tuple(varied),  # the names only, for only_varies
         "query_budget": as_int(privacy.get("query_budget", sp.get("query_budget"))),

@@ -30,7 +30,7 @@ from dashboard.common import (
     same_seed,
     seeds_of,
 )
-from dashboard.values import as_float, as_str
+from dashboard.values import as_float, as_int, as_str
 
 UNIT_TEXT = {
     "sample": "one training sentence (sample level)",
@@ -414,16 +414,21 @@ def exposure_table(metrics: Mapping[str, Any] | None, phrases: list[Mapping[str,
     eps_of = {as_float(r.get("inserted")): as_float(r.get("epsilon")) for r in phrases if r.get("kind") == "canary"}
     rows = []
     for d in detail:
-        candidates = as_float(d.get("candidates"))
+        candidates, scored = as_int(d.get("candidates")), as_int(d.get("scored"))
+        if candidates is None or candidates < 1:
+            ranked = ""
+        elif d.get("method") == "exact":
+            ranked = f"all {candidates:,} candidates"
+        else:
+            ranked = f"{scored:,} sampled of {candidates:,}" if scored is not None else f"sampled of {candidates:,}"
         rows.append({
-            "copies inserted": d.get("inserted"),
+            "copies inserted": as_int(d.get("inserted")),
             "phrase ε": eps_of.get(as_float(d.get("inserted"))),
             "exposure (bits)": as_float(d.get("exposure")),
             "95% interval": (f"{low:.1f} to {high:.1f}" if (low := as_float(d.get("exposure_low"))) is not None
                              and (high := as_float(d.get("exposure_high"))) is not None else ""),
             "most possible": math.log2(candidates) if candidates and candidates > 0 else None,
-            "ranked by": (f"all {int(candidates):,} candidates" if d.get("method") == "exact" else
-                          f"{int(d.get('scored') or 0):,} sampled of {int(candidates or 0):,}"),
+            "ranked by": ranked,
         })
     return pd.DataFrame(rows)
 

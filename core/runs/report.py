@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.config import effective_hash, preset_value, varied_settings
+from core.config import VARIANT_FIELDS, effective_hash, preset_value, varied_settings
 from core.runs.compare import NotComparableError, PerplexityComparison, compare_runs, compare_runs_bleu
 from core.runs.store import RunDir, is_synth
 
@@ -54,15 +54,10 @@ class Row:
     seed: int = 0
 
 
-# The settings the report's tables vary (or select on); a run that changes any other setting its method reads from
-# its preset's default (another corpus, query budget, learning rate...) has no place in them
-REPORT_AXES = ("seqpate.teachers", "seqpate.filter", "seqpate.partition", "seqpate.ablation", "privacy.target",
-               "data.canaries", "dpsgd.batching")
-
-
 def other_settings(cfg: dict) -> dict[str, Any]:
-    """The settings of a run config that differ from its preset's default outside REPORT_AXES."""
-    return {k: v for k, v in varied_settings(cfg).items() if k not in REPORT_AXES}
+    """The settings of a run config that differ from its preset's default outside those the tables vary
+    (core.config.VARIANT_FIELDS): another corpus, query budget or learning rate has no place in them."""
+    return {k: v for k, v in varied_settings(cfg).items() if k not in VARIANT_FIELDS}
 
 
 def load_rows(folder: Path) -> list[Row]:
@@ -367,8 +362,6 @@ def seeds_section(rows: list[Row]) -> str:
     appears at every epsilon it ran with the default teachers (the no-signal and noise-free controls beside
     epsilon 3)."""
     seeds = by_seed(rows)
-    if len(seeds) < 2:
-        return ""
     body = []
     for seed, seed_rows in seeds.items():
         plain = [r for r in seed_rows if is_plain(r)]
@@ -381,14 +374,14 @@ def seeds_section(rows: list[Row]) -> str:
             else:
                 found, eps = pick(plain, method=method, epsilon=3.0)[:1], None
             body += [[seed, method, eps or r.epsilon, r.ppl, r.bleu4, ppl_ratio_to(r, pub), r.name] for r in found]
-    seeds = list(dict.fromkeys(row[0] for row in body))  # the seeds that have Table 1 runs, not only variants
-    if len(seeds) < 2:
+    first = next(iter(seeds), None)  # the seed the other tables quote (first_seed)
+    later_seeds = [seed for seed in dict.fromkeys(row[0] for row in body) if seed != first]
+    if not later_seeds or first not in {row[0] for row in body}:  # a second seed of variants only repeats nothing
         return ""
-    first, *later_seeds = seeds
     later = " and ".join(filter(None, [", ".join(map(str, later_seeds[:-1])), str(later_seeds[-1])]))
     return ("## Table 1 in every seed\n\n"
             f"The other tables quote seed {first}; these runs repeat Table 1 (and ADP, seed 002) with "
-            f"seed{'s' * (len(seeds) > 2)} "
+            f"seed{'s' * (len(later_seeds) > 1)} "
             f"{later} (another user split, base model, teacher partition and noise draw). PPL / Pub-GPT is against "
             "Pub-GPT of the same seed, with the 95% paired bootstrap interval over the test sentences.\n\n"
             + table(["seed", "method", "epsilon", "PPL", "BLEU-4", "PPL / Pub-GPT", "run"], body))

@@ -146,8 +146,12 @@ def run_plan(plan: str, preset: str, out: Path, seed: int = 0, execute=None, ech
             import shutil
 
             from core.runs.registry import reconcile
+            from core.runs.store import RunFormatError
 
-            status = reconcile(RunDir(path)) or {}  # a run whose process is gone is marked failed first
+            try:
+                status = reconcile(RunDir(path)) or {}  # a run whose process is gone is marked failed first
+            except (RunFormatError, OSError):  # a status.json that cannot be read: no live run stands behind it
+                status = {}
             if status.get("state") == "running" or (status.get("state") == "queued" and status.get("pid")):
                 echo(f"[{i}/{len(configs)}] {name}: NOT RUN: {path} holds a run in progress (pid "
                      f"{status.get('pid')}; another sweep or a job): wait for it, or sweep into another --out")

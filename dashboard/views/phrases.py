@@ -225,8 +225,10 @@ def show_exposure() -> None:
                "the inserted number; the most possible: it prefers it to all others. Measured on the trained model: an "
                "attack's view of what it memorised, not a guarantee (the phrase ε is).")
     mine = canary_setting(run_id)
+    # one copy of each config, the one the other pages show (tiny's Pri-GPT with canaries is in two sweep plans)
+    shown = set(tables.distinct_configs(tables.shown_pool(with_phrases, tables.made_here_in_place()))["run_id"])
     kin = [i for i in records if records[i]["preset"] == chosen["preset"] and c.same_seed(records[i], chosen)
-           and canary_setting(i) == mine]
+           and canary_setting(i) == mine and (i in shown or i == run_id)]
     compared = tables.exposure_comparison([(records[i], c.read_shown(c.get_run(i), "metrics")) for i in kin])
     if len(compared) > 1:
         st.markdown(f"**Every run of {chosen['preset']}, seed {chosen['seed']} with these canaries** (exposure in "

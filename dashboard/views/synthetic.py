@@ -14,6 +14,7 @@ from core.runs.store import RunDir
 from dashboard import common as c
 from dashboard import tables
 from dashboard.charts import LAYOUT
+from dashboard.values import as_float
 
 GENERATORS = {"filter": "conditional prompting + filter", "pplm": "PPLM, head on frozen model",
               "multitask": "multitask + PPLM (paper)"}
@@ -101,10 +102,14 @@ for record in runs.to_dict("records"):
     rows.append({
         "run": record["run_id"], "generator": record["method"].removeprefix("synth-"), "seed": record["seed"],
         "ε target": record["epsilon_target"], "ε": record["epsilon"], "δ": record["delta"],
-        "accuracy (synthetic)": m.get("accuracy_synthetic"), "accuracy (real)": m.get("accuracy_real"),
-        "label agreement": m.get("synthetic_label_agreement"), "separability": m.get("separability"),
-        "discriminator": m.get("discriminator_test_accuracy"), "LM test loss": m.get("lm_test_loss"),
-        **{f"{n}-gram": grams.get(str(n)) for n in range(3, 8)},
+        # numbers only (as_float): a garbled metrics.json shows a blank, not a broken page
+        "accuracy (synthetic)": as_float(m.get("accuracy_synthetic")),
+        "accuracy (real)": as_float(m.get("accuracy_real")),
+        "label agreement": as_float(m.get("synthetic_label_agreement")),
+        "separability": as_float(m.get("separability")),
+        "discriminator": as_float(m.get("discriminator_test_accuracy")),
+        "LM test loss": as_float(m.get("lm_test_loss")),
+        **{f"{n}-gram": as_float(grams.get(str(n))) if isinstance(grams, dict) else None for n in range(3, 8)},
         "samples": m.get("n_synthetic"),
         "passed filter": (m.get("generation") or {}).get("accepted") if record["method"] == "synth-filter" else None,
     })

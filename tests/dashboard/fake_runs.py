@@ -202,7 +202,8 @@ def write_synth_run(root: Path, run_id: str, generator: str, epsilon: float, acc
     run.write_text("samples.jsonl", "".join(json.dumps(s) + "\n" for s in samples))
     run.write_text("embeddings.csv", "x,y,label\n" + "".join(f"{i},{i * 2},{SYNTH_LABELS[i % 3]}\n" for i in range(9)))
     run.write_completions([{"index": i, "prefix": f"BOS {s['label']} SEP", "reference": "", "completion": s["text"],
-                            "label": s["label"], "synthetic": True, "contains_private_text": False}
+                            "label": s["label"], "synthetic": True,
+                            "contains_private_text": math.isinf(epsilon)}  # as core.synth.run marks them
                            for i, s in enumerate(samples)])
     run.log_progress("done", progress=1.0)
     run.set_status(state="done", stage="done", progress=1.0)

@@ -543,6 +543,11 @@ def test_the_phrases_page_shows_canary_exposure_beside_the_phrase_epsilon(roots,
     assert mine["most possible"].tolist() == pytest.approx([math.log2(1e6)] * 2)
     assert mine["ranked by"].tolist() == ["4,096 sampled of 1,000,000"] * 2
     assert compared["run"].tolist() == ["pri-canaries", "seq-canaries"]  # Pri-GPT first, in the methods' order
+    # a second copy of one config (tiny's canary Pri-GPT is in two sweep plans) is one row, as on the other pages
+    _with_exposure(write_run(cached, "pri-canaries-copy", "pri-gpt", canaries="1,10",
+                             phrases=[{**r, "epsilon": float("inf")} for r in CANARY_PHRASES]), {"1": 2.3, "10": 9.9})
+    at.run()
+    assert at.dataframe[1].value["run"].tolist() == ["pri-canaries", "seq-canaries"]
     assert compared["1×"].tolist() == [2.2, 0.2] and compared["10×"].tolist() == [10.4, 0.3]
     # a run without canaries says why it has no exposure
     at.selectbox(key="phrases_run").set_value("plain").run()

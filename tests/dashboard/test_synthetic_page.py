@@ -222,3 +222,15 @@ def test_only_the_filter_run_shows_which_samples_it_kept(roots):
             "information and filters nothing.") in texts(at)
     at.selectbox(key="synth_run").set_value("s-filter-3").run()
     assert at.dataframe[0].value["kept"].tolist() == ["accepted"] * 2 and "filters nothing" not in texts(at)
+
+
+def test_a_garbled_number_in_a_synthetic_runs_metrics_shows_blank(roots):
+    write_synth_run(roots["live"], "s-pplm-3", "pplm", 3.0, 0.3)
+    _edit_json(roots["live"] / "s-pplm-3" / "metrics.json", lambda m: m.update(accuracy_synthetic="abc",
+                                                                               separability=None))
+    at = open_page("synthetic")
+    assert not at.exception  # "abc" went through math.isfinite and broke the page
+    import pandas as pd
+
+    every = at.dataframe[-1].value.set_index("run")
+    assert pd.isna(every.loc["s-pplm-3", "accuracy (synthetic)"]) and every.loc["s-pplm-3", "accuracy (real)"] == 0.6

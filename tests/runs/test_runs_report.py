@@ -294,3 +294,24 @@ def test_the_seed_table_needs_table_1_runs_in_a_second_seed(tmp_path):
     write_run(tmp_path, "seq", "seqpate", epsilon=3.0, ppl=97.0)
     write_run(tmp_path, "seq-s1-k5", "seqpate", epsilon=3.0, ppl=96.0, seed=1, filter="top-k:5", partition="by-user")
     assert "## Table 1 in every seed" not in build_report(tmp_path)
+    # nor when the seed the other tables quote (the lowest) has no Table 1 run of its own
+    other = tmp_path / "other"
+    write_run(other, "seq-k5", "seqpate", epsilon=3.0, ppl=96.0, filter="top-k:5")
+    for seed in (1, 2):
+        write_run(other, f"pub-seed{seed}", "pub-gpt", ppl=100.0, seed=seed)
+    assert "## Table 1 in every seed" not in build_report(other)
+
+
+def test_the_report_command_names_runs_set_aside_and_refuses_a_folder_of_them_only(tmp_path, capsys):
+    from core.cli import main
+
+    write_run(tmp_path, "my-pub", "pub-gpt", ppl=10.6, config={"data__corpus": "mycorpus.jsonl"})
+    assert main(["report", "--runs", str(tmp_path)]) == 2  # was a report "from 0 finished runs", exit 0
+    assert capsys.readouterr().err == (
+        f"error: --runs {tmp_path}: every finished run there changes a setting none of the report's tables varies "
+        "(my-pub (data.corpus mycorpus.jsonl)), nothing to report; compare them with core compare\n")
+    assert not (tmp_path / "REPORT.md").exists()
+    write_run(tmp_path, "pub", "pub-gpt", ppl=1069.6)
+    assert main(["report", "--runs", str(tmp_path)]) == 0
+    assert capsys.readouterr().err == ("note: left out 1 run(s) that change a setting none of the report's tables "
+                                       "varies: my-pub (data.corpus mycorpus.jsonl)\n")

@@ -62,6 +62,10 @@ def test_a_run_in_progress_in_the_sweeps_folder_is_left_running(tmp_path):
         helper.wait()
     done = run_plan("adp", "tiny", tmp_path, execute=fake_execute, echo=lambda line: None)
     assert done == ["tiny-adp-eps3", "tiny-adp-eps8"] and run.is_complete()
+    # a status.json that cannot be read stands for no live run: redone, not a crash of the whole plan
+    (path / "status.json").write_text("{not json")
+    assert run_plan("adp", "tiny", tmp_path, execute=fake_execute, echo=lambda line: None) == [
+        "tiny-adp-eps3", "tiny-adp-eps8"] and run.is_complete()
 
 
 def test_a_seed_other_than_0_is_named_and_never_takes_seed_0s_runs(tmp_path):
