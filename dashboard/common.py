@@ -198,23 +198,25 @@ def epsilon_reading(epsilon: float, delta: float, unit: str = "training sentence
         return "ε must be a positive number."
     if epsilon == 0:  # the accountant's answer where the noise is so large that δ alone covers the bound
         return (f"ε = 0 at this δ: whatever anyone can observe about the result is as likely with any one {unit} in "
-                f"the private data as without it, except with probability δ = {fmt_delta(delta)}.")
+                f"the private data as without it, up to an added probability δ = {fmt_delta(delta)}.")
     if math.isinf(epsilon):
         return (f"ε = ∞ gives no formal protection: the model may memorise and repeat any {unit}, "
                 "names and secrets included.")
     posterior = 1 / (1 + math.exp(-epsilon))  # e^ε / (1 + e^ε), without overflow for large ε
+    # enough decimals that a bound below 1 never reads 100.0% (ε 8: 99.97%, beside "moderate")
+    shown = next((f"{posterior:.{d}%}" for d in range(1, 7) if f"{posterior:.{d}%}" != f"{1:.{d}%}"), "100%")
     tier = ("strong" if epsilon <= 1 else "moderate (common in published work)" if epsilon <= 10
             else "weak: the bound alone says little")
-    if delta is not None and delta > 1e-3:  # the guarantee may fail outright with probability δ
+    if delta is not None and delta > 1e-3:  # a δ this large lets a mechanism publish some records outright
         tier = f"weak: δ = {fmt_delta(delta)} is large (use δ well below 1 / the number of {unit}s)"
     decades = epsilon / math.log(10)  # e^ε = 10^decades, written out even where e^ε overflows a float
     ratio_text = f"{math.exp(epsilon):.3g}" if decades < 6 else \
         f"{10 ** (decades - math.floor(decades)):.1f}e+{math.floor(decades)}"
     return (
         f"Whatever anyone can observe about the result is at most e^ε ≈ {ratio_text}× more likely with any one "
-        f"{unit} in the private data than without it, except with probability δ = {fmt_delta(delta)}. "
-        f"An attacker who starts 50/50 unsure whether a given {unit} was used can end at most "
-        f"{posterior:.1%} sure, again except with probability δ. Protection: {tier}."
+        f"{unit} in the private data than without it, plus an added probability δ = {fmt_delta(delta)} (not "
+        f"a chance that the bound fails: a slack on every probability). An attacker who starts 50/50 unsure "
+        f"whether a given {unit} was used can end at most {shown} sure, give or take that δ. Protection: {tier}."
     )
 
 

@@ -178,7 +178,7 @@ def privacy_statement(
             + f"(epsilon, delta) = ({_num(eps, 4)}, {_num(delta)}): for any one private training sentence, "
             f"{change} changes the probability of anything this run released by at most a factor "
             f"e^epsilon = {_num(math.exp(eps) if isinstance(eps, (int, float)) and eps < 700 else math.inf)}, "
-            "except with probability delta.",
+            "plus an added probability delta.",
             f"- Accountant: {accountant}. The epsilon is recomputed from the recorded mechanism events "
             "(privacy.json), not typed in.",
             f"- Neighbouring data sets: {relation}",
@@ -353,7 +353,7 @@ def synth_statement(synth: dict[str, Any], privacy: dict[str, Any], metrics: dic
             f"({_num(eps, 4)}, {_num(delta)}): adding or removing any one sentence of the training set changes the "
             "probability of the fine-tuned model, and so of every sample generated from it (samples.jsonl, "
             f"completions.jsonl), by at most a factor e^epsilon = {_num(math.exp(eps) if eps < 700 else math.inf)}, "
-            "except with probability delta.",
+            "plus an added probability delta.",
             f"- Accountant: {privacy.get('accountant', 'n/a')}. The epsilon is recomputed from the recorded "
             "mechanism events (privacy.json), not typed in.",
             f"- delta = 1/|train| = 1/{data.get('train', '?')}, the paper's setting, is a weak delta: a mechanism "
