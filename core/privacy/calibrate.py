@@ -24,7 +24,7 @@ from core.privacy.accountant import _epsilon, _plan, epsilon_from_events
 from core.privacy.events import GaussianEvent, LaplaceEvent, SubsampledGaussianEvent
 
 # SeqPATE's per-query sensitivities: a changed sentence changes one teacher's next-token distribution, so the
-# teachers' summed distributions move by at most sqrt(2) in L2 and 2 in L1 (paper App. D). The engine, the
+# teachers' summed distributions move by at most sqrt(2) in L2 and 2 in L1 (paper Sec. 5.2). The engine, the
 # phrase analysis and the dashboard's previews all read these two.
 SEQPATE_L2_SENSITIVITY = math.sqrt(2.0)
 SEQPATE_L1_SENSITIVITY = 2.0

@@ -86,6 +86,9 @@ def seqpate_calculator() -> None:
             f"to the **average** distribution (what the student learns from) the noise is σ/M = "
             f"{std / teachers:.4g}: more teachers, less relative noise"
             + (" — here the noise still swamps the average (σ/M > 1)." if std / teachers > 1 else ".")
+            + " Each teacher then trains on less data, though, so more teachers do not always help (the paper's "
+            "Sec. 6.4). The Q answers compose like one Gaussian release whose noise multiplier is z / √Q (the "
+            "paper's Lemma 5.2): at a fixed (ε, δ), σ grows as √Q."
         )
         decades = max(5, math.ceil(math.log10(queries)))  # the curve reaches past the chosen Q, however large
         grid = sorted({max(1, int(round(10 ** (k / 8)))) for k in range(0, 8 * decades + 1)} | {int(queries)})

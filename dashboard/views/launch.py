@@ -138,6 +138,8 @@ with right:
     takes_epsilon = [m for m in settings["methods"] if fixed_epsilon(m) is None]
     if valid_privacy and takes_epsilon:
         st.markdown(c.epsilon_reading(eps, delta))
+        if "adp" in settings["methods"]:  # its ε is a heuristic's, as the Overview's card and statement.md say
+            st.warning(c.HEURISTIC_PRIVACY["adp"], icon=":material/warning:")
     elif takes_epsilon:
         st.caption("Shown once ε and δ are valid (see the error below).")
     if "seqpate" in configs:
@@ -152,7 +154,8 @@ with right:
                 with st.spinner("PLD accountant…"):
                     scale = c.seqpate_laplace_scale(eps, delta, sp.query_budget)
                 c.metric(row, "Laplace scale b", f"{scale:.4g}",
-                         help="the -gaussian and -all ablations release Laplace noise: b·e^(-|x|/b)/2 per entry")
+                         help="the -gaussian and -all ablations add Laplace noise of scale b to each entry: density "
+                              "e^(-|x|/b) / (2b)")
                 c.metric(row, "b / L1 sensitivity", f"{scale / 2:.4g}", help="one teacher changes the sum by 2 in L1")
                 c.metric(row, "b / M", f"{scale / sp.teachers:.4g}",
                          help=f"noise relative to the average of the M = {sp.teachers} teacher distributions")
@@ -164,6 +167,13 @@ with right:
                 c.metric(row, "σ / M", f"{noise['std'] / sp.teachers:.4g}",
                          help=f"noise relative to the average of the M = {sp.teachers} teacher distributions")
             c.metric(row, "query budget Q", f"{sp.query_budget:,}", help=f"from preset {configs['seqpate'].preset}")
+            # the noise std on the average distribution (a Laplace scale b has std √2·b)
+            relative = (scale * math.sqrt(2) if laplace else noise["std"]) / sp.teachers if math.isfinite(eps) else 0.0
+            if relative > 1:  # as the Calculator says: the teachers' average cannot stand out of this noise
+                st.warning(f"Noise-dominated: the noise std on the teachers' average distribution is {relative:.3g}, "
+                           "where no candidate's average probability exceeds 1, so their answers will carry almost no "
+                           "signal (tiny's M = 10 at ε 3: 6.9). More teachers, a larger ε or a smaller Q lower it.",
+                           icon=":material/warning:")
             if sp.partition == "by-user":
                 cfg = configs["seqpate"]
                 try:
@@ -201,7 +211,8 @@ with right:
                 q, steps = c.poisson_shape(n, batch, epochs)
                 with st.spinner("PLD accountant…"):
                     z = c.dpsgd_noise(eps, delta, q, steps)
-                st.caption(c.method_label(method) + (" (the base noise; ADP scales it per batch, never below it)"
+                st.caption(c.method_label(method) + (" (the smallest noise any batch gets, the one accounted: ADP's base σ is this divided by "
+                                                     "the smallest batch weight, and each batch gets σ times its weight)"
                                                      if method == "adp" else ""))
                 row = c.wrapping_row()
                 c.metric(row, "noise multiplier", f"{z:.4g}")

@@ -21,8 +21,8 @@ SeqPATE never lets the released model (the *student*) see private text:
 1. The private sentences are split into **disjoint parts**, and one **teacher** model is fine-tuned per part,
    so any one sentence (or, with the by-user partition, most of one user's sentences) sits in one teacher.
 2. The student learns on **pseudo sentences**: public prefixes completed by the public base model.
-3. Where the student is unsure, the teachers' next-token distributions are **summed over the student's own top
-   candidates** (public information) and released with **Gaussian noise**. One sentence moves the sum by at most
+3. Where the student does not rank the pseudo label among its top 5 (a "hard" position: efficient KD), the
+   teachers' next-token distributions are **summed over the student's own top candidates** (public information) and released with **Gaussian noise**. One sentence moves the sum by at most
    √2, so each answer is a Gaussian mechanism; the noise is calibrated *before* the first query from (ε, δ) and
    the query budget Q, and querying stops when the budget is spent.
 4. The student is trained on the pseudo labels plus the noisy distributions (KL loss).

@@ -5,6 +5,7 @@ import streamlit as st
 
 from dashboard import charts, tables
 from dashboard import common as c
+from dashboard.values import as_float
 
 st.title("Privacy vs utility")
 st.caption("Finished runs of one preset. Private methods are points at their accounted ε (log axis); "
@@ -84,6 +85,23 @@ def at_varied_epsilons(pool: pd.DataFrame, varied: pd.DataFrame) -> pd.DataFrame
     return pool[pool["epsilon_target"].isin(set(varied["epsilon_target"].dropna()))]
 
 
+def noise_dominance_note() -> None:
+    """Under a table of SeqPATE's own variants: where its runs at the preset's defaults and ε 3 release noise larger
+    than the teachers' average distribution could ever be (std / M > 1, tiny's 6.9), the table shows the student's
+    losses and the noise, not what the teachers know (REPORT.md says the same)."""
+    base = seqpate[(seqpate["variant"].fillna("") == "") & (seqpate["epsilon_target"] == 3.0)]
+    if base.empty:
+        return
+    record = base.iloc[0]
+    std = as_float((c.read_shown(c.get_run(record["run_id"]), "privacy") or {}).get("noise_scale"))
+    teachers = as_float(record["teachers"])
+    if std is not None and teachers and std / teachers > 1:
+        st.caption(f"Noise-dominated at this preset: at ε 3 the noise std is {std:.1f} on a sum of M = {teachers:.0f} "
+                   f"teacher distributions (std / M = {std / teachers:.1f}, against at most 1 for any candidate's "
+                   "average probability), so the teachers carry almost no signal, and the rows below differ by the "
+                   "student's own losses and the noise.")
+
+
 # Each table varies one setting with every other at the preset's defaults (c.only_varies).
 def show_ablations() -> None:
     """Paper Table 3: SeqPATE with one component switched off."""
@@ -92,6 +110,7 @@ def show_ablations() -> None:
     if ablations.empty:
         st.info("No ablation runs yet (SeqPATE runs with an ablation other than none).")
         return
+    noise_dominance_note()
     rows = at_varied_epsilons(pool, ablations)
     names = rows["ablation"].fillna("none").replace({"none": "SeqPATE (full)"})
     st.dataframe(small_table(rows, "ablation", names), hide_index=True, width="stretch", column_config=metric_cols)
@@ -106,6 +125,7 @@ def show_filters() -> None:
         st.info("No filter comparison yet: needs SeqPATE runs with at least two candidate filters "
                 "(e.g. top-p:0.95 and top-k:50)." + present)
         return
+    noise_dominance_note()
     st.dataframe(small_table(filters, "filter", filters["filter"], order=c.filter_order), hide_index=True, width="stretch",
                  column_config=metric_cols)
 
@@ -117,6 +137,7 @@ def show_teacher_curve() -> None:
     if teachers["teachers"].nunique() < 2:
         st.info("No teacher-count curve yet: needs SeqPATE runs with at least two teacher counts.")
         return
+    noise_dominance_note()
     # perplexity first: on every test sentence, where the tiny BLEU-4 differences are within noise (REPORT.md)
     metric = st.radio("Metric", ["ppl", "bleu4"], format_func=charts.METRIC_LABELS.get, horizontal=True,
                       key="pu_teacher_metric", persist_state="page")

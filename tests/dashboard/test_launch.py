@@ -72,6 +72,18 @@ def test_laplace_ablations_show_the_laplace_scale_the_run_will_use(roots, app_pa
     assert shown["Laplace scale b"] == f"{scale:.4g}" and shown["b / M"] == f"{scale / 10:.4g}"
     assert "noise multiplier z" not in shown
     assert "accountant: PLD (Laplace releases)" in texts(at)
+    # the density, as a student would copy it (it read b·e^(-|x|/b)/2, which does not integrate to 1)
+    help_text = next(m.help for m in at.metric if m.label == "Laplace scale b")
+    assert help_text.endswith("density e^(-|x|/b) / (2b)")
+
+
+def test_adps_noise_is_named_as_the_floor_it_is(roots, app_page):
+    """Launch called ADP's number "the base noise"; it is DP-SGD's multiplier, the smallest any batch gets and the
+    one accounted (the shipped run records a base σ of 63 over a smallest weight of 0.0094)."""
+    at = app_page("launch", {"preset": "tiny", "eps": "3", "delta": "1e-6", "methods": "adp"})
+    assert not at.exception
+    assert ("Adaptive DP (the smallest noise any batch gets, the one accounted: ADP's base σ is this divided by the "
+            "smallest batch weight, and each batch gets σ times its weight)") in [x.value for x in at.caption]
 
 
 def test_invalid_epsilon_shows_config_error_and_launches_nothing(roots, app_page, fake_job):
@@ -162,14 +174,18 @@ def test_a_url_parameter_the_page_does_not_know_is_named_not_dropped_unseen(root
     """?methds=seqpate (a typo) opened the page with no method chosen and the parameter gone from the URL."""
     at = app_page("launch", {"methds": "seqpate", "preset": "tiny"})
     assert not at.exception
-    [warning] = [w.value for w in at.warning]
+
+    def link_warnings():  # not tiny's noise-dominance warning on the SeqPATE settings
+        return [w.value for w in at.warning if not w.value.startswith("Noise-dominated")]
+
+    [warning] = link_warnings()
     assert ("methds (not a Launch setting; these are methods, eps, delta, teachers, filter, partition, "
             "ablation, preset, seed)") in warning and "methds=seqpate" not in warning
     assert "methds" not in at.query_params and at.selectbox(key="launch_preset").value == "tiny"
     at.run()  # said once, as the other link warnings
-    assert not at.warning
+    assert not link_warnings()
     at = app_page("launch", {"methds": "seqpate", "foo": "1", "preset": "tiny"})
-    [warning] = [w.value for w in at.warning]
+    [warning] = link_warnings()
     assert "methds, foo (not Launch settings; these are methods, eps," in warning and warning.count("these are") == 1
 
 
@@ -354,3 +370,21 @@ def test_a_job_that_cannot_launch_is_named_and_the_others_still_go(roots, app_pa
     at.button(key="launch_button").click().run()
     assert [e.value for e in at.error] == ["SeqPATE: could not launch: No space left on device"]  # kept on redraw
     assert "Queued 1 job(s)" in texts(at) and [p.name for p in roots["live"].iterdir() if "-pub-gpt-" in p.name]
+
+
+def test_launch_warns_when_the_teachers_answers_will_be_noise_dominated(roots, app_page):
+    """The Calculator warned where σ / M > 1; Launch showed tiny's σ / M = 6.9 without a word."""
+    at = app_page("launch", {"preset": "tiny", "eps": "3", "delta": "1e-6", "methods": "seqpate"})
+    [warning] = [w.value for w in at.warning if w.value.startswith("Noise-dominated")]
+    assert warning.startswith("Noise-dominated: the noise std on the teachers' average distribution is 6.9, ")
+    at.selectbox(key="launch_preset").set_value("quick").run()  # M 1,000: σ / M 0.098
+    assert not [w for w in at.warning if w.value.startswith("Noise-dominated")] and not at.exception
+
+
+def test_launch_calls_adps_epsilon_a_heuristic(roots, app_page):
+    """The Overview's card and statement.md say ADP chooses its noise from the private data; Launch read its ε as a
+    plain guarantee."""
+    at = app_page("launch", {"preset": "tiny", "eps": "3", "delta": "1e-6", "methods": "adp"})
+    assert any("treat it as a heuristic, not a DP guarantee" in w.value for w in at.warning)
+    at.multiselect(key="launch_methods").set_value(["noisysgd"]).run()
+    assert not any("heuristic" in w.value for w in at.warning)

@@ -566,3 +566,16 @@ def test_all_phrases_name_the_average_of_each_kind(roots, app_page):
             "average name ε).") in [x.value for x in at.caption]
     at.radio(key="phrases_kind").set_value("name").run()
     assert metrics(at)["average ε"] == "2" and not any("by kind" in x.value for x in at.caption)
+
+
+def test_tables_of_seqpates_variants_say_when_its_answers_are_noise_dominated(roots, app_page):
+    """tiny's Table 3/4 and App. H rows (M 10, noise std 69) read as effects of the aggregation with no word that the
+    teachers' answers carry almost no signal (std / M = 6.9)."""
+    seq = write_run(roots["cached"], "seq", "seqpate", epsilon=3.0, ppl=909.3)
+    write_run(roots["cached"], "seq-kl", "seqpate", epsilon=3.0, ablation="-kl", ppl=912.0)
+    note = ("Noise-dominated at this preset: at ε 3 the noise std is 69.0 on a sum of M = 10 teacher distributions "
+            "(std / M = 6.9")
+    for std, said in ((69.04, True), (9.5, False)):
+        seq.write_privacy({**seq.privacy(), "noise_scale": std})
+        at = open_tab(app_page("privacy_utility"), "pu_tab", "Ablations (Table 3)")
+        assert not at.exception and any(x.value.startswith(note) for x in at.caption) is said

@@ -315,3 +315,15 @@ def test_the_report_command_names_runs_set_aside_and_refuses_a_folder_of_them_on
     assert main(["report", "--runs", str(tmp_path)]) == 0
     assert capsys.readouterr().err == ("note: left out 1 run(s) that change a setting none of the report's tables "
                                        "varies: my-pub (data.corpus mycorpus.jsonl)\n")
+
+
+def test_a_preset_whose_seqpate_answers_are_noise_dominated_says_so(tmp_path):
+    """tiny's SeqPATE (M 10, noise std 69) stood under 'reproduced: Table 4' with no word that its teachers'
+    answers carry almost no signal (std / M = 6.9)."""
+    run = write_run(tmp_path, "seq", "seqpate", epsilon=3.0, teachers=10, ppl=909.3)
+    write_run(tmp_path, "pub", "pub-gpt", ppl=1000.0)
+    for std, said in ((69.04358, True), (9.5, False)):
+        run.write_privacy({**run.privacy(), "noise_scale": std})
+        report = build_report(tmp_path)
+        assert ("SeqPATE's answers here are noise-dominated: at epsilon 3 the noise std is 69.0 on a sum of M = 10 "
+                "teacher distributions (std / M = 6.9" in report) is said
