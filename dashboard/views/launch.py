@@ -194,6 +194,10 @@ with right:
             if sp.filter in ("top-p:1", "top-p:1.0"):
                 st.caption("top-p 1 keeps every token: no candidate filtering, the teachers are queried (and the "
                            "noise added) on the whole vocabulary.")
+            elif sp.filter == "top-k:1":
+                st.caption("top-k 1 keeps one candidate: the teachers' answer renormalised over it is always 1, so "
+                           "the KL term teaches nothing while the queries still spend the budget (Table 4's top-k 1 "
+                           "row measures the student without its teachers).")
     dpsgd = [m for m in configs if m in c.DPSGD_METHODS]
     if dpsgd and valid_privacy and math.isinf(eps):  # as SeqPATE's box says at ε = ∞
         st.warning(f"ε = ∞: {', '.join(c.method_label(m) for m in dpsgd)} add no noise at all; the runs are "

@@ -388,3 +388,10 @@ def test_launch_calls_adps_epsilon_a_heuristic(roots, app_page):
     assert any("treat it as a heuristic, not a DP guarantee" in w.value for w in at.warning)
     at.multiselect(key="launch_methods").set_value(["noisysgd"]).run()
     assert not any("heuristic" in w.value for w in at.warning)
+
+
+def test_top_k_1_is_said_to_teach_nothing(roots, app_page):
+    """With one candidate the teachers' renormalised answer is always 1: the KL term is 0 while queries spend the
+    budget (a teacher walk found Launch explained top-p 1 but not this)."""
+    at = app_page("launch", {"preset": "tiny", "eps": "3", "delta": "1e-6", "methods": "seqpate", "filter": "top-k:1"})
+    assert any(x.value.startswith("top-k 1 keeps one candidate") for x in at.caption) and not at.exception

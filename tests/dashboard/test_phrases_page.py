@@ -137,3 +137,12 @@ def test_a_log_axis_gets_round_ticks_fine_enough_to_read_its_bars():
     assert log_ticks(0.8, 20_000) == [1, 3, 10, 30, 100, 300, 1000, 3000, 10_000]  # names to a 100x canary
     assert log_ticks(1e-3, 1e30) == [1e-3, 10, 1e5, 1e9, 1e13, 1e17, 1e21, 1e25, 1e29]  # decades, thinned to 10
     assert log_ticks(0.3, 0.7) == [0.3, 0.4, 0.5, 0.6, 0.7]  # no float dust (3 * 0.1 is 0.30000000000000004)
+
+
+def test_the_page_says_what_a_phrase_is_and_what_its_epsilon_protects(roots, app_page):
+    """A teacher walk found no word that a name counts wherever its word occurs, by any user (one quick name is in
+    14 sentences by 13 users), nor that the √2·n sensitivity is SeqPATE's only."""
+    write_three(roots["cached"])
+    caption = app_page("phrases").caption[0].value
+    assert "a name counts wherever its word occurs in the private training sentences, by any user" in caption
+    assert "for DP-SGD, group privacy over the batches that hold it" in caption
