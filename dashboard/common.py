@@ -192,8 +192,13 @@ def privacy_statement(epsilon: float | None, delta: float | None, unit: str | No
     return f"(ε = {fmt_eps(epsilon)}, δ = {fmt_delta(delta)})-DP{weak}, protecting {unit_text}"
 
 
-def epsilon_reading(epsilon: float, delta: float, unit: str = "training sentence") -> str:
-    """A plain-language reading of (epsilon, delta)."""
+# SeqPATE's neighbouring data sets are not DP-SGD's add/remove ones (core.analysis.statement.neighbours)
+SEQPATE_NEIGHBOURS = ("for SeqPATE: than with that sentence's content removed or replaced by another, every other "
+                      "sentence keeping its teacher; the partition is held public")
+
+
+def epsilon_reading(epsilon: float, delta: float, unit: str = "training sentence", seqpate: bool = False) -> str:
+    """A plain-language reading of (epsilon, delta); seqpate: name SeqPATE's neighbouring data sets too."""
     if epsilon is None or math.isnan(epsilon) or epsilon < 0:
         return "ε must be a positive number."
     if epsilon == 0:  # the accountant's answer where the noise is so large that δ alone covers the bound
@@ -214,7 +219,8 @@ def epsilon_reading(epsilon: float, delta: float, unit: str = "training sentence
         f"{10 ** (decades - math.floor(decades)):.1f}e+{math.floor(decades)}"
     return (
         f"Whatever anyone can observe about the result is at most e^ε ≈ {ratio_text}× more likely with any one "
-        f"{unit} in the private data than without it, plus an added probability δ = {fmt_delta(delta)} (not "
+        f"{unit} in the private data than without it" + (f" ({SEQPATE_NEIGHBOURS})" if seqpate else "")
+        + f", plus an added probability δ = {fmt_delta(delta)} (not "
         f"a chance that the bound fails: a slack on every probability). An attacker who starts 50/50 unsure "
         f"whether a given {unit} was used can end at most {shown} sure, give or take that δ. Protection: {tier}."
     )

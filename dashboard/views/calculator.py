@@ -79,7 +79,7 @@ def seqpate_calculator() -> None:
     if queries < 1:
         st.warning("Not even one query fits this ε at this noise.")
     else:
-        st.markdown(c.epsilon_reading(eps, delta))
+        st.markdown(c.epsilon_reading(eps, delta, seqpate=True))
         st.markdown(
             f"The teachers' answer is the **sum** of M = {teachers} probability vectors; one changed sentence "
             f"moves it by at most √2 whatever M is, so the noise std σ = {std:.4g} does not depend on M. Relative "

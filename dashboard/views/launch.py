@@ -137,7 +137,7 @@ with right:
         valid_privacy = False
     takes_epsilon = [m for m in settings["methods"] if fixed_epsilon(m) is None]
     if valid_privacy and takes_epsilon:
-        st.markdown(c.epsilon_reading(eps, delta))
+        st.markdown(c.epsilon_reading(eps, delta, seqpate="seqpate" in settings["methods"]))
         if "adp" in settings["methods"]:  # its ε is a heuristic's, as the Overview's card and statement.md say
             st.warning(c.HEURISTIC_PRIVACY["adp"], icon=":material/warning:")
     elif takes_epsilon:

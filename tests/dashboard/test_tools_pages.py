@@ -254,6 +254,9 @@ def test_plain_language_reading():
     # e^1000 = 10^434.29 = 1.97e+434: written out, not capped at a float's range
     assert "e^ε ≈ 2.0e+434×" in epsilon_reading(1000.0, 1e-6) and "at most 100% sure" in epsilon_reading(1000.0, 1e-6)
     assert "at most 99.97% sure" in epsilon_reading(8.0, 1e-6)  # it read 100.0%, beside "moderate"
+    # SeqPATE's neighbours are not DP-SGD's add/remove ones: named where SeqPATE is read
+    assert "than without it (for SeqPATE: than with that sentence's content removed or replaced by another" in \
+        epsilon_reading(3.0, 1e-6, seqpate=True) and "for SeqPATE" not in text
     assert "e^ε ≈ 8.0e+434294481×" in epsilon_reading(1e9, 1e-6)
     # a large delta makes the guarantee weak whatever epsilon says
     assert "Protection: weak: δ = 0.4 is large" in epsilon_reading(1.0, 0.4)
