@@ -598,7 +598,8 @@ def check_private_size(cfg: RunConfig, n_private_train: int) -> None:
     n = n_private_train
     if n < 1:
         raise ConfigError("no private training sentences")
-    # delta is the chance that the guarantee fails; at delta >= 1/n a mechanism may publish one whole sentence.
+    # delta is an additive slack on every probability bound; at delta >= 1/n a mechanism may publish one whole
+    # sentence outright.
     if cfg.privacy.delta >= 1.0 / n:
         raise ConfigError(f"delta must be below 1/n = {1.0 / n:.3g} (n = {n} private training sentences), "
                           f"got {cfg.privacy.delta}")

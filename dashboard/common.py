@@ -203,12 +203,16 @@ def epsilon_reading(epsilon: float, delta: float, unit: str = "training sentence
         return "ε must be a positive number."
     if epsilon == 0:  # the accountant's answer where the noise is so large that δ alone covers the bound
         return (f"ε = 0 at this δ: whatever anyone can observe about the result is as likely with any one {unit} in "
-                f"the private data as without it, up to an added probability δ = {fmt_delta(delta)}.")
+                "the private data as without it" + (f" ({SEQPATE_NEIGHBOURS})" if seqpate else "")
+                + f", up to an added probability δ = {fmt_delta(delta)}.")
     if math.isinf(epsilon):
         return (f"ε = ∞ gives no formal protection: the model may memorise and repeat any {unit}, "
                 "names and secrets included.")
+    # An attacker guessing from a 50/50 start whether a given unit was used is right with probability at most
+    # (e^ε + δ) / (1 + e^ε) <= e^ε / (1 + e^ε) + δ: a bound on the guess's accuracy, not on its certainty after every
+    # output (a Gaussian's privacy loss is unbounded)
     posterior = 1 / (1 + math.exp(-epsilon))  # e^ε / (1 + e^ε), without overflow for large ε
-    # enough decimals that a bound below 1 never reads 100.0% (ε 8: 99.97%, beside "moderate")
+    # enough decimals that a bound below 1 reads below 100% (ε 8: 99.97%, beside "moderate"; from ε ≈ 19 it is 100%)
     shown = next((f"{posterior:.{d}%}" for d in range(1, 7) if f"{posterior:.{d}%}" != f"{1:.{d}%}"), "100%")
     tier = ("strong" if epsilon <= 1 else "moderate (common in published work)" if epsilon <= 10
             else "weak: the bound alone says little")
@@ -222,7 +226,8 @@ def epsilon_reading(epsilon: float, delta: float, unit: str = "training sentence
         f"{unit} in the private data than without it" + (f" ({SEQPATE_NEIGHBOURS})" if seqpate else "")
         + f", plus an added probability δ = {fmt_delta(delta)} (not "
         f"a chance that the bound fails: a slack on every probability). An attacker who starts 50/50 unsure "
-        f"whether a given {unit} was used can end at most {shown} sure, give or take that δ. Protection: {tier}."
+        f"whether a given {unit} was used guesses right at most {shown} of the time, plus at most δ. "
+        f"Protection: {tier}."
     )
 
 

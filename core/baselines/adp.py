@@ -5,8 +5,8 @@ model (Eq. 3-4), batch weight gamma_B = mean rho over the batch (Eq. 5), noise g
 (Eq. 6) inside DP-Adam (Algorithm 1). Sequences that look common (low perplexity) thus get less noise.
 
 What this module reports:
-- epsilon_claimed: what the paper's setting would claim on our reading (the paper gives no accounting of its
-  own), every step treated as if it had the AVERAGE effective multiplier mean_t(gamma_t) * sigma (PLD here, so
+- epsilon_claimed: what the paper's setting would claim on our reading (the paper reports epsilons but states
+  no accounting method), every step treated as if it had the AVERAGE effective multiplier mean_t(gamma_t) * sigma (PLD here, so
   the gap to the valid number is the recipe, not the accountant);
 - epsilon (valid as far as a number can be): every step at the SMALLEST multiplier actually used,
   min_t(gamma_t) * sigma, composed with the same PLD accountant. The base sigma is calibrated before training

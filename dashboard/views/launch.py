@@ -138,7 +138,7 @@ with right:
     takes_epsilon = [m for m in settings["methods"] if fixed_epsilon(m) is None]
     if valid_privacy and takes_epsilon:
         st.markdown(c.epsilon_reading(eps, delta, seqpate="seqpate" in settings["methods"]))
-        if "adp" in settings["methods"]:  # its ε is a heuristic's, as the Overview's card and statement.md say
+        if "adp" in settings["methods"] and math.isfinite(eps):  # a heuristic's ε (at ∞ it is simply not private)
             st.warning(c.HEURISTIC_PRIVACY["adp"], icon=":material/warning:")
     elif takes_epsilon:
         st.caption("Shown once ε and δ are valid (see the error below).")
@@ -172,8 +172,7 @@ with right:
             if relative > 1:  # as the Calculator says: the teachers' average cannot stand out of this noise
                 st.warning(f"Noise-dominated: the noise std on the teachers' average distribution is {relative:.3g}, "
                            "where no candidate's average probability exceeds 1, so their answers will carry almost no "
-                           "signal (tiny's M = 10 at ε 3: 6.9). More teachers, a larger ε or a smaller Q lower it.",
-                           icon=":material/warning:")
+                           "signal. More teachers, a larger ε or a smaller Q lower it.", icon=":material/warning:")
             if sp.partition == "by-user":
                 cfg = configs["seqpate"]
                 try:

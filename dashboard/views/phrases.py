@@ -12,10 +12,11 @@ from dashboard import common as c
 
 st.title("Secret phrases")
 st.caption("Phrases are the names private users give themselves (\"my name is X\"; a name counts wherever its word "
-           "occurs in the private training sentences, by any user, so a common first name spans many users and "
-           "teachers, unlike the paper's user-specific full names) and any inserted canaries. A phrase's ε "
+           "occurs in the private training sentences, by any user, so on chitchat a common first name spans many "
+           "users and teachers, unlike the paper's user-specific full names) and any inserted canaries. A phrase's ε "
            "protects all its occurrences at once: for SeqPATE a phrase held by n teachers has sensitivity √2·n, so "
-           "its ε grows with the teachers holding it; for DP-SGD, group privacy over the batches that hold it. "
+           "its ε grows with the teachers holding it; for DP-SGD, group privacy over the sentences that hold it "
+           "(with user batches, over the batches that hold it). "
            "Its counts (occurrences, users, teachers) are themselves private statistics. " + c.PHRASE_NOTE)
 
 df = c.finished_frame()
@@ -227,8 +228,8 @@ def show_exposure() -> None:
     st.caption("Exposure = log2 (candidates) − log2 (the canary's rank among every number of its digit count, by "
                "how likely the model finds the canary sentence with it). About 1 bit or less: the model does not prefer "
                "the inserted number; the most possible: it prefers it to all others. Measured on the trained model: an "
-               "attack's view of what it memorised, not a guarantee (the phrase ε is). A low exposure says the model "
-               "did not memorise the canary, not why: a SeqPATE student whose teachers' answers are noise-dominated "
+               "attack's view of what it memorised, not a guarantee (the phrase ε is). A low exposure shows no sign that "
+               "the model memorised the canary, not why: a SeqPATE student whose teachers' answers are noise-dominated "
                "learned little from the private data at all.")
     mine = canary_setting(run_id)
     # one copy of each config, the one the other pages show (tiny's Pri-GPT with canaries is in two sweep plans)

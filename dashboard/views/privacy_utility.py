@@ -85,7 +85,7 @@ def at_varied_epsilons(pool: pd.DataFrame, varied: pd.DataFrame) -> pd.DataFrame
     return pool[pool["epsilon_target"].isin(set(varied["epsilon_target"].dropna()))]
 
 
-def noise_dominance_note() -> None:
+def noise_dominance_note(by_teachers: bool = False) -> None:
     """Under a table of SeqPATE's own variants: where its runs at the preset's defaults and ε 3 release noise larger
     than the teachers' average distribution could ever be (std / M > 1, tiny's 6.9), the table shows the student's
     losses and the noise, not what the teachers know (REPORT.md says the same)."""
@@ -96,10 +96,12 @@ def noise_dominance_note() -> None:
     std = as_float((c.read_shown(c.get_run(record["run_id"]), "privacy") or {}).get("noise_scale"))
     teachers = as_float(record["teachers"])
     if std is not None and teachers and std / teachers > 1:
+        rows = (f"the runs with fewer than {std:.0f} teachers (σ / M > 1) differ" if by_teachers
+                else "the rows below differ")
         st.caption(f"Noise-dominated at this preset: at ε 3 the noise std is {std:.1f} on a sum of M = {teachers:.0f} "
                    f"teacher distributions (std / M = {std / teachers:.1f}, against at most 1 for any candidate's "
-                   "average probability), so the teachers carry almost no signal, and the rows below differ by the "
-                   "student's own losses and the noise.")
+                   f"average probability), so the teachers carry almost no signal, and {rows} by the student's own "
+                   "losses and the noise.")
 
 
 # Each table varies one setting with every other at the preset's defaults (c.only_varies).
@@ -137,7 +139,7 @@ def show_teacher_curve() -> None:
     if teachers["teachers"].nunique() < 2:
         st.info("No teacher-count curve yet: needs SeqPATE runs with at least two teacher counts.")
         return
-    noise_dominance_note()
+    noise_dominance_note(by_teachers=True)
     # perplexity first: on every test sentence, where the tiny BLEU-4 differences are within noise (REPORT.md)
     metric = st.radio("Metric", ["ppl", "bleu4"], format_func=charts.METRIC_LABELS.get, horizontal=True,
                       key="pu_teacher_metric", persist_state="page")

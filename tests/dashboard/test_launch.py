@@ -386,6 +386,10 @@ def test_launch_calls_adps_epsilon_a_heuristic(roots, app_page):
     plain guarantee."""
     at = app_page("launch", {"preset": "tiny", "eps": "3", "delta": "1e-6", "methods": "adp"})
     assert any("treat it as a heuristic, not a DP guarantee" in w.value for w in at.warning)
+    at.text_input(key="launch_eps").set_value("inf").run()  # not private at all, not a heuristic
+    assert not any("heuristic" in w.value for w in at.warning) and "add no noise at all" in " ".join(
+        w.value for w in at.warning)
+    at.text_input(key="launch_eps").set_value("3").run()
     at.multiselect(key="launch_methods").set_value(["noisysgd"]).run()
     assert not any("heuristic" in w.value for w in at.warning)
 

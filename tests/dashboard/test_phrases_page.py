@@ -145,4 +145,4 @@ def test_the_page_says_what_a_phrase_is_and_what_its_epsilon_protects(roots, app
     write_three(roots["cached"])
     caption = app_page("phrases").caption[0].value
     assert "a name counts wherever its word occurs in the private training sentences, by any user" in caption
-    assert "for DP-SGD, group privacy over the batches that hold it" in caption
+    assert "for DP-SGD, group privacy over the sentences that hold it (with user batches, over the batches" in caption

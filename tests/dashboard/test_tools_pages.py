@@ -248,12 +248,12 @@ def test_plain_language_reading():
 
     assert "no formal protection" in epsilon_reading(math.inf, 1e-6)
     text = epsilon_reading(1.0, 1e-6)
-    assert "2.72×" in text and "73.1% sure, give or take that δ." in text and "strong" in text
+    assert "2.72×" in text and "guesses right at most 73.1% of the time, plus at most δ." in text and "strong" in text
     # δ is added to every probability, not a chance that the bound fails (which Gaussian noise does not give)
     assert "plus an added probability δ = 1e-06 (not a chance that the bound fails" in text
     # e^1000 = 10^434.29 = 1.97e+434: written out, not capped at a float's range
-    assert "e^ε ≈ 2.0e+434×" in epsilon_reading(1000.0, 1e-6) and "at most 100% sure" in epsilon_reading(1000.0, 1e-6)
-    assert "at most 99.97% sure" in epsilon_reading(8.0, 1e-6)  # it read 100.0%, beside "moderate"
+    assert "e^ε ≈ 2.0e+434×" in epsilon_reading(1000.0, 1e-6) and "at most 100% of" in epsilon_reading(1000.0, 1e-6)
+    assert "at most 99.97% of the time" in epsilon_reading(8.0, 1e-6)  # it read 100.0%, beside "moderate"
     # SeqPATE's neighbours are not DP-SGD's add/remove ones: named where SeqPATE is read
     assert "than without it (for SeqPATE: than with that sentence's content removed or replaced by another" in \
         epsilon_reading(3.0, 1e-6, seqpate=True) and "for SeqPATE" not in text

@@ -322,8 +322,10 @@ def test_a_preset_whose_seqpate_answers_are_noise_dominated_says_so(tmp_path):
     answers carry almost no signal (std / M = 6.9)."""
     run = write_run(tmp_path, "seq", "seqpate", epsilon=3.0, teachers=10, ppl=909.3)
     write_run(tmp_path, "pub", "pub-gpt", ppl=1000.0)
-    for std, said in ((69.04358, True), (9.5, False)):
+    for std, said in ((69.04358, True), (9.5, False), (float("nan"), False), (float("inf"), False)):
         run.write_privacy({**run.privacy(), "noise_scale": std})
         report = build_report(tmp_path)
         assert ("SeqPATE's answers here are noise-dominated: at epsilon 3 the noise std is 69.0 on a sum of M = 10 "
-                "teacher distributions (std / M = 6.9" in report) is said
+                "teacher distributions (std / M = 6.9" in report) is said, std
+        # App. H's runs at M = 100 and 1,000 (std / M 0.69 and 0.069) are not: only its rows below the std are named
+        assert ("(Tables 3 and 4, and App. H's rows with M below 69)" in report) is said
