@@ -214,9 +214,9 @@ with right:
                 q, steps = c.poisson_shape(n, batch, epochs)
                 with st.spinner("PLD accountant…"):
                     z = c.dpsgd_noise(eps, delta, q, steps)
-                st.caption(c.method_label(method) + (" (the smallest noise any batch gets, the one accounted: ADP's base σ is this divided by "
-                                                     "the smallest batch weight, and each batch gets σ times its weight)"
-                                                     if method == "adp" else ""))
+                adp_note = (" (the smallest noise any batch gets, the one accounted: ADP's base σ is this divided by "
+                            "the smallest batch weight, and each batch gets σ times its weight)")
+                st.caption(c.method_label(method) + (adp_note if method == "adp" else ""))
                 row = c.wrapping_row()
                 c.metric(row, "noise multiplier", f"{z:.4g}")
                 c.metric(row, "sampling rate q", f"{q:.4g}",

@@ -86,7 +86,7 @@ def at_varied_epsilons(pool: pd.DataFrame, varied: pd.DataFrame) -> pd.DataFrame
 
 
 def noise_dominance_note(by_teachers: bool = False) -> None:
-    """Under a table of SeqPATE's own variants: where its runs at the preset's defaults and ε 3 release noise larger
+    """Above a table of SeqPATE's own variants: where its runs at the preset's defaults and ε 3 release noise larger
     than the teachers' average distribution could ever be (std / M > 1, tiny's 6.9), the table shows the student's
     losses and the noise, not what the teachers know (REPORT.md says the same)."""
     base = seqpate[(seqpate["variant"].fillna("") == "") & (seqpate["epsilon_target"] == 3.0)]
