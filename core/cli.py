@@ -247,9 +247,10 @@ def cmd_report(args) -> int:
     if not runs.is_dir():
         raise ConfigError(f"--runs {runs}: not a folder")
     left_out, set_aside = left_out_runs(runs), set_aside_runs(runs)  # the report names them too
-    if len(left_out) == sum(path.is_dir() and RunDir(path).exists() for path in runs.iterdir()):
+    n_runs = sum(path.is_dir() and RunDir(path).exists() for path in runs.iterdir())
+    if len(left_out) == n_runs:
         raise ConfigError(f"--runs {runs}: no finished runs there, nothing to report")
-    if len(left_out) + len(set_aside) == sum(path.is_dir() and RunDir(path).exists() for path in runs.iterdir()):
+    if len(left_out) + len(set_aside) == n_runs:
         raise ConfigError(f"--runs {runs}: every finished run there changes a setting none of the report's tables "
                           f"varies ({'; '.join(set_aside)}), nothing to report; compare them with core compare")
     if left_out:
