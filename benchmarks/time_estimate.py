@@ -24,8 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dashboard import common as c  # noqa: E402
-from dashboard import estimate  # noqa: E402
+from dashboard import estimate, loading  # noqa: E402
 from dashboard.values import parse_time  # noqa: E402
 
 POINTS = (0.2, 0.4, 0.6, 0.8)
@@ -47,7 +46,7 @@ def load(folder: Path) -> list[dict]:
         profile = estimate.progress_profile(lines, status["started"])
         if profile:
             runs.append({"run_id": d.name, "state": "done", "preset": cfg.get("preset"), "method": cfg.get("method"),
-                         "variant": c.variant_label(c.variant_settings(cfg)), "started": status["started"],
+                         "variant": loading.variant_label(loading.variant_settings(cfg)), "started": status["started"],
                          "finished": status["finished"], "base_cached": base.get("cached"), "lines": lines,
                          "profile": profile})
     return runs

@@ -48,7 +48,9 @@ def _preload() -> None:
 
     import core.privacy  # noqa: F401 (scipy, autodp: Launch and Calculator)
     import dashboard.charts  # noqa: F401
-    import dashboard.common  # noqa: F401
+    import dashboard.loading  # noqa: F401
+    import dashboard.privacy_math  # noqa: F401
+    import dashboard.widgets  # noqa: F401
 
     # the first boolean filter of a frame with (pyarrow-backed) string columns loads pyarrow's kernels (~0.2 s)
     frame = pd.DataFrame({"method": ["a", "b"], "value": [1.0, 2.0]})
@@ -66,7 +68,7 @@ def _preload() -> None:
     streamlit.delta_generator._use_warning_has_been_displayed = True
     # every page starts by reading the runs (config, status, privacy, metrics: ~0.05 s for the shipped ones); the
     # records are cached by file signature, so a run that changes later is read again
-    dashboard.common.finished_frame()
+    dashboard.loading.finished_frame()
     # Streamlit runs gc.collect(2) after every script run; frozen, the libraries above are not traversed (~0.2 s)
     gc.collect()
     gc.freeze()

@@ -1,7 +1,7 @@
 """SeqPATE bench dashboard: `streamlit run dashboard/app.py` (from the repository root).
 
 Sets the page config and the navigation; every page lives in dashboard/views/ and reads runs only through
-core.runs (via dashboard/common.py).
+core.runs (via dashboard/loading.py).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ PAGES = {
     ],
 }
 
-from dashboard.common import warm_privacy_import  # noqa: E402 (needs the path above)
+from dashboard.privacy_math import warm_privacy_import  # noqa: E402 needs the path above
 
 try:
     st.navigation(PAGES).run()

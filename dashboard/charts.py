@@ -11,14 +11,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from dashboard.common import (
-    METHOD_COLORS,
-    NON_PRIVATE_REFERENCES,
-    fmt_eps,
-    method_label,
-    method_order,
-)
 from dashboard.tables import epsilon_group
+from dashboard.wording import METHOD_COLORS, NON_PRIVATE_REFERENCES, fmt_eps, method_label, method_order
 
 TRACE_COLORS = ("#2b6cb0", "#c53030", "#2f855a", "#6b46c1", "#b7791f")  # lines that are not methods
 METRIC_LABELS = {"bleu4": "BLEU-4", "ppl": "Perplexity (lower is better)", "bleu1": "BLEU-1", "r_name": "R_name"}

@@ -19,7 +19,7 @@ from core.config import (
     parse_number,
     preset_config,
 )
-from dashboard.common import LAST_PRESET, as_shown
+from dashboard.widgets import LAST_PRESET, as_shown
 
 LAUNCH_DEFAULTS: dict[str, Any] = {
     "methods": ["seqpate"],

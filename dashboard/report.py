@@ -15,10 +15,12 @@ import plotly.graph_objects as go
 
 from core.config import effective_config
 from dashboard import charts
-from dashboard.common import (
+from dashboard.loading import flatten
+from dashboard.tables import distinct_configs, shown_pool
+from dashboard.values import as_float
+from dashboard.wording import (
     PHRASE_NOTE,
     completion_html,
-    flatten,
     fmt_delta,
     fmt_eps,
     fmt_num,
@@ -28,8 +30,6 @@ from dashboard.common import (
     present,
     privacy_statement,
 )
-from dashboard.tables import distinct_configs, shown_pool
-from dashboard.values import as_float
 
 _STYLE = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2rem auto;max-width:1100px;color:#1a202c}

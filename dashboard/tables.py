@@ -1,4 +1,4 @@
-"""Tables and notes built from run frames (common.runs_frame rows) for the result pages: the headline comparison,
+"""Tables and notes built from run frames (loading.runs_frame rows) for the result pages: the headline comparison,
 the privacy statement cards, and which runs stand for which when a run made here shares a shipped run's settings.
 
 Pure functions of the frames, but for the toggle that puts the runs made here in place of their shipped copies
@@ -15,22 +15,20 @@ import pandas as pd
 import streamlit as st
 
 from core.config import PRESETS, fixed_epsilon, preset_value
-from dashboard.common import (
+from dashboard.loading import lowest_seed_first, same_seed, seeds_of
+from dashboard.values import as_float, as_int, as_str
+from dashboard.widgets import remember_shared
+from dashboard.wording import (
     HEURISTIC_PRIVACY,
     fmt_delta,
     fmt_eps,
     is_nan,
     is_synth_method,
-    lowest_seed_first,
     method_label,
     method_order,
     present,
     privacy_kind,
-    remember_shared,
-    same_seed,
-    seeds_of,
 )
-from dashboard.values import as_float, as_int, as_str
 
 UNIT_TEXT = {
     "sample": "one training sentence (sample level)",

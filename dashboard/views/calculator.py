@@ -5,8 +5,7 @@ import math
 import streamlit as st
 
 from core.config import preset_value
-from dashboard import charts
-from dashboard import common as c
+from dashboard import charts, privacy_math, widgets, wording
 
 # SeqPATE defaults: the quick preset's, the dashboard's default preset
 QUICK_TEACHERS = preset_value("quick", "seqpate", "teachers")
@@ -34,7 +33,7 @@ SIGMA_KEY, SIGMA_DECIMALS = "calc_dp_sigma", 4
 def std_box(where) -> float | None:
     """The σ box "ε from noise" and "queries from ε and noise" share: 100 until a σ is typed or computed."""
     first = {} if STD_KEY in st.session_state else {"value": 100.0}  # a value set by the page is not overridden
-    return c.float_input(where, "noise std σ", min_value=0.01, max_value=MAX_STD, step=10.0, key=STD_KEY,
+    return widgets.float_input(where, "noise std σ", min_value=0.01, max_value=MAX_STD, step=10.0, key=STD_KEY,
                          persist_state="page", **first)
 
 
@@ -42,44 +41,45 @@ def seqpate_calculator() -> None:
     mode = st.radio("Solve for", ["noise from ε", "ε from noise", "queries from ε and noise"], horizontal=True,
                     key="calc_sp_mode", persist_state="page")
     a, b, d, e = st.columns(4)
-    delta = c.delta_input(d, key="calc_sp_delta", persist_state="page")
-    teachers = c.count_input(e, "teachers M", value=QUICK_TEACHERS, max_value=MAX_COUNT, key="calc_sp_teachers",
+    delta = widgets.delta_input(d, key="calc_sp_delta", persist_state="page")
+    teachers = widgets.count_input(e, "teachers M", value=QUICK_TEACHERS, max_value=MAX_COUNT, key="calc_sp_teachers",
                              persist_state="page")
     if mode == "noise from ε":
-        eps = c.epsilon_input(a, key="calc_sp_eps", persist_state="page")
-        queries = c.count_input(b, "queries Q", value=QUICK_QUERIES, max_value=MAX_COUNT, step=100,
+        eps = widgets.epsilon_input(a, key="calc_sp_eps", persist_state="page")
+        queries = widgets.count_input(b, "queries Q", value=QUICK_QUERIES, max_value=MAX_COUNT, step=100,
                                 key="calc_sp_queries", persist_state="page")
         if None in (delta, teachers, eps, queries):  # a box out of its range says so beneath it
             return
-        noise = c.seqpate_noise(eps, delta, queries)
+        noise = privacy_math.seqpate_noise(eps, delta, queries)
         z, std = noise["z"], noise["std"]
         # (round first: 1.1 * 100 is 110.00000000000001, which ceil takes to 1.11)
         st.session_state[STD_KEY] = min(max(math.ceil(round(std * 100, 6)) / 100, 0.01), MAX_STD)
     elif mode == "ε from noise":
         std = std_box(a)
-        queries = c.count_input(b, "queries Q", value=QUICK_QUERIES, max_value=MAX_COUNT, step=100,
+        queries = widgets.count_input(b, "queries Q", value=QUICK_QUERIES, max_value=MAX_COUNT, step=100,
                                 key="calc_sp_queries", persist_state="page")
         if None in (delta, teachers, std, queries):
             return
-        eps = c.seqpate_epsilon(std, queries, delta)
+        eps = privacy_math.seqpate_epsilon(std, queries, delta)
         z = std / math.sqrt(2)
     else:
-        eps = c.epsilon_input(a, key="calc_sp_eps", persist_state="page")
+        eps = widgets.epsilon_input(a, key="calc_sp_eps", persist_state="page")
         std = std_box(b)
         if None in (delta, teachers, eps, std):
             return
-        queries = c.seqpate_max_queries(eps, delta, std)
+        queries = privacy_math.seqpate_max_queries(eps, delta, std)
         z = std / math.sqrt(2)
-    row = c.wrapping_row()
-    c.metric(row, "ε", f"{eps:.6g}" if mode != "ε from noise" else c.fmt_eps(eps))  # a typed ε as typed (2.345)
-    c.metric(row, "noise multiplier z", f"{z:.4g}", help="std / L2 sensitivity (√2: one teacher changes)")
-    c.metric(row, "noise std σ", f"{std:.4g}")
-    c.metric(row, "σ / M", f"{std / teachers:.4g}", help="noise on the AVERAGE of the M teacher distributions")
-    c.metric(row, "queries Q", f"{queries:,}")
+    row = widgets.wrapping_row()
+    # a typed ε as typed (2.345)
+    widgets.metric(row, "ε", f"{eps:.6g}" if mode != "ε from noise" else wording.fmt_eps(eps))
+    widgets.metric(row, "noise multiplier z", f"{z:.4g}", help="std / L2 sensitivity (√2: one teacher changes)")
+    widgets.metric(row, "noise std σ", f"{std:.4g}")
+    widgets.metric(row, "σ / M", f"{std / teachers:.4g}", help="noise on the AVERAGE of the M teacher distributions")
+    widgets.metric(row, "queries Q", f"{queries:,}")
     if queries < 1:
         st.warning("Not even one query fits this ε at this noise.")
     else:
-        st.markdown(c.epsilon_reading(eps, delta, seqpate=True))
+        st.markdown(wording.epsilon_reading(eps, delta, seqpate=True))
         st.markdown(
             f"The teachers' answer is the **sum** of M = {teachers} probability vectors; one changed sentence "
             f"moves it by at most √2 whatever M is, so the noise std σ = {std:.4g} does not depend on M. Relative "
@@ -92,7 +92,7 @@ def seqpate_calculator() -> None:
         )
         decades = max(5, math.ceil(math.log10(queries)))  # the curve reaches past the chosen Q, however large
         grid = sorted({max(1, int(round(10 ** (k / 8)))) for k in range(0, 8 * decades + 1)} | {int(queries)})
-        points = [(q, c.seqpate_epsilon(std, q, delta)) for q in grid]
+        points = [(q, privacy_math.seqpate_epsilon(std, q, delta)) for q in grid]
         st.plotly_chart(charts.seqpate_noise_figure(std, int(teachers), points, int(queries)), width="stretch",
                         key="calc_noise")
 
@@ -101,21 +101,21 @@ def dpsgd_calculator() -> None:
     mode = st.radio("Solve for", ["noise multiplier from ε", "ε from noise multiplier"], horizontal=True,
                     key="calc_dp_mode", persist_state="page")
     a, b, d = st.columns(3)
-    n = c.count_input(a, "private training sentences N", value=20000, max_value=MAX_COUNT, step=1000,
+    n = widgets.count_input(a, "private training sentences N", value=20000, max_value=MAX_COUNT, step=1000,
                       key="calc_dp_n", persist_state="page")
-    batch = c.count_input(b, "expected batch size", value=32, max_value=MAX_COUNT, key="calc_dp_batch",
+    batch = widgets.count_input(b, "expected batch size", value=32, max_value=MAX_COUNT, key="calc_dp_batch",
                           persist_state="page")
-    epochs = c.float_input(d, "epochs", min_value=0.01, max_value=1000.0, value=2.0, step=0.5, key="calc_dp_epochs",
-                           persist_state="page")
+    epochs = widgets.float_input(d, "epochs", min_value=0.01, max_value=1000.0, value=2.0, step=0.5,
+                                 key="calc_dp_epochs", persist_state="page")
     # every box first, so that none disappears while another's number is refused
     a, b = st.columns(2)
-    delta = c.delta_input(b, key="calc_dp_delta", persist_state="page")
+    delta = widgets.delta_input(b, key="calc_dp_delta", persist_state="page")
     if mode == "noise multiplier from ε":
-        eps = c.epsilon_input(a, key="calc_dp_eps", persist_state="page")
+        eps = widgets.epsilon_input(a, key="calc_dp_eps", persist_state="page")
         given = eps
     else:
         first = {} if SIGMA_KEY in st.session_state else {"value": 1.0}  # a value set by the page is not overridden
-        sigma = c.float_input(a, "noise multiplier", decimals=SIGMA_DECIMALS, min_value=0.05, max_value=MAX_STD,
+        sigma = widgets.float_input(a, "noise multiplier", decimals=SIGMA_DECIMALS, min_value=0.05, max_value=MAX_STD,
                               step=0.1, key=SIGMA_KEY, persist_state="page", **first)
         given = sigma
     if None in (n, batch, epochs, delta, given):  # a box out of its range says so beneath it
@@ -123,7 +123,8 @@ def dpsgd_calculator() -> None:
     if batch > n:  # Poisson sampling: a batch cannot expect more sentences than there are
         st.error(f"The expected batch size ({batch:,}) cannot exceed the number of training sentences ({n:,}).")
         return
-    q, per_epoch = c.poisson_shape(n, batch, 1)  # as the DP-SGD runs sample, so Launch and a run agree with it
+    # as the DP-SGD runs sample, so Launch and a run agree with it
+    q, per_epoch = privacy_math.poisson_shape(n, batch, 1)
     steps = max(1, int(math.ceil(epochs * per_epoch)))
     if steps > MAX_STEPS:
         st.error(f"{steps:,} steps (epochs · int(1 / q)): the calculator accounts up to {MAX_STEPS:,} steps, which "
@@ -131,22 +132,23 @@ def dpsgd_calculator() -> None:
         return
     with st.spinner("PLD accountant…"):
         if mode == "noise multiplier from ε":
-            sigma = c.dpsgd_noise(eps, delta, q, steps)
+            sigma = privacy_math.dpsgd_noise(eps, delta, q, steps)
             # handed to "ε from noise multiplier" as the σ box is (rounded up: ε comes back at or under the typed one)
             scale = 10**SIGMA_DECIMALS
             st.session_state[SIGMA_KEY] = min(max(math.ceil(round(sigma * scale, 6)) / scale, 0.05), MAX_STD)
         else:
-            eps = c.dpsgd_eps(sigma, q, steps, delta)
-    row = c.wrapping_row()
-    c.metric(row, "ε", f"{eps:.6g}" if mode == "noise multiplier from ε" else c.fmt_eps(eps))  # a typed ε as typed
-    c.metric(row, "noise multiplier", f"{sigma:.4g}", help="per-step noise std / clipping norm")
-    c.metric(row, "sampling rate q", f"{q:.4g}", help="1 / ceil(N / batch): Poisson sampling as the runs do it "
+            eps = privacy_math.dpsgd_eps(sigma, q, steps, delta)
+    row = widgets.wrapping_row()
+    # a typed ε as typed
+    widgets.metric(row, "ε", f"{eps:.6g}" if mode == "noise multiplier from ε" else wording.fmt_eps(eps))
+    widgets.metric(row, "noise multiplier", f"{sigma:.4g}", help="per-step noise std / clipping norm")
+    widgets.metric(row, "sampling rate q", f"{q:.4g}", help="1 / ceil(N / batch): Poisson sampling as the runs do it "
                                                      "(opacus), batch / N up to a whole number of batches per epoch")
-    c.metric(row, "steps", f"{steps:,}", help="epochs · int(1 / q) batches, as the runs draw them")
-    st.markdown(c.epsilon_reading(eps, delta))
+    widgets.metric(row, "steps", f"{steps:,}", help="epochs · int(1 / q) batches, as the runs draw them")
+    st.markdown(wording.epsilon_reading(eps, delta))
     st.caption("Accountant: privacy loss distributions (dp_accounting PLD, pessimistic), the one the DP-SGD "
                "runs report. Results are cached: repeating a setting is instant.")
 
 
 # Lazy tabs: only the open one runs (the DP-SGD accountant takes a second or two on a new setting).
-c.lazy_tabs({"SeqPATE (Gaussian releases)": seqpate_calculator, "DP-SGD": dpsgd_calculator}, key="calc_tab")
+widgets.lazy_tabs({"SeqPATE (Gaussian releases)": seqpate_calculator, "DP-SGD": dpsgd_calculator}, key="calc_tab")

@@ -4,41 +4,40 @@ import html
 
 import streamlit as st
 
-from dashboard import common as c
-from dashboard import tables
+from dashboard import loading, tables, widgets, wording
 
 st.title("Completions")
 st.caption("Runs of one seed complete the same private test prefixes (same order, same index); another seed splits "
-           "the users anew, so its runs completed other prefixes. " + c.PHRASE_NOTE)
+           "the users anew, so its runs completed other prefixes. " + wording.PHRASE_NOTE)
 st.info("The test prefixes show the completions each run stored. To complete a prefix of your own (at the bottom), "
         "a run needs its weights: runs made on this machine keep them, the shipped runs do not.",
         icon=":material/info:")
 
-df = c.finished_frame()
+df = loading.finished_frame()
 # synthetic-data runs store generated samples in completions.jsonl, not completions of the test prefixes
-with_completions = df[df["has_completions"] & ~df["method"].map(c.is_synth_method)] if not df.empty else df
+with_completions = df[df["has_completions"] & ~df["method"].map(wording.is_synth_method)] if not df.empty else df
 if with_completions.empty:
-    c.no_runs("runs with completions")
+    widgets.no_runs("runs with completions")
     st.stop()
 
-preset = c.preset_picker(with_completions, key="comp_preset")
+preset = widgets.preset_picker(with_completions, key="comp_preset")
 # one seed: another seed splits the users anew, so its runs completed other test prefixes
 of_preset = with_completions[with_completions["preset"] == preset]
-pool = c.seed_picker(of_preset, key="comp_seed", every=False)
+pool = widgets.seed_picker(of_preset, key="comp_seed", every=False)
 # each seed keeps its own choice of runs, across page switches too
-runs_key = f"comp_runs_{preset}" + (f"_seed{c.seeds_of(pool)[0]}" if len(c.seeds_of(of_preset)) > 1 else "")
+runs_key = f"comp_runs_{preset}" + (f"_seed{loading.seeds_of(pool)[0]}" if len(loading.seeds_of(of_preset)) > 1 else "")
 records = {r["run_id"]: r for r in pool.to_dict("records")}
 # default: the Overview's runs, one per method, SeqPATE first (the method this bench is about)
 default_runs = tables.shipped_first_defaults(pool)
 run_ids = st.multiselect("Runs", list(records), default=default_runs[:4], key=runs_key, persist_state="session",
-                         format_func=lambda i: c.run_option_label(records[i]))
+                         format_func=lambda i: wording.run_option_label(records[i]))
 if not run_ids:
     st.info("Choose at least one run.")
     st.stop()
 
-completions = {rid: c.read_shown(c.get_run(rid), "completions") for rid in run_ids}
-phrases = {rid: [p["phrase"] for p in c.read_shown(c.get_run(rid), "phrases")] if records[rid]["has_phrases"]
-           else [] for rid in run_ids}
+completions = {rid: loading.read_shown(loading.get_run(rid), "completions") for rid in run_ids}
+phrases = {rid: [p["phrase"] for p in loading.read_shown(loading.get_run(rid), "phrases")]
+           if records[rid]["has_phrases"] else [] for rid in run_ids}
 all_phrases = sorted({p for values in phrases.values() for p in values})
 
 # a run with no completions to show (none written, or a damaged file named above) is left out; the others show
@@ -58,8 +57,8 @@ find = st.text_input("Find test prefixes", key="comp_find",
                      placeholder="type words of a prefix" + (f", e.g. {example}" if example else ""),
                      help="Runs keep their completions, not their weights, so only the test prefixes every run "
                           "completed can be shown; this finds those containing what you type.")
-needle = c.search_key(find)
-matches = [i for i in range(n) if needle in c.search_key(prefixes[i])] if needle else list(range(n))
+needle = wording.search_key(find)
+matches = [i for i in range(n) if needle in wording.search_key(prefixes[i])] if needle else list(range(n))
 if find.strip() and not matches:
     st.warning(f"No test prefix contains {find.strip()!r}.")
 # one selection per search (its options differ), each kept while on the page: clearing a search brings back the
@@ -67,19 +66,20 @@ if find.strip() and not matches:
 chosen = st.multiselect("Test prefixes", matches, default=matches[:5], key=f"comp_prefixes_{needle}",
                         format_func=lambda i: f"{i}: {prefixes[i]}", persist_state="page")
 headers, labels = [], []
-names = [" · ".join(filter(None, [c.method_label(records[rid]["method"]), f"ε {c.fmt_eps(records[rid]['epsilon'])}",
-                                   c.seed_label(records[rid])])) for rid in run_ids]
+names = [" · ".join(filter(None, [wording.method_label(records[rid]["method"]),
+                                   f"ε {wording.fmt_eps(records[rid]['epsilon'])}", wording.seed_label(records[rid])]))
+         for rid in run_ids]
 for rid, name in zip(run_ids, names, strict=True):
     record = records[rid]
     leak, looked_for = record.get("r_name"), record.get("r_name_names")
     shown = name if names.count(name) == 1 else f"{name} · {rid}"  # two runs of one method and ε stay apart
     labels.append(f"<div class='who'><b>{html.escape(shown)}</b></div>")
     headers.append(
-        f"<div class='who'><b>{html.escape(c.method_label(record['method']))}</b> · ε = "
-        f"{html.escape(c.fmt_eps(record['epsilon']))}"
-        + (f" · {c.seed_label(record)}" if c.seed_label(record) else "")
-        + (f"<br>leak rate R_name = {leak:.2%}" if c.present(leak) else "")
-        + (f" ({int(looked_for)} names looked for)" if c.present(leak) and c.present(looked_for) else "")
+        f"<div class='who'><b>{html.escape(wording.method_label(record['method']))}</b> · ε = "
+        f"{html.escape(wording.fmt_eps(record['epsilon']))}"
+        + (f" · {wording.seed_label(record)}" if wording.seed_label(record) else "")
+        + (f"<br>leak rate R_name = {leak:.2%}" if wording.present(leak) else "")
+        + (f" ({int(looked_for)} names looked for)" if wording.present(leak) and wording.present(looked_for) else "")
         + f"<br><small>{html.escape(rid)}</small></div>"
     )
 
@@ -102,11 +102,11 @@ for i in chosen:
         note = ("" if row.get("prefix") == prefixes[i] else
                 f"<br><small>(this run's prefix at #{i} is another: “{html.escape(row.get('prefix', ''))}”; "
                 "another data config)</small>")
-        cells.append(f"<div>{label}<div class='text'>{c.completion_html(row.get('completion', ''), phrases[rid])}"
+        cells.append(f"<div>{label}<div class='text'>{wording.completion_html(row.get('completion', ''), phrases[rid])}"
                      f"{note}</div></div>")
     blocks.append(
-        f"<div class='cmp'><div><b>#{i} prefix:</b> {c.highlight(prefixes[i], all_phrases)}</div>"
-        f"<div class='ref'>reference: {c.highlight(first[i].get('reference', ''), all_phrases)}</div>"
+        f"<div class='cmp'><div><b>#{i} prefix:</b> {wording.highlight(prefixes[i], all_phrases)}</div>"
+        f"<div class='ref'>reference: {wording.highlight(first[i].get('reference', ''), all_phrases)}</div>"
         f"<div style='{grid}'>{''.join(cells)}</div></div>"
     )
 if all_phrases:
@@ -117,7 +117,7 @@ header = f"<div class='cmp'><div style='{grid}'>{''.join(headers)}</div></div>"
 st.html(STYLE + WIDE + header + ("".join(blocks) if blocks else "<p>Choose test prefixes above.</p>") + "</div></div>")
 
 st.subheader("Your own prefix")
-with_model = [rid for rid in run_ids if c.has_model(c.get_run(rid))]
+with_model = [rid for rid in run_ids if loading.has_model(loading.get_run(rid))]
 without = [rid for rid in run_ids if rid not in with_model]
 if not with_model:
     st.caption("None of the selected runs kept its weights (shipped runs keep none, nor does the blacklist "
@@ -130,11 +130,11 @@ else:
         st.warning("Type a prefix first.")
     elif submitted:
         with st.spinner("Loading the runs' models and sampling (a few seconds per run)…"):
-            answers = c.complete_own_prefix([c.get_run(rid) for rid in with_model], own)
+            answers = loading.complete_own_prefix([loading.get_run(rid) for rid in with_model], own)
         cells = []
         for rid in with_model:
             answer = answers.get(rid, {"error": "no answer"})
-            body = (c.completion_html(answer["completion"], phrases[rid]) if "completion" in answer
+            body = (wording.completion_html(answer["completion"], phrases[rid]) if "completion" in answer
                     else f"<i>{html.escape(answer.get('error', ''))}</i>")
             cells.append(f"<div>{labels[run_ids.index(rid)]}<div class='text'>{body}</div></div>")
         own_grid = f"display:grid;grid-template-columns:repeat({len(with_model)},minmax(0,1fr));gap:.75rem"

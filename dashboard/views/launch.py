@@ -22,8 +22,7 @@ from core.config import (
     preset_value,
 )
 from core.runs import jobs
-from dashboard import common as c
-from dashboard import launch_settings
+from dashboard import launch_settings, loading, privacy_math, widgets, wording
 
 # what each ablation of Table 3 switches (core.config.ABLATION_SWITCHES)
 ABLATION_HELP = {
@@ -53,39 +52,39 @@ FIELD_WIDTH = 170
 
 left, right = st.columns([1, 1], gap="large")
 with left:
-    st.multiselect("Method(s)", METHODS, key="launch_methods", format_func=c.method_label,
+    st.multiselect("Method(s)", METHODS, key="launch_methods", format_func=wording.method_label,
                    help="Launching several methods queues one job per method.")
     chosen = st.session_state.get("launch_methods") or []
     # Pub-GPT and Pri-GPT take no epsilon: their privacy is fixed by the data they read (0 or inf)
     no_epsilon = bool(chosen) and all(fixed_epsilon(m) is not None for m in chosen)
     unused = " (not used by the chosen methods)" if no_epsilon else ""
-    pair = c.wrapping_row()
+    pair = widgets.wrapping_row()
     pair.text_input("ε (epsilon)", key="launch_eps", disabled=no_epsilon, width=FIELD_WIDTH,
                     help="target privacy loss; a positive number or inf" + unused)
     pair.text_input("δ (delta)", key="launch_delta", disabled=no_epsilon, width=FIELD_WIDTH,
                     help="e.g. 1e-6 (paper, App. G)" + unused)
-    pair = c.wrapping_row()
+    pair = widgets.wrapping_row()
     pair.selectbox("Preset", list(PRESETS), key="launch_preset", on_change=launch_settings.remember_preset,
                    args=("launch_preset",), width=FIELD_WIDTH,
                    help="tiny: seconds to minutes; quick: minutes (default, unless another page had a preset "
                         "chosen); paper: the whole corpus")
     # the Launch boxes check no range themselves: the config does, and its error disables the button
-    c.count_input(pair, "Seed", min_value=None, key="launch_seed", width=FIELD_WIDTH)
+    widgets.count_input(pair, "Seed", min_value=None, key="launch_seed", width=FIELD_WIDTH)
     no_seqpate = "seqpate" not in chosen  # greyed out, as ε and δ are for methods that take none
     with st.container(border=True):
         st.markdown("**SeqPATE settings** (used by SeqPATE runs only"
                     + ("; choose SeqPATE to set them)" if no_seqpate else ")"))
         preset_for_help = st.session_state.get("launch_preset", "quick")
         default_teachers = preset_value(preset_for_help, "seqpate", "teachers")
-        pair = c.wrapping_row()
-        c.count_input(pair, "Teachers", value=None, min_value=None, key="launch_teachers", disabled=no_seqpate,
+        pair = widgets.wrapping_row()
+        widgets.count_input(pair, "Teachers", value=None, min_value=None, key="launch_teachers", disabled=no_seqpate,
                       placeholder=f"{default_teachers} (preset)", width=FIELD_WIDTH)
         pair.selectbox("Partition", ["random", "by-user"], key="launch_partition", disabled=no_seqpate,
                        width=FIELD_WIDTH,
                        help="by-user keeps each user's sentences in as few teachers as possible (App. F); it needs "
                             "many more users than teachers: quick's private set has 649 users, so its phrase runs "
                             "use 100 teachers")
-        pair = c.wrapping_row()
+        pair = widgets.wrapping_row()
         default_filter = preset_value(preset_for_help, "seqpate", "filter")
         # labels that do not change with the preset: a radio whose labels change is a new widget, and Streamlit
         # dropped its choice when the preset changed (a walk saw none selected, and top-p launched)
@@ -97,9 +96,9 @@ with left:
             pair.caption(f"{preset_for_help}'s filter: {default_filter}", width=FIELD_WIDTH)
         kind = st.session_state.get("launch_filter_kind")
         if kind == "top-k":
-            c.count_input(pair, "k", min_value=None, key="launch_top_k", disabled=no_seqpate, width=FIELD_WIDTH)
+            widgets.count_input(pair, "k", min_value=None, key="launch_top_k", disabled=no_seqpate, width=FIELD_WIDTH)
         elif kind == "top-p":
-            c.float_input(pair, "p", decimals=launch_settings.TOP_P_DECIMALS, step=0.01, key="launch_top_p",
+            widgets.float_input(pair, "p", decimals=launch_settings.TOP_P_DECIMALS, step=0.01, key="launch_top_p",
                           disabled=no_seqpate, width=FIELD_WIDTH)
         st.selectbox("Ablation", ABLATIONS, key="launch_ablation", disabled=no_seqpate,
                      help="Table 3 of the paper: " + "; ".join(f"{name}: {what}" for name, what in ABLATION_HELP.items()))
@@ -122,7 +121,7 @@ for method in settings["methods"]:
             settings["partition"], settings["ablation"], settings["seed"],
         )
     except ConfigError as exc:
-        errors.append(f"{c.method_label(method)}: {exc}")
+        errors.append(f"{wording.method_label(method)}: {exc}")
 
 with right:
     st.subheader("What these settings mean")
@@ -137,9 +136,9 @@ with right:
         valid_privacy = False
     takes_epsilon = [m for m in settings["methods"] if fixed_epsilon(m) is None]
     if valid_privacy and takes_epsilon:
-        st.markdown(c.epsilon_reading(eps, delta, seqpate="seqpate" in settings["methods"]))
+        st.markdown(wording.epsilon_reading(eps, delta, seqpate="seqpate" in settings["methods"]))
         if "adp" in settings["methods"] and math.isfinite(eps):  # a heuristic's ε (at ∞ it is simply not private)
-            st.warning(c.HEURISTIC_PRIVACY["adp"], icon=":material/warning:")
+            st.warning(wording.HEURISTIC_PRIVACY["adp"], icon=":material/warning:")
     elif takes_epsilon:
         st.caption("Shown once ε and δ are valid (see the error below).")
     if "seqpate" in configs:
@@ -149,24 +148,26 @@ with right:
             if math.isinf(eps):
                 st.warning("ε = ∞: no noise at all; the run is labelled non-private.")
             laplace = sp.ablation in LAPLACE_ABLATIONS
-            row = c.wrapping_row()
+            row = widgets.wrapping_row()
             if laplace:
                 with st.spinner("PLD accountant…"):
-                    scale = c.seqpate_laplace_scale(eps, delta, sp.query_budget)
-                c.metric(row, "Laplace scale b", f"{scale:.4g}",
+                    scale = privacy_math.seqpate_laplace_scale(eps, delta, sp.query_budget)
+                widgets.metric(row, "Laplace scale b", f"{scale:.4g}",
                          help="the -gaussian and -all ablations add Laplace noise of scale b to each entry: density "
                               "e^(-|x|/b) / (2b)")
-                c.metric(row, "b / L1 sensitivity", f"{scale / 2:.4g}", help="one teacher changes the sum by 2 in L1")
-                c.metric(row, "b / M", f"{scale / sp.teachers:.4g}",
+                widgets.metric(row, "b / L1 sensitivity", f"{scale / 2:.4g}",
+                               help="one teacher changes the sum by 2 in L1")
+                widgets.metric(row, "b / M", f"{scale / sp.teachers:.4g}",
                          help=f"noise relative to the average of the M = {sp.teachers} teacher distributions")
             else:
-                noise = c.seqpate_noise(eps, delta, sp.query_budget)
-                c.metric(row, "noise multiplier z", f"{noise['z']:.4g}", help="std / L2 sensitivity")
-                c.metric(row, "noise std σ", f"{noise['std']:.4g}",
+                noise = privacy_math.seqpate_noise(eps, delta, sp.query_budget)
+                widgets.metric(row, "noise multiplier z", f"{noise['z']:.4g}", help="std / L2 sensitivity")
+                widgets.metric(row, "noise std σ", f"{noise['std']:.4g}",
                          help="σ = z·√2: one teacher changes the sum by √2")
-                c.metric(row, "σ / M", f"{noise['std'] / sp.teachers:.4g}",
+                widgets.metric(row, "σ / M", f"{noise['std'] / sp.teachers:.4g}",
                          help=f"noise relative to the average of the M = {sp.teachers} teacher distributions")
-            c.metric(row, "query budget Q", f"{sp.query_budget:,}", help=f"from preset {configs['seqpate'].preset}")
+            widgets.metric(row, "query budget Q", f"{sp.query_budget:,}",
+                           help=f"from preset {configs['seqpate'].preset}")
             # the noise std on the average distribution (a Laplace scale b has std √2·b)
             relative = (scale * math.sqrt(2) if laplace else noise["std"]) / sp.teachers if math.isfinite(eps) else 0.0
             if relative > 1:  # as the Calculator says: the teachers' average cannot stand out of this noise
@@ -176,7 +177,7 @@ with right:
             if sp.partition == "by-user":
                 cfg = configs["seqpate"]
                 try:
-                    split = c.by_user_partition(json.dumps(cfg.to_dict()["data"]), cfg.seed, sp.teachers)
+                    split = privacy_math.by_user_partition(json.dumps(cfg.to_dict()["data"]), cfg.seed, sp.teachers)
                 except (ValueError, OSError) as exc:  # e.g. more teachers than the paper preset's sentences
                     errors.append(f"SeqPATE: {exc}")
                 else:
@@ -197,9 +198,9 @@ with right:
                 st.caption("top-k 1 keeps one candidate: the teachers' answer renormalised over it is always 1, so "
                            "the KL term teaches nothing while the queries still spend the budget (Table 4's top-k 1 "
                            "row measures the student without its teachers).")
-    dpsgd = [m for m in configs if m in c.DPSGD_METHODS]
+    dpsgd = [m for m in configs if m in wording.DPSGD_METHODS]
     if dpsgd and valid_privacy and math.isinf(eps):  # as SeqPATE's box says at ε = ∞
-        st.warning(f"ε = ∞: {', '.join(c.method_label(m) for m in dpsgd)} add no noise at all; the runs are "
+        st.warning(f"ε = ∞: {', '.join(wording.method_label(m) for m in dpsgd)} add no noise at all; the runs are "
                    "labelled non-private.")
     elif dpsgd and valid_privacy:
         with st.container(border=True):
@@ -208,25 +209,25 @@ with right:
                 cfg = configs[method]
                 n, batch, epochs = cfg.data.private_train, dpsgd_batch_size(cfg), cfg.dpsgd.epochs
                 if n is None:
-                    st.caption(f"{c.method_label(method)}: preset paper uses the whole corpus, so the run "
+                    st.caption(f"{wording.method_label(method)}: preset paper uses the whole corpus, so the run "
                                "calibrates once the data is loaded.")
                     continue
-                q, steps = c.poisson_shape(n, batch, epochs)
+                q, steps = privacy_math.poisson_shape(n, batch, epochs)
                 with st.spinner("PLD accountant…"):
-                    z = c.dpsgd_noise(eps, delta, q, steps)
+                    z = privacy_math.dpsgd_noise(eps, delta, q, steps)
                 adp_note = (" (the smallest noise any batch gets, the one accounted: ADP's base σ is this divided by "
                             "the smallest batch weight, and each batch gets σ times its weight)")
-                st.caption(c.method_label(method) + (adp_note if method == "adp" else ""))
-                row = c.wrapping_row()
-                c.metric(row, "noise multiplier", f"{z:.4g}")
-                c.metric(row, "sampling rate q", f"{q:.4g}",
+                st.caption(wording.method_label(method) + (adp_note if method == "adp" else ""))
+                row = widgets.wrapping_row()
+                widgets.metric(row, "noise multiplier", f"{z:.4g}")
+                widgets.metric(row, "sampling rate q", f"{q:.4g}",
                          help=f"1 / ceil(N / batch): expected batch {batch:,}, N {n:,}")
-                c.metric(row, "steps", f"{steps:,}",
+                widgets.metric(row, "steps", f"{steps:,}",
                          help=f"{epochs} epochs of int(1 / q) Poisson batches, as opacus draws them")
     fixed = [m for m in settings["methods"] if fixed_epsilon(m) is not None]
     if fixed:
         its, they = ("its", "it reads") if len(fixed) == 1 else ("their", "they read")
-        st.caption("ε and δ are not used by " + ", ".join(c.method_label(m) for m in fixed) +
+        st.caption("ε and δ are not used by " + ", ".join(wording.method_label(m) for m in fixed) +
                    f": {its} privacy is fixed by the data {they} (public only: ε = 0; private without noise: "
                    "ε = ∞).")
 
@@ -234,14 +235,14 @@ for message in errors:
     st.error(message, icon=":material/error:")
 
 if configs and not errors:  # a second click, or settings a shipped run has: say so before computing them again
-    runs = c.runs_frame()
+    runs = loading.runs_frame()
     for method, cfg in configs.items():
         same = runs[(runs["effective_hash"] == effective_hash(cfg.to_dict()))
                     & runs["state"].isin(["queued", "running", "done"])] if not runs.empty else runs
         if not same.empty:
             listed = ", ".join(f"`{r.run_id}` ({'shipped' if r.source == 'cached' else r.state})"
                                for r in same.head(4).itertuples())
-            st.info(f"{c.method_label(method)}: these settings have been run already: {listed}"
+            st.info(f"{wording.method_label(method)}: these settings have been run already: {listed}"
                     + (f" and {len(same) - 4} more" if len(same) > 4 else "")
                     + ". Launching adds another copy.", icon=":material/content_copy:")
 
@@ -256,7 +257,7 @@ if st.button(label, type="primary", disabled=bool(errors) or not configs, key="l
             try:
                 launched.append(jobs.launch(cfg.to_dict()).run_id)
             except Exception as exc:  # noqa: BLE001 (shown to the user, the other jobs still go)
-                failed.append(f"{c.method_label(method)}: could not launch: {exc}")
+                failed.append(f"{wording.method_label(method)}: could not launch: {exc}")
         st.session_state["launch_last"], st.session_state["launch_failed"] = launched, failed
         st.rerun()  # drawn again, so the note on runs with these settings names the jobs just queued
 

@@ -2,8 +2,7 @@
 
 import streamlit as st
 
-from dashboard import common as c
-from dashboard import tables
+from dashboard import loading, tables, widgets
 from dashboard.diagram import PIPELINE_DOT
 
 PRIVACY_CARD_WIDTH = 200  # px: four fit beside the sidebar on a 1,400 px screen, two at 800 px
@@ -31,7 +30,7 @@ Every ε shown here is computed from the recorded noise events by `core.privacy`
 """
 )
 
-report = c.read_report()
+report = loading.read_report()
 if report:
     with st.expander("Report on the shipped runs (cached_runs/REPORT.md)", expanded=False):
         # REPORT's widest tables (14 columns) would spill past the expander: let them scroll sideways instead
@@ -40,14 +39,14 @@ if report:
         st.markdown(report)
 
 st.subheader("Headline comparison")
-df = c.finished_frame()
+df = loading.finished_frame()
 if df.empty:
-    c.no_runs()
+    widgets.no_runs()
     st.stop()
 
-preset = c.preset_picker(df, key="overview_preset")
-several_seeds = len(c.seeds_of(df[df["preset"] == preset])) > 1
-pool = tables.made_here_or_shipped(c.seed_picker(df[df["preset"] == preset], key="overview_seed"),
+preset = widgets.preset_picker(df, key="overview_preset")
+several_seeds = len(loading.seeds_of(df[df["preset"] == preset])) > 1
+pool = tables.made_here_or_shipped(widgets.seed_picker(df[df["preset"] == preset], key="overview_seed"),
                                    key="overview_made_here")
 table = tables.headline_table(pool)
 seed_note, copies_note = tables.seed_mix_note(table), tables.replaced_copies_note(pool, table)

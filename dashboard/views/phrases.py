@@ -7,8 +7,7 @@ import streamlit as st
 
 from core.analysis.statement import heuristic_reason
 from core.privacy.phrases import summarize_phrase_epsilons
-from dashboard import charts, tables
-from dashboard import common as c
+from dashboard import charts, loading, tables, widgets, wording
 
 st.title("Secret phrases")
 st.caption("Phrases are the names private users give themselves (\"my name is X\"; a name counts wherever its word "
@@ -17,31 +16,31 @@ st.caption("Phrases are the names private users give themselves (\"my name is X\
            "protects all its occurrences at once: for SeqPATE a phrase held by n teachers has sensitivity √2·n, so "
            "its ε grows with the teachers holding it; for DP-SGD, group privacy over the sentences that hold it "
            "(with user batches, over the batches that hold it). "
-           "Its counts (occurrences, users, teachers) are themselves private statistics. " + c.PHRASE_NOTE)
+           "Its counts (occurrences, users, teachers) are themselves private statistics. " + wording.PHRASE_NOTE)
 
-df = c.finished_frame()
+df = loading.finished_frame()
 with_phrases = df[df["has_phrases"]] if not df.empty else df
 if with_phrases.empty:
-    c.no_runs("runs with a phrases.csv")
+    widgets.no_runs("runs with a phrases.csv")
     st.stop()
 
 records = {r["run_id"]: r for r in with_phrases.to_dict("records")}
 # open on a private run (at ε = ∞ or 0 every phrase has that ε, and there is no average to show), preferably a
 # SeqPATE run with the by-user partition of the paper's Table 6, of the preset the other pages show where it has one
 # (the one last chosen, else the one with most runs); a run chosen in this session stays chosen
-shown_preset = st.session_state.get(c.LAST_PRESET) or c.main_preset(df)
-private = [i for i, r in records.items() if c.privacy_kind(r["epsilon"]) == "private"]
+shown_preset = st.session_state.get(widgets.LAST_PRESET) or loading.main_preset(df)
+private = [i for i, r in records.items() if wording.privacy_kind(r["epsilon"]) == "private"]
 by_user = [i for i in private if records[i]["method"] == "seqpate" and records[i]["partition"] == "by-user"]
 preferred = [ids for ids in (by_user, private, list(records)) if ids]
 default_run = next((i for ids in preferred for i in ids if records[i]["preset"] == shown_preset), preferred[0][0])
 run_id = st.selectbox("Run", list(records), index=list(records).index(default_run), key="phrases_run",
-                      format_func=lambda i: c.run_option_label(records[i]))
-run = c.get_run(run_id)
+                      format_func=lambda i: wording.run_option_label(records[i]))
+run = loading.get_run(run_id)
 chosen = records[run_id]
 if heuristic_reason(chosen["method"], chosen["privacy_target"], chosen["epsilon"]):  # noise chosen from private data
     st.warning(tables.PHRASE_TARGET_HEURISTIC if chosen["privacy_target"] == "phrase-avg"
-               else c.HEURISTIC_PRIVACY.get(chosen["method"], ""), icon=":material/warning:")
-phrases = pd.DataFrame(c.read_shown(run, "phrases"))
+               else wording.HEURISTIC_PRIVACY.get(chosen["method"], ""), icon=":material/warning:")
+phrases = pd.DataFrame(loading.read_shown(run, "phrases"))
 if phrases.empty:
     st.info("This run's phrases.csv has no rows.")
     st.stop()
@@ -65,16 +64,16 @@ def phrase_summary(rows: pd.DataFrame) -> dict:
 
 
 summary = phrase_summary(phrases)
-row = c.wrapping_row()  # wraps on a narrow page ('share ≤ av…' was cut at 900 px)
-c.metric(row, "phrases", f"{len(phrases):,}")
-c.metric(row, "average ε", c.fmt_eps(summary["avg"]))
-c.metric(row, "min ε", c.fmt_eps(summary["min"]))
-c.metric(row, "max ε", c.fmt_eps(summary["max"]))
+row = widgets.wrapping_row()  # wraps on a narrow page ('share ≤ av…' was cut at 900 px)
+widgets.metric(row, "phrases", f"{len(phrases):,}")
+widgets.metric(row, "average ε", wording.fmt_eps(summary["avg"]))
+widgets.metric(row, "min ε", wording.fmt_eps(summary["min"]))
+widgets.metric(row, "max ε", wording.fmt_eps(summary["max"]))
 share = summary["share_below_avg"]
-c.metric(row, "share ≤ average", "–" if math.isnan(share) else f"{share:.0%}")
+widgets.metric(row, "share ≤ average", "–" if math.isnan(share) else f"{share:.0%}")
 if kind == "all" and len(kinds) > 1:  # a phrase-avg run is calibrated on the names' average, not this one
     plural = {"name": "names", "canary": "canaries"}
-    by_kind = ", ".join(f"{plural.get(k, k)} {c.fmt_eps(phrase_summary(phrases[phrases['kind'] == k])['avg'])}"
+    by_kind = ", ".join(f"{plural.get(k, k)} {wording.fmt_eps(phrase_summary(phrases[phrases['kind'] == k])['avg'])}"
                         for k in kinds)
     st.caption(f"Averaged over every kind of phrase; by kind: {by_kind}"
                + (" (this run is calibrated to an average name ε)." if chosen["privacy_target"] == "phrase-avg"
@@ -106,14 +105,14 @@ def show_table() -> None:
     has_teachers = "teachers" in phrases and phrases["teachers"].notna().any()
     max_teachers = int(phrases["teachers"].max()) if has_teachers else 0
     if max_teachers > 0:
-        min_teachers = c.count_input(f2, "Held by at least … teachers", min_value=0, value=0,
+        min_teachers = widgets.count_input(f2, "Held by at least … teachers", min_value=0, value=0,
                                       key="phrases_min_teachers", persist_state="page",
                                       help=f"up to {max_teachers:,} in this run")
     else:  # DP-SGD runs have no teachers: the phrase's basis column says which batches hold it
         min_teachers = 0
         f2.caption("No teacher counts in this run (not a SeqPATE run).")
     max_occ = int(phrases["occurrences"].fillna(0).max()) if "occurrences" in phrases and len(phrases) else 0
-    min_occ = c.count_input(f3, "Occurring at least … times", min_value=0, value=0, key="phrases_min_occ",
+    min_occ = widgets.count_input(f3, "Occurring at least … times", min_value=0, value=0, key="phrases_min_occ",
                             persist_state="page", help=f"up to {max_occ:,} in this run")
     view = phrases
     if search:
@@ -138,10 +137,11 @@ def show_histogram() -> None:
     # every kind of phrase it holds (its canaries too), the same privacy target (phrase-avg or sample) and target
     # ε, then at the preset's defaults rather than a variant, then the latest
     me = records[run_id]
-    noisy = [i for i in same_preset if c.present(records[i]["epsilon"]) and 0 < records[i]["epsilon"] < math.inf
-             and c.same_seed(records[i], me) and records[i]["method"] != me["method"]]
+    noisy = [i for i in same_preset if wording.present(records[i]["epsilon"]) and 0 < records[i]["epsilon"] < math.inf
+             and loading.same_seed(records[i], me) and records[i]["method"] != me["method"]]
 
-    kinds_of = {i: {r.get("kind") for r in c.read_shown(c.get_run(i), "phrases")} for i in noisy}  # read once
+    # read once
+    kinds_of = {i: {r.get("kind") for r in loading.read_shown(loading.get_run(i), "phrases")} for i in noisy}
 
     def unlike(i: str) -> tuple[bool, bool, bool, bool]:
         r = records[i]
@@ -156,11 +156,12 @@ def show_histogram() -> None:
     default = [run_id] + others[:3]
     chosen = st.multiselect("Runs in the histogram", options, default=default,
                             key=f"phrases_hist_runs_{run_id}", persist_state="page",
-                            format_func=lambda i: c.run_option_label(records[i]))
+                            format_func=lambda i: wording.run_option_label(records[i]))
     per_run: dict[str, tuple[str, list[float]]] = {}
     without_kind = []
     for rid in chosen:
-        rows = [r for r in c.read_shown(c.get_run(rid), "phrases") if kind == "all" or r.get("kind") == kind]
+        rows = [r for r in loading.read_shown(loading.get_run(rid), "phrases")
+                if kind == "all" or r.get("kind") == kind]
         if not rows:
             without_kind.append(rid)
             continue
@@ -207,14 +208,14 @@ def show_teachers_per_user() -> None:
 
 def canary_setting(rid: str) -> tuple:
     """What makes two runs' canaries the same numbers: copies, seed and digits (data config)."""
-    data = c.run_config_dict(c.get_run(rid)).get("data") or {}
+    data = loading.run_config_dict(loading.get_run(rid)).get("data") or {}
     return tuple(str(data.get(k)) for k in ("canaries", "canary_seed", "canary_digits"))
 
 
 def show_exposure() -> None:
     """Canary exposure (Carlini et al. 2019) of the chosen run, and of the runs of its preset and seed that inserted
     the same canaries: the attack's view beside the phrase ε."""
-    table = tables.exposure_table(c.read_shown(run, "metrics"), c.read_shown(run, "phrases"))
+    table = tables.exposure_table(loading.read_shown(run, "metrics"), loading.read_shown(run, "phrases"))
     if table.empty:
         st.info("This run inserted no canaries, so it has no exposure. A run made with `--canaries 1,10,100` puts a "
                 "random number into the private training data that many times and measures how far its model "
@@ -234,9 +235,10 @@ def show_exposure() -> None:
     mine = canary_setting(run_id)
     # one copy of each config, the one the other pages show (tiny's Pri-GPT with canaries is in two sweep plans)
     shown = set(tables.distinct_configs(tables.shown_pool(with_phrases, tables.made_here_in_place()))["run_id"])
-    kin = [i for i in records if records[i]["preset"] == chosen["preset"] and c.same_seed(records[i], chosen)
+    kin = [i for i in records if records[i]["preset"] == chosen["preset"] and loading.same_seed(records[i], chosen)
            and canary_setting(i) == mine and (i in shown or i == run_id)]
-    compared = tables.exposure_comparison([(records[i], c.read_shown(c.get_run(i), "metrics")) for i in kin])
+    compared = tables.exposure_comparison([(records[i], loading.read_shown(loading.get_run(i), "metrics"))
+                                           for i in kin])
     if len(compared) > 1:
         st.markdown(f"**Every run of {chosen['preset']}, seed {chosen['seed']} with these canaries** (exposure in "
                     "bits by copies inserted)")
@@ -245,5 +247,5 @@ def show_exposure() -> None:
             **{col: st.column_config.NumberColumn(format="%.1f") for col in compared if col.endswith("×")}})
 
 
-c.lazy_tabs({"Table": show_table, "ε histogram": show_histogram, "Teachers per user": show_teachers_per_user,
+widgets.lazy_tabs({"Table": show_table, "ε histogram": show_histogram, "Teachers per user": show_teachers_per_user,
              "Canary exposure": show_exposure}, key="phrases_tab")

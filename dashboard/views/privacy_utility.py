@@ -3,8 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, tables
-from dashboard import common as c
+from dashboard import charts, loading, tables, widgets, wording
 from dashboard.values import as_float
 
 st.title("Privacy vs utility")
@@ -17,17 +16,17 @@ st.caption("Finished runs of one preset. Private methods are points at their acc
            "quick, for every method but Pri-GPT and its blacklist variant), so it moves with length and sampling luck: read perplexity for "
            "orderings (`python -m core compare --draws 20` tests BLEU-4 over 20 completions of each prefix).")
 
-finished = c.finished_frame()
+finished = loading.finished_frame()
 # synthetic-data runs have no perplexity or BLEU-4: their accuracy against ε is on the Synthetic data page
-df = finished[~finished["method"].map(c.is_synth_method)] if not finished.empty else finished
+df = finished[~finished["method"].map(wording.is_synth_method)] if not finished.empty else finished
 if df.empty:
-    c.no_runs("finished text-generation runs (the synthetic-data runs are on the Synthetic data page)"
+    widgets.no_runs("finished text-generation runs (the synthetic-data runs are on the Synthetic data page)"
               if not finished.empty else "finished runs")
     st.stop()
 
-preset = c.preset_picker(df, key="pu_preset")
+preset = widgets.preset_picker(df, key="pu_preset")
 # several sweep plans share a run: one copy of each config; one seed at a time unless the reader asks for every seed
-pool = tables.made_here_or_shipped(c.seed_picker(df[df["preset"] == preset], key="pu_seed"), key="pu_made_here")
+pool = tables.made_here_or_shipped(widgets.seed_picker(df[df["preset"] == preset], key="pu_seed"), key="pu_made_here")
 runs = tables.distinct_configs(pool)
 if stand_in := tables.stand_in_note(pool, set(runs["run_id"])):
     st.info(stand_in, icon=":material/content_copy:")
@@ -54,9 +53,9 @@ def show_points() -> None:
     """The runs behind the curves' points."""
     points = pd.DataFrame({
         "run": main["run_id"],
-        "method": main["method"].map(c.method_label),
+        "method": main["method"].map(wording.method_label),
         "ε": main["epsilon"],
-        "δ": main["delta"].map(c.fmt_delta),
+        "δ": main["delta"].map(wording.fmt_delta),
         "setting": main["variant"].fillna("") if not main.empty else [],
         "PPL": main["ppl"],
         "BLEU-4": main["bleu4"],
@@ -93,7 +92,7 @@ def noise_dominance_note(by_teachers: bool = False) -> None:
     if base.empty:
         return
     record = base.iloc[0]
-    std = as_float((c.read_shown(c.get_run(record["run_id"]), "privacy") or {}).get("noise_scale"))
+    std = as_float((loading.read_shown(loading.get_run(record["run_id"]), "privacy") or {}).get("noise_scale"))
     teachers = as_float(record["teachers"])
     if std is not None and teachers and std / teachers > 1:
         rows = (f"the runs with fewer than {std:.0f} teachers (σ / M > 1) differ" if by_teachers
@@ -104,10 +103,10 @@ def noise_dominance_note(by_teachers: bool = False) -> None:
                    "losses and the noise.")
 
 
-# Each table varies one setting with every other at the preset's defaults (c.only_varies).
+# Each table varies one setting with every other at the preset's defaults (loading.only_varies).
 def show_ablations() -> None:
     """Paper Table 3: SeqPATE with one component switched off."""
-    pool = c.only_varies(seqpate, "ablation")
+    pool = loading.only_varies(seqpate, "ablation")
     ablations = pool[pool["ablation"].fillna("none") != "none"]
     if ablations.empty:
         st.info("No ablation runs yet (SeqPATE runs with an ablation other than none).")
@@ -120,7 +119,7 @@ def show_ablations() -> None:
 
 def show_filters() -> None:
     """Paper Table 4: SeqPATE with other candidate filters."""
-    pool = c.only_varies(seqpate, "filter")
+    pool = loading.only_varies(seqpate, "filter")
     filters = at_varied_epsilons(pool, pool[pool["variant"].fillna("") != ""])
     if filters["filter"].nunique() < 2:
         present = f" Present: {', '.join(pool['filter'].dropna().unique())}." if not pool.empty else ""
@@ -128,13 +127,13 @@ def show_filters() -> None:
                 "(e.g. top-p:0.95 and top-k:50)." + present)
         return
     noise_dominance_note()
-    st.dataframe(small_table(filters, "filter", filters["filter"], order=c.filter_order), hide_index=True, width="stretch",
-                 column_config=metric_cols)
+    st.dataframe(small_table(filters, "filter", filters["filter"], order=loading.filter_order), hide_index=True,
+                 width="stretch", column_config=metric_cols)
 
 
 def show_teacher_curve() -> None:
     """Paper App. H: SeqPATE against the number of teachers."""
-    pool = c.only_varies(seqpate, "teachers")
+    pool = loading.only_varies(seqpate, "teachers")
     teachers = at_varied_epsilons(pool, pool[pool["variant"].fillna("") != ""])
     if teachers["teachers"].nunique() < 2:
         st.info("No teacher-count curve yet: needs SeqPATE runs with at least two teacher counts.")
@@ -146,5 +145,5 @@ def show_teacher_curve() -> None:
     st.plotly_chart(charts.teacher_curve_figure(teachers, metric), width="stretch", key="pu_teachers")
 
 
-c.lazy_tabs({"Curves (Fig. 2)": show_curves, "Points": show_points, "Ablations (Table 3)": show_ablations,
+widgets.lazy_tabs({"Curves (Fig. 2)": show_curves, "Points": show_points, "Ablations (Table 3)": show_ablations,
              "Candidate filters (Table 4)": show_filters, "Teachers (App. H)": show_teacher_curve}, key="pu_tab")

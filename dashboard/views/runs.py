@@ -7,8 +7,7 @@ import streamlit as st
 
 from core.config import ConfigError, effective_hash
 from core.runs import RunError, jobs
-from dashboard import common as c
-from dashboard import estimate, tables
+from dashboard import estimate, loading, tables, widgets, wording
 
 DP_SGD_PROGRESS_NOTE = ("DP-SGD and ADP log no loss of their private training: a batch's loss is computed from "
                         "private sentences without noise, so no epsilon would cover it. Losses shown come from "
@@ -20,8 +19,8 @@ FLASH_SECONDS = 20  # how long a note on a cancel, delete or rerun stays (the ta
 
 st.title("Runs")
 
-infos = c.list_infos()
-active = any(info.state in c.ACTIVE_STATES and info.source == "live" for info in infos)
+infos = loading.list_infos()
+active = any(info.state in loading.ACTIVE_STATES and info.source == "live" for info in infos)
 
 
 def live_runs(run_infos) -> tuple[tuple[str, str | None], ...]:
@@ -34,14 +33,14 @@ def live_states(df) -> list[tuple[str, str]]:
     return sorted(zip(live["run_id"], live["state"], strict=True))
 
 
-STATES_AT_LOAD = live_states(c.runs_frame(infos)) if active else []  # run_records is cached: no extra read
+STATES_AT_LOAD = live_states(loading.runs_frame(infos)) if active else []  # run_records is cached: no extra read
 
 
 @st.fragment(run_every=5)
 def watch_while_idle(shown: tuple) -> None:
     """With no job queued or running the table is not polled; a job launched elsewhere (another tab, the command
     line) or a run deleted there reloads the page, which then polls while the job runs."""
-    if live_runs(c.list_infos()) != shown:
+    if live_runs(loading.list_infos()) != shown:
         st.rerun()
 
 
@@ -77,7 +76,7 @@ def act(action, run, done: str, failed: str) -> None:
 
 def how_it_went(record: dict) -> str:
     """How the run to be rerun went, as a sentence for the question (a cancelled run did not "take" 34 s)."""
-    took = estimate.fmt_duration(record["elapsed_s"]) if c.present(record["elapsed_s"]) else None
+    took = estimate.fmt_duration(record["elapsed_s"]) if wording.present(record["elapsed_s"]) else None
     state, stage = record["state"], record["stage"] or "?"
     if state == "done":
         return f" The original took {took}." if took else ""
@@ -91,11 +90,11 @@ def how_it_went(record: dict) -> str:
 
 @st.fragment(run_every=2 if active else None)
 def live_view() -> None:
-    df = c.runs_frame()
+    df = loading.runs_frame()
     if df.empty:
-        c.no_runs("runs")
+        widgets.no_runs("runs")
         return
-    still_active = bool(((df["state"].isin(c.ACTIVE_STATES)) & (df["source"] == "live")).any())
+    still_active = bool(((df["state"].isin(loading.ACTIVE_STATES)) & (df["source"] == "live")).any())
     if active and live_states(df) != STATES_AT_LOAD:
         # a job started, ended or appeared: a full rerun brings the rest of the page (Compare's runs and their
         # numbers) up to date, and stops the polling once the last job has ended
@@ -116,20 +115,20 @@ def live_view() -> None:
         methods = view["method"].fillna("")
         view = view[view["run_id"].str.lower().str.contains(needle, regex=False)
                     | methods.str.lower().str.contains(needle, regex=False)
-                    | methods.map(c.method_label).str.lower().str.contains(needle, regex=False)]
+                    | methods.map(wording.method_label).str.lower().str.contains(needle, regex=False)]
     # what a watcher looks for first on the left (a 1400 px window shows about ten columns)
     table = pd.DataFrame({
         "run": view["run_id"],
-        "method": view["method"].map(c.method_label),
+        "method": view["method"].map(wording.method_label),
         "preset": view["preset"],
         "seed": view["seed"],
         "ε": view["epsilon"],  # a number, so that the column sorts as one
-        "δ": view["delta"].map(c.fmt_delta),
+        "δ": view["delta"].map(wording.fmt_delta),
         "state": view["state"],
         "progress": view["progress"].round(2),  # whole percents, as the run details show
         "elapsed": view["elapsed_s"] / 60,  # minutes as numbers, so that the columns sort as numbers
         # only a run still to finish has time remaining: a finished one's is blank, not "0.0 min"
-        "remaining": (view["remaining_s"] / 60).where(view["state"].isin(c.ACTIVE_STATES)),
+        "remaining": (view["remaining_s"] / 60).where(view["state"].isin(loading.ACTIVE_STATES)),
         "stage": view["stage"],
         "source": view["source"].map(SOURCE_LABELS).fillna(view["source"]),
         "created": view["created"].fillna("").str.slice(0, 19).str.replace("T", " "),
@@ -167,29 +166,30 @@ def live_view() -> None:
     if not ids:  # details of a run the filters hide would look like a match
         st.caption("No run matches the filters above.")
         return
-    default = next((i for i in ids if records[i]["state"] in c.ACTIVE_STATES), ids[0])
+    default = next((i for i in ids if records[i]["state"] in loading.ACTIVE_STATES), ids[0])
     pending = st.session_state.pop("runs_select_next", None)
     if pending in ids:
         st.session_state["runs_selected"] = pending
     elif st.session_state.get("runs_selected") not in ids:
         st.session_state["runs_selected"] = default
     run_id = st.selectbox("Run", ids, key="runs_selected",
-                          format_func=lambda i: c.run_option_label(records[i], live=True))
+                          format_func=lambda i: wording.run_option_label(records[i], live=True))
     record = records[run_id]
     if (st.session_state.get("runs_confirm") or (None, run_id))[1] != run_id:
         st.session_state.pop("runs_confirm", None)  # a question about another run is dropped, not kept for later
-    run = c.get_run(run_id)
+    run = loading.get_run(run_id)
 
-    row = c.wrapping_row()  # wraps on a narrow page (equal columns cut 'running' to 'run…')
+    row = widgets.wrapping_row()  # wraps on a narrow page (equal columns cut 'running' to 'run…')
     # the stage under the state, in small type: stage names ("private-finetune", a method's name) are long
     row.metric("state", record["state"], delta=f"stage: {record['stage'] or '–'}", delta_color="off",
-               delta_arrow="off", width=c.METRIC_WIDTH)
-    c.metric(row, "progress", f"{record['progress']:.0%}")
+               delta_arrow="off", width=widgets.METRIC_WIDTH)
+    widgets.metric(row, "progress", f"{record['progress']:.0%}")
     computed_on = {"cpu": "on the CPU", "cuda": "on the GPU"}.get(record.get("device") or "")
     row.metric("elapsed", estimate.fmt_duration(record["elapsed_s"]), delta=computed_on, delta_color="off",
-               delta_arrow="off", width=c.METRIC_WIDTH)
-    remaining = record["remaining_s"] if record["state"] in c.ACTIVE_STATES else None  # blank once it ended, as the table
-    c.metric(row, "remaining (est.)", estimate.fmt_duration(remaining), help=estimate.estimate_help(record))
+               delta_arrow="off", width=widgets.METRIC_WIDTH)
+    # blank once it ended, as in the table
+    remaining = record["remaining_s"] if record["state"] in loading.ACTIVE_STATES else None
+    widgets.metric(row, "remaining (est.)", estimate.fmt_duration(remaining), help=estimate.estimate_help(record))
     if record["state"] == "failed":
         st.error(f"Failed at stage {record['stage'] or '?'}: {record['error'] or 'no error recorded'}",
                  icon=":material/error:")
@@ -198,28 +198,28 @@ def live_view() -> None:
             with st.expander("Traceback"):
                 st.code(trace, language="text")
     elif record["state"] == "done" and record["has_privacy"]:
-        if c.is_synth_method(record["method"]):  # no PPL or BLEU: the classifier trained on its synthetic set
-            m = c.read_shown(run, "metrics") or {}
-            utility = (f"  ·  accuracy on real test text {c.fmt_num(m.get('accuracy_synthetic'), 3)} (real train "
-                       f"data: {c.fmt_num(m.get('accuracy_real'), 3)})  ·  Synthetic data page")
+        if wording.is_synth_method(record["method"]):  # no PPL or BLEU: the classifier trained on its synthetic set
+            m = loading.read_shown(run, "metrics") or {}
+            utility = (f"  ·  accuracy on real test text {wording.fmt_num(m.get('accuracy_synthetic'), 3)} "
+                       f"(real train data: {wording.fmt_num(m.get('accuracy_real'), 3)})  ·  Synthetic data page")
         else:
-            utility = f"  ·  PPL {c.fmt_num(record['ppl'])}  ·  BLEU-4 {c.fmt_num(record['bleu4'])}"
-        st.caption(c.privacy_statement(record["epsilon"], record["delta"], record["unit"], record["method"],
+            utility = f"  ·  PPL {wording.fmt_num(record['ppl'])}  ·  BLEU-4 {wording.fmt_num(record['bleu4'])}"
+        st.caption(wording.privacy_statement(record["epsilon"], record["delta"], record["unit"], record["method"],
                                        record["privacy_target"]) + utility)
         statement = run.read_text("statement.md")
         if statement:  # the audit's plain-language statement: relation, what stays public, what is released outside ε
             with st.expander("Privacy statement (statement.md)"):
-                st.markdown(c.statement_body(statement))
+                st.markdown(wording.statement_body(statement))
 
     actions = st.container(horizontal=True)  # buttons as wide as their labels (columns cut them to 'Ca…')
     is_live = record["source"] == "live"
-    if actions.button("Cancel", key="runs_cancel", disabled=not (is_live and record["state"] in c.ACTIVE_STATES),
+    if actions.button("Cancel", key="runs_cancel", disabled=not (is_live and record["state"] in loading.ACTIVE_STATES),
                  help="stop a queued or running job (live runs only)"):
         st.session_state["runs_confirm"] = ("cancel", run_id)
     if st.session_state.get("runs_confirm") == ("cancel", run_id):
         lost = (f" Its work so far ({estimate.fmt_duration(record['elapsed_s'])}, at stage {record['stage'] or '?'}) is lost: a "
                 "rerun starts from the beginning." if record["state"] == "running" else "")
-        if record["state"] not in c.ACTIVE_STATES:  # it ended while the question was open
+        if record["state"] not in loading.ACTIVE_STATES:  # it ended while the question was open
             st.session_state.pop("runs_confirm", None)
         elif confirmed(f"Cancel `{run_id}`?{lost}", "Yes, cancel", "runs_cancel"):
             act(jobs.cancel, run, done=f"cancelled {run_id}", failed="could not cancel")
@@ -227,7 +227,8 @@ def live_view() -> None:
                                                                                                "cancelled")),
                  help="remove a finished live run folder (cached runs are never deleted)"):
         st.session_state["runs_confirm"] = ("delete", run_id)
-    synth = c.is_synth_method(record["method"])  # jobs run text-generation configs; synthetic data runs from the CLI
+    # jobs run text-generation configs; synthetic data runs from the CLI
+    synth = wording.is_synth_method(record["method"])
     if actions.button("Rerun", key="runs_rerun", disabled=synth,
                  help=(f"a synthetic-data run is rerun from the command line: `python -m core synth --config "
                        f"{run.path / 'config.json'} --run-dir DIR`" if synth else
@@ -240,10 +241,10 @@ def live_view() -> None:
         elsewhere = (" A rerun trains from this machine's public base model (trained first where none is cached for "
                      "its preset and seed), not the shipped run's, so its numbers can differ."
                      if record["source"] == "cached" else "")
-        if confirmed(f"Launch a new {c.method_label(record['method'])} job on preset {record['preset']} with the "
+        if confirmed(f"Launch a new {wording.method_label(record['method'])} job on preset {record['preset']} with the "
                      f"config of `{run_id}`?{how_it_went(record)}{elsewhere}", "Yes, rerun", "runs_rerun"):
             try:
-                cfg = c.validated_config(c.run_config_dict(run))
+                cfg = loading.validated_config(loading.run_config_dict(run))
                 new = jobs.launch(cfg.to_dict())
                 flash(f"launched {new.run_id} with the config of {run_id}")
                 st.session_state["runs_select_next"] = new.run_id
@@ -257,19 +258,19 @@ def live_view() -> None:
         st.session_state.pop("runs_flash")
 
     tail = run.log_tail(40)
-    with st.expander("Log tail (last 40 lines)", expanded=record["state"] in c.ACTIVE_STATES + ("failed",)):
+    with st.expander("Log tail (last 40 lines)", expanded=record["state"] in loading.ACTIVE_STATES + ("failed",)):
         st.code(tail or "(no log: cached runs and runs started from the command line keep none)", language="text")
     if st.toggle("Show training progress (loss, ε spent)", key="runs_show_progress"):
         # plotly figures: built only when asked for
         from dashboard import charts
 
-        figure = charts.run_progress_figure(c.read_shown(run, "progress"))
+        figure = charts.run_progress_figure(loading.read_shown(run, "progress"))
         if figure is None:
-            st.caption("No loss or ε lines in progress.jsonl yet." if record["state"] in c.ACTIVE_STATES
+            st.caption("No loss or ε lines in progress.jsonl yet." if record["state"] in loading.ACTIVE_STATES
                        else "This run logged no loss or ε lines in progress.jsonl.")
         else:
             st.plotly_chart(figure, width="stretch", key="runs_progress_chart")
-        if record["method"] in c.DPSGD_METHODS:
+        if record["method"] in wording.DPSGD_METHODS:
             st.caption(DP_SGD_PROGRESS_NOTE)
         elif synth:
             st.caption(SYNTH_PROGRESS_NOTE)
@@ -285,10 +286,10 @@ if len(all_ids) < 2:
     st.caption("Needs at least two runs.")
 else:
     a, b = st.columns(2)
-    compared = c.run_records(infos)  # in the order of all_ids
+    compared = loading.run_records(infos)  # in the order of all_ids
 
     def partner_of(run_a: str) -> str:
-        return all_ids[c.compare_partner(compared, all_ids.index(run_a))]
+        return all_ids[loading.compare_partner(compared, all_ids.index(run_a))]
 
     def follow_a() -> None:  # a new run A brings its partner as B (a B chosen by hand stays until A changes)
         st.session_state["runs_cmp_b"] = partner_of(st.session_state["runs_cmp_a"])
@@ -307,24 +308,24 @@ else:
     if id_a == id_b:  # e.g. after a delete moved both boxes to the same run
         st.info("Run A and run B are the same run: choose two different runs.")
         st.stop()
-    run_a, run_b = c.get_run(id_a), c.get_run(id_b)
+    run_a, run_b = loading.get_run(id_a), loading.get_run(id_b)
     record_a, record_b = compared[all_ids.index(id_a)], compared[all_ids.index(id_b)]
     st.markdown(f"**A**: {tables.run_result(record_a)}  ·  **B**: {tables.run_result(record_b)}")
-    comparison = c.perplexity_comparison(run_a, run_b)
+    comparison = loading.perplexity_comparison(run_a, run_b)
     if comparison is not None:
         comparable, sentence = comparison
         (st.info if comparable else st.caption)(f"Test perplexity: {sentence}")
-    config_a, config_b = c.run_config_dict(run_a), c.run_config_dict(run_b)
+    config_a, config_b = loading.run_config_dict(run_a), loading.run_config_dict(run_b)
     note = tables.base_model_note(record_a, record_b)
     if note and effective_hash(config_a) == effective_hash(config_b):  # copies whose results may still differ
         st.warning(note, icon=":material/warning:")
-    diff = c.config_diff(config_a, config_b)
+    diff = loading.config_diff(config_a, config_b)
     if diff.empty:
         st.success("Same config.")
     else:
         if effective_hash(config_a) == effective_hash(config_b):  # the method is part of the effective config
             finished = record_a["state"] == record_b["state"] == "done"  # the result pages show finished runs only
-            st.success(f"Same run settings: these fields are ones {c.method_label(config_a.get('method'))} never "
+            st.success(f"Same run settings: these fields are ones {wording.method_label(config_a.get('method'))} never "
                        "reads" + (", so the pages treat the two runs as copies (one row: the newest finished run "
                                   "made here, else the shipped one)." if finished else "."))
         st.caption(f"{len(diff)} differing field(s); equal fields are hidden.")

@@ -11,8 +11,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from core.runs.store import RunDir
-from dashboard import common as c
-from dashboard import tables
+from dashboard import loading, tables, widgets, wording
 from dashboard.charts import LAYOUT
 from dashboard.values import as_float
 
@@ -58,8 +57,8 @@ def read_points(signature: tuple, path: str, source: str) -> pd.DataFrame:
 
 
 def run_file(run_id: str, name: str):
-    run = c.get_run(run_id)
-    signature = c.file_signature(run.path, (name,))
+    run = loading.get_run(run_id)
+    signature = loading.file_signature(run.path, (name,))
     if name == "embeddings.csv":
         return read_points(signature, str(run.path), run.source)
     return read_lines(signature, str(run.path), run.source, name)
@@ -69,14 +68,14 @@ def as_printed(value: float | None, decimals: int = 3) -> float | None:
     """The number REPORT.md and the README print for value (Python's format: correctly rounded, a tie to even),
     which a table's own format then shows unchanged: that format rounds a tie up (0.3125 to 0.313, where they read
     0.312), and numpy's round scales first (0.2375, stored a hair below, to 0.238, where they read 0.237)."""
-    return float(f"{value:.{decimals}f}") if c.present(value) and math.isfinite(value) else value
+    return float(f"{value:.{decimals}f}") if wording.present(value) and math.isfinite(value) else value
 
 
 def eps_label(eps: float | None) -> str:
-    return "∞ (not private)" if eps is not None and math.isinf(eps) else c.fmt_eps(eps)
+    return "∞ (not private)" if eps is not None and math.isinf(eps) else wording.fmt_eps(eps)
 
 
-df = c.finished_frame()
+df = loading.finished_frame()
 synth = df[df["method"].fillna("").str.startswith("synth-")] if not df.empty else df
 if synth.empty:
     st.info("No synthetic-data runs yet. Create one from the command line (about a minute on the tiny preset), "
@@ -85,17 +84,17 @@ if synth.empty:
     st.caption("Generators: `filter`, `pplm`, `multitask`; epsilon: a number or `inf`; presets: `tiny`, `quick`.")
     st.stop()
 
-preset = c.preset_picker(synth, key="synth_preset")
+preset = widgets.preset_picker(synth, key="synth_preset")
 # one seed at a time, as on the other pages: a cell averaging seeds 0-2 beside one of seed 0 alone compared two
 # different things (filter and PPLM share one model, yet their separability columns differed)
-runs = c.seed_picker(synth[synth["preset"] == preset], key="synth_seed")
+runs = widgets.seed_picker(synth[synth["preset"] == preset], key="synth_seed")
 # as on the Overview: the shipped runs unless the reader puts the copies made here in their place (one toggle for
 # every page), and one run per config, so that a copy is never averaged with the run it copies
 runs = tables.distinct_configs(tables.made_here_or_shipped(runs, key="synth_made_here"))
 rows = []
 label_counts = set()  # number of labels of each run's data set: chance level = 1 / that
 for record in runs.to_dict("records"):
-    m = c.read_shown(c.get_run(record["run_id"]), "metrics") or {}
+    m = loading.read_shown(loading.get_run(record["run_id"]), "metrics") or {}
     if (m.get("data") or {}).get("labels"):
         label_counts.add(len(m["data"]["labels"]))
     grams = m.get("ngram_ratios") or {}
@@ -126,7 +125,7 @@ def pivot(value: str) -> pd.DataFrame:
 
 def show_accuracy() -> None:
     """The synthetic-data classifier's accuracy and the embeddings' separability per generator and ε."""
-    deltas = list(dict.fromkeys(c.fmt_delta(d) for d in sorted(table["δ"].dropna()) if d > 0))
+    deltas = list(dict.fromkeys(wording.fmt_delta(d) for d in sorted(table["δ"].dropna()) if d > 0))
     groups = table.groupby(["generator", "ε target"])
     averaged = [f"{generator} at ε = {eps_label(eps)} averages seeds {', '.join(str(x) for x in sorted(group['seed']))}"
                 for (generator, eps), group in groups if len(group) > 1]
@@ -163,7 +162,7 @@ def show_accuracy() -> None:
     with st.expander("Every run", expanded=False):
         every = table.sort_values(["generator", "ε target", "seed"])
         every = every.assign(**{"ε target": every["ε target"].map(eps_label), "ε": every["ε"].map(eps_label),
-                                "δ": every["δ"].map(c.fmt_delta)})
+                                "δ": every["δ"].map(wording.fmt_delta)})
         numbers = ["accuracy (synthetic)", "accuracy (real)", "label agreement", "separability", "discriminator",
                    "LM test loss", *(f"{n}-gram" for n in range(3, 8))]
         every = every.assign(**{name: every[name].map(as_printed) for name in numbers})  # as the tables above
@@ -204,8 +203,8 @@ def show_memorisation() -> None:
         fig.add_trace(go.Scatter(x=grams, y=[row[f"{n}-gram"] for n in range(3, 8)], mode="lines+markers",
                                  name=name, customdata=[[row["run"]]] * 5, marker=dict(symbol=symbol, size=8),
                                  hovertemplate="%{y:.4f} (run %{customdata[0]})"))
-        if c.present(row["seed"]) and row["seed"] not in references:
-            metrics = c.read_shown(c.get_run(row["run"]), "metrics") or {}
+        if wording.present(row["seed"]) and row["seed"] not in references:
+            metrics = loading.read_shown(loading.get_run(row["run"]), "metrics") or {}
             if metrics.get("ngram_ratios_real_test"):
                 references[row["seed"]] = metrics["ngram_ratios_real_test"]
     for seed, reference in sorted(references.items()):
@@ -228,17 +227,17 @@ def show_run() -> None:
                         + (f" · seed {r['seed']}" if several_seeds else "") + f" · {r['run']}" for r in rows}
     run_id = st.selectbox("Run", options, key="synth_run", persist_state="page", format_func=labels.get)
     chosen = table[table["run"] == run_id].iloc[0]
-    row = c.wrapping_row()  # five equal columns cut every number to "0.…" at 900 px
-    c.metric(row, "accuracy (synthetic)", c.fmt_num(chosen["accuracy (synthetic)"], 3),
+    row = widgets.wrapping_row()  # five equal columns cut every number to "0.…" at 900 px
+    widgets.metric(row, "accuracy (synthetic)", wording.fmt_num(chosen["accuracy (synthetic)"], 3),
              help="a classifier trained on the synthetic samples, tested on the real test texts")
-    c.metric(row, "accuracy (real-trained)", c.fmt_num(chosen["accuracy (real)"], 3),
+    widgets.metric(row, "accuracy (real-trained)", wording.fmt_num(chosen["accuracy (real)"], 3),
              help="the same classifier trained on the real train set instead: the reference")
-    c.metric(row, "separability", c.fmt_num(chosen["separability"], 3))
-    c.metric(row, "ε", eps_label(chosen["ε"]))
-    c.metric(row, "δ", c.fmt_delta(chosen["δ"]))
-    if c.present(chosen["ε"]) and math.isfinite(chosen["ε"]):
+    widgets.metric(row, "separability", wording.fmt_num(chosen["separability"], 3))
+    widgets.metric(row, "ε", eps_label(chosen["ε"]))
+    widgets.metric(row, "δ", wording.fmt_delta(chosen["δ"]))
+    if wording.present(chosen["ε"]) and math.isfinite(chosen["ε"]):
         st.caption(OUTSIDE_EPSILON)
-    if c.present(chosen["passed filter"]):
+    if wording.present(chosen["passed filter"]):
         st.caption(f"The filter kept {int(chosen['passed filter'])} of {int(chosen['samples'])} samples because the "
                    "discriminator scored them above its threshold; the rest (kept: filled) are the best-scored rejects, "
                    "taken so that every label has its share.")
@@ -254,7 +253,7 @@ def show_run() -> None:
             part = points[points["label"] == label]
             scatter.add_trace(go.Scatter(x=part["x"], y=part["y"], mode="markers", name=label,
                                          marker=dict(size=6, opacity=0.75, color=palette[k % len(palette)])))
-        metrics = c.read_shown(c.get_run(run_id), "metrics") or {}
+        metrics = loading.read_shown(loading.get_run(run_id), "metrics") or {}
         scatter.update_layout(title=f"{str(metrics.get('projection', 'umap')).upper()} of the real test embeddings, "
                               "coloured by label", xaxis_title="", yaxis_title="", **LAYOUT)
         st.plotly_chart(scatter, width="stretch", key="synth_umap")
@@ -266,7 +265,7 @@ def show_run() -> None:
         counts = samples["label"].value_counts().sort_index()
         st.caption("Samples per label: " + ", ".join(f"{label} {n}" for label, n in counts.items())
                    + (". ε = ∞: the model was trained without noise, so samples may repeat private text."
-                      if c.present(chosen["ε"]) and math.isinf(chosen["ε"])
+                      if wording.present(chosen["ε"]) and math.isinf(chosen["ε"])
                       else ". Synthetic text from a DP model (post-processing)."))
         label = st.selectbox("Label", list(counts.index), key="synth_label", persist_state="page")
         shown = samples[samples["label"] == label].drop(columns=["label"])
@@ -278,5 +277,5 @@ def show_run() -> None:
                      column_config={"disc_prob": st.column_config.NumberColumn("p(label | text)", format="%.3f")})
 
 
-c.lazy_tabs({"Accuracy vs ε (Table 1)": show_accuracy, "Memorisation (n-grams)": show_memorisation,
+widgets.lazy_tabs({"Accuracy vs ε (Table 1)": show_accuracy, "Memorisation (n-grams)": show_memorisation,
              "One run: embeddings and samples": show_run}, key="synth_tab")

@@ -24,7 +24,7 @@ def open_page(page: str | None = None, query: dict | None = None) -> AppTest:
 
 
 def open_tab(at: AppTest, key: str, label: str) -> AppTest:
-    """Switch the lazy tabs with this key (dashboard.common.lazy_tabs) to the tab called label, and rerun."""
+    """Switch the lazy tabs with this key (dashboard.widgets.lazy_tabs) to the tab called label, and rerun."""
     at.session_state[key] = label
     return at.run()
 

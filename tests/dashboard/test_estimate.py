@@ -9,8 +9,7 @@ import pytest
 from fake_runs import write_run
 
 from core.runs.store import RunDir
-from dashboard import common as c
-from dashboard import estimate
+from dashboard import estimate, loading
 
 
 def test_timing_estimates_remaining_from_progress():
@@ -207,16 +206,16 @@ def test_runs_frame_paces_a_running_run_on_the_last_finished_one_at_its_settings
 
     running(0.5, 200, _lines((1, 0.04, {"method_start": 0.1}), started=now))  # it found its base model trained
     write_run(roots["live"], "other", "noisysgd", state="running", progress=0.5)
-    rows = c.runs_frame().set_index("run_id")
+    rows = loading.runs_frame().set_index("run_id")
     assert rows.loc["live", "paced_on"] == "ref" and abs(rows.loc["live", "remaining_s"] - 590) < 5
     assert rows.loc["live", "paced_took_s"] == 400 and rows.loc["live", "method_begun"] is False
     assert not rows.loc["live", "trains_base"] and rows.loc["live", "method_start"] == rows.loc["live", "paced_start"]
     # a run that is training its base model is paced on one that trained its own
     running(0.3, 60, _lines((1, 0.04, {"method_start": 0.5}), started=now))
-    row = c.runs_frame().set_index("run_id").loc["live"]
+    row = loading.runs_frame().set_index("run_id").loc["live"]
     assert row["paced_on"] == "ref-trained-base" and row["trains_base"] and row["paced_start"] == 0.5
     trained.file("progress.jsonl").unlink()  # none did: the pace so far, 60 s (1 - 0.3) / 0.3 less the 10 s since
-    row = c.runs_frame().set_index("run_id").loc["live"]
+    row = loading.runs_frame().set_index("run_id").loc["live"]
     assert not isinstance(row.get("paced_on"), str) and row["trains_base"] and abs(row["remaining_s"] - 130) < 5
     assert row["has_kin"]  # the help says a finished run paces it once its method starts
     assert not isinstance(rows.loc["other", "paced_on"], str)  # no finished NoisySGD run: the pace so far

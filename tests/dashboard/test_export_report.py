@@ -10,12 +10,11 @@ from fake_runs import phrase_rows, write_run, write_synth_run
 
 def report_of(run_id: str, figures: bool = True) -> tuple[list, str]:
     """(figures, HTML document) of a run's report, as the Export page builds them."""
-    from dashboard import common as c
-    from dashboard import report, tables
+    from dashboard import loading, report, tables
 
-    frame = c.finished_frame(c.runs_frame())
+    frame = loading.finished_frame(loading.runs_frame())
     record = frame.set_index("run_id").loc[run_id].to_dict() | {"run_id": run_id}
-    run = c.get_run(run_id)
+    run = loading.get_run(run_id)
     made = report.report_figures(record, frame[frame["preset"] == record["preset"]], run.progress())
     exposure = tables.exposure_table(run.metrics(), run.phrases()) if record["has_phrases"] else None
     document = report.build_report_html(record, run.config()["config"], run.privacy(), run.metrics(),
@@ -100,13 +99,12 @@ def test_report_chart_has_the_runs_at_their_defaults(roots):
 def test_report_chart_shows_the_overviews_runs_and_the_reports_own(roots):
     """A review found the report's chart drawing Pub-GPT from a copy made here where the Overview shows the shipped
     run: the chart follows the Overview's choice, and a report of a run made here shows that run."""
-    from dashboard import common as c
-    from dashboard import report
+    from dashboard import loading, report
 
     write_run(roots["cached"], "seq", "seqpate", epsilon=3.0)
     write_run(roots["cached"], "tiny-pub-gpt", "pub-gpt", config={"seqpate__kd_lambda": 20.0})
     write_run(roots["live"], "pub-gpt-today", "pub-gpt")
-    frame = c.finished_frame(c.runs_frame())
+    frame = loading.finished_frame(loading.runs_frame())
     records = frame.set_index("run_id")
 
     def drawn(run_id: str, in_place: bool) -> list[str]:
@@ -120,7 +118,7 @@ def test_report_chart_shows_the_overviews_runs_and_the_reports_own(roots):
     # a SeqPATE run made here is drawn with the Pub-GPT made here, on the same base model, not the shipped one (a
     # walk found it against the shipped line), whatever the Overview shows
     write_run(roots["live"], "seq-today", "seqpate", epsilon=3.0)
-    frame = c.finished_frame(c.runs_frame())
+    frame = loading.finished_frame(loading.runs_frame())
     records = frame.set_index("run_id")
     assert drawn("seq-today", in_place=False) == ["pub-gpt-today", "seq-today"]
     assert drawn("seq", in_place=False) == ["seq", "tiny-pub-gpt"]  # a shipped run's report: still the Overview's
@@ -151,18 +149,17 @@ def test_a_finished_run_without_its_privacy_record_shows_no_guarantee(roots, app
     """A review deleted a done run's privacy.json and read the ε it had asked for on a green card: every ε shown comes
     from recorded events. Such a run is failed now (its files were damaged after it finished) and joins no result;
     the report marks a heuristic as no guarantee either."""
-    from dashboard import common as c
-    from dashboard import tables
+    from dashboard import loading, tables, wording
 
     write_run(roots["cached"], "seq", "seqpate", epsilon=3.0)
     write_run(roots["cached"], "adp", "adp", epsilon=3.0)
     (roots["cached"] / "seq" / "privacy.json").unlink()
-    row = c.runs_frame().set_index("run_id").loc["seq"]
+    row = loading.runs_frame().set_index("run_id").loc["seq"]
     assert row["state"] == "failed" and row["error"] == "finished, but privacy.json missing or unreadable since"
-    assert not c.present(row["epsilon"]) and c.privacy_statement(row["epsilon"], row["delta"], row["unit"]) == \
+    assert not wording.present(row["epsilon"]) and wording.privacy_statement(row["epsilon"], row["delta"], row["unit"]) == \
         "no privacy record"
     at = app_page()
-    assert not [x for x in tables.privacy_cards(c.finished_frame()) if x["method"] == "seqpate"]
+    assert not [x for x in tables.privacy_cards(loading.finished_frame()) if x["method"] == "seqpate"]
     assert not at.success  # no green shield on any card: the SeqPATE run has no record (ADP's is a heuristic)
     _, document = report_of("adp", figures=False)
     assert "<span class='warn'>ε = " in document and "heuristic" in document
@@ -192,7 +189,7 @@ def test_synthetic_run_report_shows_its_own_metrics(roots):
 def test_a_report_carries_the_runs_privacy_statement_and_canary_exposure(roots):
     """A synthetic run's green (ε, δ)-DP card sat above accuracies no ε covers, which only its statement.md says:
     the report left the statement out; a canary run's exposure was a JSON blob under "All metrics"."""
-    from dashboard.common import EMPTY_COMPLETION
+    from dashboard.wording import EMPTY_COMPLETION
 
     write_synth_run(roots["cached"], "synth", "multitask", 3.0, accuracy=0.3)
     (roots["cached"] / "synth" / "statement.md").write_text("# Privacy statement\n\n## Released outside the "

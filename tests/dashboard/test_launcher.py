@@ -16,7 +16,8 @@ def test_launcher_runs_the_app_with_the_options_given(monkeypatch: pytest.Monkey
     launcher.main(["--server.port", "8600", "--server.headless", "true"])
     assert seen == [["streamlit", "run", str(launcher.APP), "--server.port", "8600", "--server.headless", "true"]]
     assert launcher.APP.name == "app.py" and launcher.APP.exists()
-    for module in ("pandas", "pyarrow", "plotly.graph_objects", "core.privacy", "dashboard.common"):
+    for module in ("pandas", "pyarrow", "plotly.graph_objects", "core.privacy", "dashboard.loading",
+                   "dashboard.privacy_math", "dashboard.widgets"):
         assert module in sys.modules
 
 

@@ -18,11 +18,11 @@ def test_empty_overview_says_no_runs(roots, app_page):
 
 def test_the_privacy_import_is_warmed_also_after_a_page_that_stops_early(roots, app_page):
     """The warm-up ran after the page only when the page ran to its end: one that called st.stop never started it."""
-    from dashboard import common as c
+    from dashboard import privacy_math
 
-    c._WARMED.clear()
+    privacy_math._WARMED.clear()
     at = app_page()  # no runs: the Overview says so and stops
-    assert "No finished runs yet" in texts(at) and c._WARMED.is_set()
+    assert "No finished runs yet" in texts(at) and privacy_math._WARMED.is_set()
 
 
 def test_headline_table_matches_run_files(roots, app_page):
@@ -162,9 +162,9 @@ def test_a_preset_with_no_run_at_its_defaults_says_where_its_runs_are(roots, app
     at = app_page()
     assert not at.exception
     assert at.dataframe[0].value["Method"].tolist() == ["Pub-GPT"]  # not a variant: it never reads the target
-    from dashboard import common as c
+    from dashboard import loading
 
-    assert c.finished_frame().set_index("run_id").loc["pub-lda", "privacy_target"] == "sample"
+    assert loading.finished_frame().set_index("run_id").loc["pub-lda", "privacy_target"] == "sample"
     roots["live"].joinpath("pub-lda", "status.json").unlink()  # no longer finished
     at = app_page()
     assert any("No finished run at this preset's defaults" in i.value for i in at.info)
@@ -255,10 +255,10 @@ def test_a_run_file_field_of_the_wrong_type_counts_as_absent_and_fails_no_page(r
     for page in ("overview", "runs", "privacy_utility", "completions", "phrases", "export"):
         at = app_page(None if page == "overview" else page)
         assert not at.exception, (page, at.exception)
-    from dashboard import common as c
+    from dashboard import loading, wording
 
-    row = c.runs_frame().set_index("run_id").loc["garbled"]
-    assert not c.present(row["seed"]) and not c.present(row["teachers"]) and not c.present(row["unit"])
+    row = loading.runs_frame().set_index("run_id").loc["garbled"]
+    assert not wording.present(row["seed"]) and not wording.present(row["teachers"]) and not wording.present(row["unit"])
 
 
 def test_the_leak_rates_help_says_how_little_a_zero_can_show(roots, app_page):

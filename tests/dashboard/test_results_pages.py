@@ -94,7 +94,7 @@ def test_privacy_utility_chart_has_points_and_reference_lines(results, app_page)
     write_run(results, "seq-topk100", "seqpate", epsilon=3.0, filter="top-k:100", bleu4=2.0)
     filters = open_tab(at, "pu_tab", "Candidate filters (Table 4)").dataframe[0].value
     assert list(filters["filter"]) == ["top-k:50", "top-k:100", "top-p:0.95"]  # by number, not as text
-    from dashboard.common import filter_order
+    from dashboard.loading import filter_order
 
     assert sorted(["top-k:100", None, "top-k:50", "garbled"], key=filter_order)[:2] == ["top-k:50", "top-k:100"]
     open_tab(at, "pu_tab", "Teachers (App. H)")
@@ -375,15 +375,16 @@ def test_a_damaged_completions_or_phrases_file_is_named_and_the_page_still_shows
 def test_a_run_made_here_under_a_shipped_runs_name_keeps_each_runs_own_numbers_and_text(roots, app_page):
     """A review made a run in runs/tiny-seqpate-eps3 beside the shipped one: the pages keyed both by one id, and
     showed the shipped run's perplexity beside the run made here's completions."""
-    from dashboard import common as c
+    from dashboard import loading
 
     write_run(roots["cached"], "tiny-seqpate-eps3", "seqpate", ppl=100.0, completions=["SHIPPED text"] * 3)
     write_run(roots["live"], "tiny-seqpate-eps3", "seqpate", ppl=200.0, completions=["MADEHERE text"] * 3)
-    rows = c.runs_frame().set_index("run_id")
+    rows = loading.runs_frame().set_index("run_id")
     assert rows.loc["tiny-seqpate-eps3", "ppl"] == 200.0 and rows.loc["tiny-seqpate-eps3", "source"] == "live"
     assert rows.loc["tiny-seqpate-eps3 (shipped)", "ppl"] == 100.0
-    assert c.get_run("tiny-seqpate-eps3 (shipped)").source == "cached"
-    assert [c.listed_id(c.get_run(i)) for i in rows.index] == list(rows.index)  # the names a damaged file is shown by
+    assert loading.get_run("tiny-seqpate-eps3 (shipped)").source == "cached"
+    # the names a damaged file is shown by
+    assert [loading.listed_id(loading.get_run(i)) for i in rows.index] == list(rows.index)
     at = app_page("completions")
     at.multiselect(key=next(m.key for m in at.multiselect if m.key.startswith("comp_runs"))).set_value(
         ["tiny-seqpate-eps3 (shipped)"]).run()
@@ -452,7 +453,7 @@ def test_completions_default_to_the_shipped_runs_as_the_overview_does(results, r
 
 
 def test_completions_of_a_typed_prefix_come_from_runs_that_kept_weights(results, app_page, monkeypatch):
-    from dashboard import common
+    from dashboard import loading
 
     (results / "seq-eps3" / "model").mkdir()
     (results / "seq-eps3" / "model" / "config.json").write_text("{}")
@@ -462,7 +463,7 @@ def test_completions_of_a_typed_prefix_come_from_runs_that_kept_weights(results,
         calls.append(([r.run_id for r in runs], prefix))
         return {"seq-eps3": {"run": "seq-eps3", "completion": "Alice Smith says hello"}}
 
-    monkeypatch.setattr(common, "complete_own_prefix", fake_complete)
+    monkeypatch.setattr(loading, "complete_own_prefix", fake_complete)
     at = app_page("completions")
     at.multiselect(key="comp_runs_tiny").set_value(["seq-eps3", "pri"]).run()
     at.text_input(key="comp_own").set_value("hello there")  # inside a form: sent with the submit
@@ -477,7 +478,7 @@ def test_completions_of_a_typed_prefix_come_from_runs_that_kept_weights(results,
 def test_an_empty_completion_is_named_not_left_blank():
     """A blank cell in the completions grid (351 of the shipped runs' 64,400 completions are empty) read as a
     fault of the page."""
-    from dashboard.common import completion_html
+    from dashboard.wording import completion_html
 
     assert completion_html("", ["Bob"]) == completion_html("  ", []) == (
         "<i>(empty: the model ended the text at its first token)</i>")
@@ -485,7 +486,7 @@ def test_an_empty_completion_is_named_not_left_blank():
 
 
 def test_completion_highlight_escapes_html():
-    from dashboard.common import highlight
+    from dashboard.wording import highlight
 
     assert highlight("<b>Bob</b> met Bobby", ["Bob"]) == "&lt;b&gt;<mark>Bob</mark>&lt;/b&gt; met Bobby"
     assert highlight("nothing", []) == "nothing"

@@ -12,8 +12,7 @@ from apptest_helpers import plotly_specs, texts
 from fake_runs import write_run, write_synth_run
 
 from core.runs import jobs
-from dashboard import common as c
-from dashboard import tables
+from dashboard import loading, tables, wording
 
 
 @pytest.fixture
@@ -35,7 +34,7 @@ def test_lists_every_run_with_state_and_progress(some_runs, app_page):
     assert rows["live-running"]["state"] == "running"
     assert rows["live-running"]["progress"] == 0.25
     assert rows["live-running"]["ε"] == 0.0  # Pub-GPT, before its privacy.json: its fixed epsilon, not the config's
-    records = {r["run_id"]: r for r in c.runs_frame().to_dict("records")}
+    records = {r["run_id"]: r for r in loading.runs_frame().to_dict("records")}
     assert records["live-running"]["delta"] == 0.0 and records["live-seq"]["delta"] == 1e-6  # not its config's 1e-6
     assert rows["live-running"]["δ"] == "0" and rows["live-seq"]["δ"] == "1e-06"  # ε is read with its δ
     assert all(isinstance(row["elapsed"], float) for row in rows.values())  # minutes: sorts as numbers
@@ -110,7 +109,7 @@ def test_search_finds_the_method_names_the_table_shows_and_hides_details_when_no
     write_run(some_runs["live"], "live-a", "adp", epsilon=3.0)
     at = app_page("runs")
     # the table says "Adaptive DP", not adp: typing what it shows (with a stray space) finds the run
-    assert c.method_label("adp") == "Adaptive DP"
+    assert wording.method_label("adp") == "Adaptive DP"
     at.text_input(key="runs_search").set_value(" adaptive dp ").run()
     assert " ".join(cap.value for cap in at.caption).startswith("1 of 5 runs shown")
     assert at.selectbox(key="runs_selected").value == "live-a"
@@ -136,8 +135,8 @@ def test_config_compare_shows_only_differing_fields(some_runs, app_page):
 def all_ids_partner(at, run_a: str) -> str:
     """The run the page's compare_partner gives for run A, from the page's own list (newest first)."""
     ids = at.selectbox(key="runs_cmp_a").options
-    records = c.run_records(c.list_infos())
-    return ids[c.compare_partner(records, ids.index(run_a))]
+    records = loading.run_records(loading.list_infos())
+    return ids[loading.compare_partner(records, ids.index(run_a))]
 
 
 def test_compare_opens_on_a_partner_of_the_same_preset_and_seed(roots, app_page):
@@ -162,21 +161,21 @@ def test_compare_opens_on_a_partner_of_the_same_preset_and_seed(roots, app_page)
     assert at.selectbox(key="runs_cmp_b").value == all_ids_partner(at, "c-other-preset")
     records = [{"preset": "quick", "seed": 1, "state": "done"}, {"preset": "tiny", "seed": 1, "state": "done"},
                {"preset": "tiny", "seed": 1, "state": "failed"}, {"preset": "tiny", "seed": 1, "state": "done"}]
-    assert c.compare_partner(records) == 1  # none shares quick: the next run
-    assert c.compare_partner(records, a=1) == 3  # the partner of the chosen run A, a finished one first
+    assert loading.compare_partner(records) == 1  # none shares quick: the next run
+    assert loading.compare_partner(records, a=1) == 3  # the partner of the chosen run A, a finished one first
     # of A's kind (a synthetic-data run has nothing to compare a perplexity with), then A's method
     records = [{"method": "pub-gpt", "preset": "tiny", "seed": 0, "state": "done"},
                {"method": "synth-pplm", "preset": "tiny", "seed": 0, "state": "done"},
                {"method": "seqpate", "preset": "tiny", "seed": 0, "state": "done"},
                {"method": "pub-gpt", "preset": "tiny", "seed": 0, "state": "done"}]
-    assert c.compare_partner(records) == 3
-    assert c.compare_partner(records[:3]) == 2
+    assert loading.compare_partner(records) == 3
+    assert loading.compare_partner(records[:3]) == 2
     # a run made here beside several shipped copies of its config: the one the pages show (id first in order), as a
     # walk saw B open on tiny-seqpate-teachers10 where the Overview shows tiny-seqpate-ablationnone
     copy = {"method": "seqpate", "preset": "tiny", "seed": 0, "state": "done", "effective_hash": "h"}
     records = [{**copy, "run_id": "mine", "source": "live"}, {**copy, "run_id": "tiny-seqpate-teachers10",
                "source": "cached"}, {**copy, "run_id": "tiny-seqpate-ablationnone", "source": "cached"}]
-    assert c.compare_partner(records) == 2
+    assert loading.compare_partner(records) == 2
 
 
 def test_a_run_says_where_it_computed_and_compare_names_a_device_difference(roots, app_page):

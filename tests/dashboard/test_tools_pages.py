@@ -202,12 +202,11 @@ def test_export_page_and_self_contained_report(roots, app_page):
 
 
 def test_report_html_is_self_contained(roots):
-    from dashboard import common as c
-    from dashboard import report
+    from dashboard import loading, report
 
     run = write_run(roots["cached"], "seq", "seqpate", phrases=phrase_rows(), r_name=0.03)
     write_run(roots["cached"], "pub", "pub-gpt")
-    frame = c.finished_frame(c.runs_frame())
+    frame = loading.finished_frame(loading.runs_frame())
     record = frame.set_index("run_id").loc["seq"].to_dict() | {"run_id": "seq"}
     figures = report.report_figures(record, frame, run.progress())
     document = report.build_report_html(record, run.config()["config"], run.privacy(), run.metrics(),
@@ -244,7 +243,7 @@ def test_dashboard_never_imports_torch(tmp_path):
 
 
 def test_plain_language_reading():
-    from dashboard.common import epsilon_reading
+    from dashboard.wording import epsilon_reading
 
     assert "no formal protection" in epsilon_reading(math.inf, 1e-6)
     text = epsilon_reading(1.0, 1e-6)
@@ -266,10 +265,10 @@ def test_plain_language_reading():
 def test_no_page_accepts_a_path_as_run_id(roots):
 
     from core.runs import RunNotFoundError
-    from dashboard import common as c
+    from dashboard import loading
 
     write_run(roots["cached"], "seq", "seqpate")
-    assert c.get_run("seq").run_id == "seq"
+    assert loading.get_run("seq").run_id == "seq"
     for bad in (str(roots["cached"] / "seq"), "../cached_runs/seq", "..", "/etc"):
         with pytest.raises(RunNotFoundError):
-            c.get_run(bad)
+            loading.get_run(bad)

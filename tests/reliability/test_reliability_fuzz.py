@@ -115,7 +115,7 @@ def test_run_file_readers_fail_only_with_run_format_errors(scratch, status, conf
 @FUZZ
 @given(status=status_like, config=contents(config_like), privacy=contents(privacy_like))
 def test_listing_reconcile_and_dashboard_rows_never_fail(scratch, status, config, privacy) -> None:
-    from dashboard.common import _build_record
+    from dashboard.loading import _build_record
 
     run = _fresh_run(scratch, {STATUS: json.dumps(status).encode(), "config.json": config, "privacy.json": privacy})
     try:
@@ -131,12 +131,12 @@ def test_listing_reconcile_and_dashboard_rows_never_fail(scratch, status, config
     # and the pages' tables take the record: one garbled field (a seed "zero") crashed the Overview and Runs pages
     import pandas as pd
 
-    from dashboard import common as c
-    from dashboard import tables
+    from dashboard import loading, tables, wording
 
     frame = pd.DataFrame([{**record, "state": "done"}])
-    c.seeds_of(frame), tables.headline_table(frame), tables.privacy_cards(frame), tables.distinct_configs(frame)
-    c.privacy_statement(record["epsilon"], record["delta"], record["unit"], record["method"], record["privacy_target"])
+    loading.seeds_of(frame), tables.headline_table(frame), tables.privacy_cards(frame), tables.distinct_configs(frame)
+    wording.privacy_statement(record["epsilon"], record["delta"], record["unit"], record["method"],
+                              record["privacy_target"])
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -110,7 +110,7 @@ def test_registry_lookup_by_id_never_leaves_the_roots(outside) -> None:
     assert resolve_run("inside", allow_paths=False).path == outside["live"] / "inside"
     for text in _traversals(outside["planted"], outside["live"]):
         with pytest.raises(RunNotFoundError):
-            resolve_run(text, allow_paths=False)  # what the dashboard calls (common.get_run)
+            resolve_run(text, allow_paths=False)  # what the dashboard calls (loading.get_run)
 
 
 def test_runs_show_refuses_paths_that_are_not_runs(outside) -> None:
@@ -138,11 +138,11 @@ def test_dashboard_query_parameters_never_open_paths(outside, view: str) -> None
 
 
 def test_dashboard_run_lookup_refuses_ids_that_are_paths(outside) -> None:
-    from dashboard import common
+    from dashboard import loading
 
     for text in _traversals(outside["planted"], outside["live"]):
         with pytest.raises(RunNotFoundError):
-            common.get_run(text)
+            loading.get_run(text)
 
 
 # ----------------------------------------------------------------------------------------------------------------

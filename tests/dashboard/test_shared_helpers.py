@@ -1,4 +1,5 @@
-"""Helpers of dashboard/common.py: config diff, URL settings, caching on file mtimes."""
+"""Helpers the pages share (dashboard/loading.py, widgets.py, wording.py): config diff, URL settings, caching on
+file mtimes."""
 
 from __future__ import annotations
 
@@ -8,26 +9,26 @@ import math
 import pytest
 from fake_runs import write_run
 
-from dashboard import common as c
+from core.config import ConfigError
 from dashboard import launch_settings as launch
-from dashboard import tables
+from dashboard import loading, tables, widgets, wording
 
 
 def test_config_diff_lists_only_differences():
     a = {"method": "seqpate", "privacy": {"epsilon": 3.0, "delta": 1e-6}, "seed": 0}
     b = {"method": "seqpate", "privacy": {"epsilon": math.inf, "delta": 1e-6}, "seed": 0, "extra": 1}
-    diff = c.config_diff(a, b)
+    diff = loading.config_diff(a, b)
     assert list(diff["field"]) == ["extra", "privacy.epsilon"]
     assert diff.set_index("field").loc["extra", "A"] == "(absent)"
-    assert c.config_diff(a, a).empty
-    empty = c.config_diff({"ray_address": ""}, {}).iloc[0]
+    assert loading.config_diff(a, a).empty
+    empty = loading.config_diff({"ray_address": ""}, {}).iloc[0]
     assert (empty["A"], empty["B"]) == ('""', "(absent)")  # an empty string is shown, not a blank cell
     # a field one method never reads says so on its row (a NoisySGD run's partition beside a SeqPATE run's)
     from core.config import preset_config
 
     seq = preset_config("tiny", method="seqpate", seqpate__partition="by-user").to_dict()
     sgd = preset_config("tiny", method="noisysgd", dpsgd__lr=1e-4).to_dict()
-    rows = c.config_diff(seq, sgd).set_index("field")["never read by"]
+    rows = loading.config_diff(seq, sgd).set_index("field")["never read by"]
     assert rows["seqpate.partition"] == "B" and rows["method"] == "" and rows["dpsgd.lr"] == "A"
 
 
@@ -70,22 +71,22 @@ def test_url_settings_keep_what_the_link_says_or_say_why_not():
 
 def test_a_float_box_value_is_what_it_shows():
     """JavaScript's toFixed rounds the exact binary value half up; Python's round goes to even."""
-    assert c.as_shown(2.5, 0) == 3.0 and c.as_shown(0.125, 2) == 0.13 and c.as_shown(0.015, 2) == 0.01
+    assert widgets.as_shown(2.5, 0) == 3.0 and widgets.as_shown(0.125, 2) == 0.13 and widgets.as_shown(0.015, 2) == 0.01
     # the exact binary value decides, as in node: (1.005).toFixed(2) is "1.00", (0.9995).toFixed(3) is "1.000"
-    assert c.as_shown(1.005, 2) == 1.0 and c.as_shown(0.9995, 3) == 1.0 and c.as_shown(2.0005, 3) == 2.001
+    assert widgets.as_shown(1.005, 2) == 1.0 and widgets.as_shown(0.9995, 3) == 1.0 and widgets.as_shown(2.0005, 3) == 2.001
 
 
 def test_search_key_treats_typographic_quotes_and_spaces_as_typed():
-    assert c.search_key("  I’m   from ") == "i'm from" == c.search_key("i'm from")
-    assert c.search_key("“Hi”") == '"hi"'
+    assert wording.search_key("  I’m   from ") == "i'm from" == wording.search_key("i'm from")
+    assert wording.search_key("“Hi”") == '"hi"'
 
 
 def test_records_follow_file_changes(roots):
     run = write_run(roots["live"], "r1", "seqpate", ppl=10.0)
-    assert c.runs_frame()["ppl"].tolist() == [10.0]
+    assert loading.runs_frame()["ppl"].tolist() == [10.0]
     metrics = json.loads((run.path / "metrics.json").read_text())
     run.write_metrics({**metrics, "ppl": 11.5, "padding": "x" * 10})  # a new size and mtime: read again
-    assert c.runs_frame()["ppl"].tolist() == [11.5]
+    assert loading.runs_frame()["ppl"].tolist() == [11.5]
 
 
 def test_a_finished_run_whose_files_were_damaged_since_is_failed_and_says_why(roots):
@@ -96,15 +97,15 @@ def test_a_finished_run_whose_files_were_damaged_since_is_failed_and_says_why(ro
     (garbled.path / "config.json").write_text('{"config": {"meth')
     lost = write_run(roots["live"], "lost", "seqpate", ppl=10.0)
     (lost.path / "metrics.json").unlink()
-    frame = c.runs_frame().set_index("run_id")
+    frame = loading.runs_frame().set_index("run_id")
     assert frame.loc["good", "state"] == "done"
     assert frame.loc["garbled", "state"] == "failed"
     assert frame.loc["garbled", "error"] == "finished, but config.json missing or unreadable since"
     assert frame.loc["lost", "state"] == "failed"
     assert frame.loc["lost", "error"] == "finished, but metrics.json missing or unreadable since"
-    assert c.finished_frame()["run_id"].tolist() == ["good"]
+    assert loading.finished_frame()["run_id"].tolist() == ["good"]
     (roots["live"] / "good" / "progress.jsonl").unlink()  # after its record was cached: read again
-    assert c.runs_frame().set_index("run_id").loc["good", "error"] == ("finished, but progress.jsonl missing or "
+    assert loading.runs_frame().set_index("run_id").loc["good", "error"] == ("finished, but progress.jsonl missing or "
                                                                        "unreadable since")
 
 
@@ -113,16 +114,16 @@ def test_headline_groups_seeds_and_skips_ablations(roots):
     write_run(roots["cached"], "b", "seqpate", seed=1, ppl=20.0, bleu4=3.0)
     write_run(roots["cached"], "abl", "seqpate", ablation="-kl", ppl=99.0)
     write_run(roots["cached"], "topk", "seqpate", filter="top-k:50", ppl=99.0)  # a variant: never averaged in
-    table = tables.headline_table(c.finished_frame())
+    table = tables.headline_table(loading.finished_frame())
     assert len(table) == 1
     row = table.iloc[0]
     assert (row["PPL"], row["BLEU-4"], row["runs"]) == (15.0, 2.0, 2)
-    both = tables.headline_table(c.finished_frame(), include_variants=True).set_index("setting")
+    both = tables.headline_table(loading.finished_frame(), include_variants=True).set_index("setting")
     assert both.loc["filter top-k:50", "PPL"] == 99.0 and both.loc["", "runs"] == 2
     assert row["δ"] == "1e-06"
     write_run(roots["cached"], "no-noise", "seqpate", epsilon=float("inf"))  # a control without a guarantee
-    assert c.shown_delta(float("inf"), 1e-6) is None and c.shown_delta(0.0, 1e-6) == 0.0
-    with_control = tables.headline_table(c.finished_frame())
+    assert loading.shown_delta(float("inf"), 1e-6) is None and loading.shown_delta(0.0, 1e-6) == 0.0
+    with_control = tables.headline_table(loading.finished_frame())
     deltas = dict(zip(with_control["ε"], with_control["δ"], strict=True))
     assert deltas.pop(float("inf")) == "–" and list(deltas.values()) == ["1e-06"]
 
@@ -131,19 +132,19 @@ def test_headline_names_the_seeds_each_row_averages_and_warns_when_they_differ(r
     for seed, ppl in ((0, 218.9), (1, 194.7), (2, 199.3)):  # the shipped quick SeqPATE runs at eps 3
         write_run(roots["cached"], f"seq-{seed}", "seqpate", seed=seed, ppl=ppl)
     write_run(roots["cached"], "adp-0", "adp", seed=0, ppl=217.4)  # seed 0 only
-    table = tables.headline_table(c.finished_frame()).set_index("Method")
+    table = tables.headline_table(loading.finished_frame()).set_index("Method")
     assert table.loc["SeqPATE", "seeds"] == "0, 1, 2" and abs(table.loc["SeqPATE", "PPL"] - 204.3) < 1e-9
     assert table.loc["Adaptive DP", "seeds"] == "0"
     note = tables.seed_mix_note(table.reset_index())
     assert "most average seeds 0, 1, 2, but Adaptive DP at ε 3: seed 0" in note
-    one_seed = tables.headline_table(c.finished_frame().query("seed == 0"))
+    one_seed = tables.headline_table(loading.finished_frame().query("seed == 0"))
     assert "seeds" not in one_seed and tables.seed_mix_note(one_seed) == ""
 
 
 def test_a_run_label_names_a_seed_other_than_the_default():
     record = {"run_id": "r", "method": "seqpate", "epsilon": 3.0, "state": "done"}
-    assert "seed" not in c.run_option_label(record | {"seed": 0})
-    assert c.run_option_label(record | {"seed": 2}) == "r  ·  SeqPATE  ·  ε=3  ·  seed 2  ·  done"
+    assert "seed" not in wording.run_option_label(record | {"seed": 0})
+    assert wording.run_option_label(record | {"seed": 2}) == "r  ·  SeqPATE  ·  ε=3  ·  seed 2  ·  done"
 
 
 def test_headline_counts_a_shared_run_once_leaves_out_synthetic_runs_and_splits_presets(roots):
@@ -156,13 +157,13 @@ def test_headline_counts_a_shared_run_once_leaves_out_synthetic_runs_and_splits_
     write_run(roots["cached"], "seq-seed1", "seqpate", seed=1, ppl=20.0, bleu4=3.0)
     write_run(roots["cached"], "quick-seq", "seqpate", preset="quick", ppl=40.0, bleu4=5.0)
     write_synth_run(roots["cached"], "synth-filter-3", "filter", 3.0, 0.4)
-    table = tables.headline_table(c.finished_frame())
+    table = tables.headline_table(loading.finished_frame())
     assert list(table.columns[:2]) == ["preset", "Method"]  # two presets: never averaged together
     rows = table.set_index("preset")
     assert (rows.loc["tiny", "PPL"], rows.loc["tiny", "runs"]) == (15.0, 2)  # the copy is not a third seed
     assert rows.loc["quick", "PPL"] == 40.0
     assert not table["Method"].str.contains("synth").any()
-    one_preset = tables.headline_table(c.finished_frame().query("preset == 'tiny'"))
+    one_preset = tables.headline_table(loading.finished_frame().query("preset == 'tiny'"))
     assert "preset" not in one_preset.columns
 
 
@@ -178,7 +179,7 @@ def test_the_copy_of_a_shared_config_shown_is_the_one_report_keeps(roots):
     shutil.copytree(original.path, copy)
     metrics = json.loads((copy / "metrics.json").read_text())
     (copy / "metrics.json").write_text(json.dumps({**metrics, "ppl": 909.34, "bleu4": 0.23}))
-    row = tables.headline_table(c.finished_frame()).iloc[0]
+    row = tables.headline_table(loading.finished_frame()).iloc[0]
     assert (row["PPL"], row["BLEU-4"], row["runs"], row["run ids"]) == (909.34, 0.23, 1, "tiny-seqpate-ablationnone")
     (reported,) = load_rows(roots["cached"])
     assert (reported.name, reported.ppl) == ("tiny-seqpate-ablationnone", 909.34)
@@ -193,16 +194,16 @@ def test_a_run_differing_only_in_unread_fields_is_a_copy_and_one_at_other_settin
     # NoisySGD at the defaults, and at another learning rate (no VARIANT_FIELDS name): never averaged together
     write_run(roots["cached"], "tiny-noisysgd", "noisysgd", ppl=300.0)
     write_run(roots["live"], "noisysgd-lr", "noisysgd", ppl=900.0, config={"dpsgd__lr": 1e-4})
-    table = tables.headline_table(c.finished_frame(), include_variants=True).set_index(["Method", "setting"])
+    table = tables.headline_table(loading.finished_frame(), include_variants=True).set_index(["Method", "setting"])
     # the run made here, with a note naming the shipped run it stands in for (REPORT.md quotes that one)
     assert table.loc[("Pub-GPT", ""), ["PPL", "runs", "run ids"]].tolist() == [501.0, 1, "pub-gpt-today"]
-    assert tables.replaced_shipped_copies(c.finished_frame()) == {"pub-gpt-today": ["tiny-pub-gpt"]}
+    assert tables.replaced_shipped_copies(loading.finished_frame()) == {"pub-gpt-today": ["tiny-pub-gpt"]}
     # the config's epsilon (3) is not a target for a method that ignores it
-    assert c.finished_frame().set_index("run_id")["epsilon_target"].isna().loc[["pub-gpt-today", "tiny-noisysgd"]] \
+    assert loading.finished_frame().set_index("run_id")["epsilon_target"].isna().loc[["pub-gpt-today", "tiny-noisysgd"]] \
         .tolist() == [True, False]
     assert table.loc[("NoisySGD", ""), ["PPL", "runs"]].tolist() == [300.0, 1]
     assert table.loc[("NoisySGD", "dpsgd.lr 0.0001"), "PPL"] == 900.0
-    assert len(tables.headline_table(c.finished_frame())) == 2  # at the defaults only: the variant is left out
+    assert len(tables.headline_table(loading.finished_frame())) == 2  # at the defaults only: the variant is left out
     assert sorted(row.name for row in load_rows(roots["cached"])) == ["tiny-noisysgd", "tiny-pub-gpt"]
     roots["live"].joinpath("pub-gpt-today").rename(roots["cached"] / "pub-gpt-today")
     assert sorted(row.name for row in load_rows(roots["cached"])) == ["pub-gpt-today", "tiny-noisysgd"]
@@ -266,23 +267,23 @@ def test_own_prefix_completion_failures_are_reported_not_cached(roots, monkeypat
     answers = iter([SimpleNamespace(returncode=2, stdout="", stderr="error: the prefix is 80 tokens\n"),
                     SimpleNamespace(returncode=0, stdout='[{"run": "with-weights", "completion": "hi"}]', stderr="")])
     monkeypatch.setattr(subprocess, "run", lambda *args, **kwargs: next(answers))
-    c._cached_own_completions.clear()
-    assert c.complete_own_prefix([run], "my  name") == {"with-weights": {"run": "with-weights",
+    loading._cached_own_completions.clear()
+    assert loading.complete_own_prefix([run], "my  name") == {"with-weights": {"run": "with-weights",
                                                                          "error": "error: the prefix is 80 tokens"}}
     # the failure was not cached: the same request asks again and gets the answer
-    assert c.complete_own_prefix([run], "my name")["with-weights"]["completion"] == "hi"
+    assert loading.complete_own_prefix([run], "my name")["with-weights"]["completion"] == "hi"
 
 
 def test_only_a_seqpate_run_is_a_variant_by_its_seqpate_settings():
     from core.config import preset_config
 
     quick = preset_config("quick", method="pub-gpt", seqpate__teachers=100, seqpate__filter="top-p:0.95").to_dict()
-    assert c.variant_settings(quick) == {}  # pub-gpt never reads the SeqPATE section it carries
+    assert loading.variant_settings(quick) == {}  # pub-gpt never reads the SeqPATE section it carries
     seq = preset_config("quick", method="seqpate", seqpate__teachers=100, seqpate__filter="top-p:0.95").to_dict()
-    assert c.variant_settings(seq) == {"teachers": 100, "filter": "top-p:0.95"}
-    assert c.variant_settings(preset_config("quick", method="seqpate").to_dict()) == {}
+    assert loading.variant_settings(seq) == {"teachers": 100, "filter": "top-p:0.95"}
+    assert loading.variant_settings(preset_config("quick", method="seqpate").to_dict()) == {}
     phrase = preset_config("quick", method="noisysgd-gc+pseudo", data__canaries="1,10,100").to_dict()
-    assert c.variant_settings(phrase) == {"canaries": "1,10,100"}
+    assert loading.variant_settings(phrase) == {"canaries": "1,10,100"}
 
 
 def test_filter_preset_in_the_url_means_the_presets_own_filter():
@@ -293,35 +294,37 @@ def test_filter_preset_in_the_url_means_the_presets_own_filter():
 def test_seed_helpers_keep_runs_without_a_seed_apart():
     nan = float("nan")
     records = {"a": {"seed": 2}, "b": {"seed": nan}, "c": {"seed": 0}, "d": {"seed": 0.0}, "e": {}}
-    assert c.lowest_seed_first(list(records), records) == ["c", "d", "a", "b", "e"]
-    assert c.same_seed(records["c"], records["d"]) and not c.same_seed(records["a"], records["c"])
-    assert c.same_seed(records["b"], records["e"]) and not c.same_seed(records["b"], records["c"])
+    assert loading.lowest_seed_first(list(records), records) == ["c", "d", "a", "b", "e"]
+    assert loading.same_seed(records["c"], records["d"]) and not loading.same_seed(records["a"], records["c"])
+    assert loading.same_seed(records["b"], records["e"]) and not loading.same_seed(records["b"], records["c"])
 
 
 def test_a_runs_one_line_guarantee_names_adps_heuristic_and_synthetic_datas_weak_delta():
-    assert c.privacy_statement(3.0, 1e-6, "sample", "seqpate") == "(ε = 3, δ = 1e-06)-DP, protecting one training sentence"
-    adp = c.privacy_statement(3.0, 1e-6, "sample", "adp")  # its statement.md and Overview card call it a heuristic
+    assert wording.privacy_statement(3.0, 1e-6, "sample", "seqpate") == \
+        "(ε = 3, δ = 1e-06)-DP, protecting one training sentence"
+    adp = wording.privacy_statement(3.0, 1e-6, "sample", "adp")  # its statement.md and Overview card call it a heuristic
     assert "-DP" not in adp and "a heuristic, not a DP guarantee" in adp
-    avg = c.privacy_statement(1.9, 1e-6, "sample", "seqpate", "phrase-avg")  # noise chosen from private name counts
+    avg = wording.privacy_statement(1.9, 1e-6, "sample", "seqpate", "phrase-avg")  # noise chosen from private name counts
     assert "-DP" not in avg and "a heuristic, not a DP guarantee" in avg
-    assert c.privacy_statement(3.0, 1e-6, "sample", "seqpate", "sample").endswith("-DP, protecting one training sentence")
-    assert c.privacy_statement(3.0, 1 / 640, "sample", "synth-filter") == \
+    assert wording.privacy_statement(3.0, 1e-6, "sample", "seqpate", "sample").endswith(
+        "-DP, protecting one training sentence")
+    assert wording.privacy_statement(3.0, 1 / 640, "sample", "synth-filter") == \
         "(ε = 3, δ = 0.00156)-DP (δ = 1/|train|, a weak δ), protecting one training sentence"
 
 
 def test_launch_limits_apply_to_the_methods_that_read_them_and_damaged_leak_counts_read_as_absent(roots):
     args = dict(preset="tiny", epsilon="3", delta="1e-6", teachers=2 * 10**9, filter_spec="", partition="random",
                 ablation="none", seed=0)
-    with pytest.raises(c.ConfigError, match="teachers must be at most 1,000,000,000"):
+    with pytest.raises(ConfigError, match="teachers must be at most 1,000,000,000"):
         launch.build_launch_config("seqpate", **args)
     assert launch.build_launch_config("pub-gpt", **args).method == "pub-gpt"  # Pub-GPT has no teachers to limit
     # nor a filter: a top-p SeqPATE refuses (its box greyed out once SeqPATE is not chosen) refuses no other method
     for bad in ("top-p:0", "top-p:1.5", f"top-k:{2 * 10**9}"):
-        with pytest.raises(c.ConfigError):
+        with pytest.raises(ConfigError):
             launch.build_launch_config("seqpate", **{**args, "teachers": None, "filter_spec": bad})
         assert launch.build_launch_config("noisysgd", **{**args, "filter_spec": bad}).method == "noisysgd"
     run = write_run(roots["cached"], "damaged", "seqpate", r_name=0.0)
     run.write_metrics({**run.metrics(), "r_name_counts": {"names": "x", "references_with_name": [1]}})
-    frame = c.runs_frame()
+    frame = loading.runs_frame()
     assert frame.loc[0, "r_name_names"] is None or math.isnan(frame.loc[0, "r_name_names"])
     assert tables.leak_scope(frame) == ""  # nothing recorded that reads as a count
