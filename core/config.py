@@ -407,6 +407,9 @@ def effective_config(config: dict[str, Any]) -> dict[str, Any]:
                 continue
             if method in UNPROTECTED_METHODS:
                 values = {k: v for k, v in values.items() if k in PLAIN_FINETUNE_FIELDS}
+            else:  # a DP-SGD method samples one of the two batch sizes (dpsgd_batch_size)
+                unread = "batch_size" if method == "noisysgd-gc+pseudo" else "ghost_batch_size"
+                values = {k: v for k, v in values.items() if k != unread}
             if method == "adp":  # ADP samples its batches (its Algorithm 1) whatever batching says
                 values = {k: v for k, v in values.items() if k != "batching"}
         # JSON keeps 5 and 5.0 apart; a float field means the same either way

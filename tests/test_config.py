@@ -22,6 +22,10 @@ def hash_of(method: str, **overrides) -> str:
     ("pri-gpt", dict(privacy__epsilon=8.0, privacy__delta=1e-5, dpsgd__max_grad_norm=0.1, dpsgd__batching="users")),
     ("noisysgd", dict(decode__pseudo_top_k=50, seqpate__warmup_epochs=3, seqpate__filter="top-k:10")),
     ("seqpate", dict(dpsgd__lr=1e-4, dpsgd__batching="users")),
+    # a DP-SGD method samples one of the two batch sizes (core.config.dpsgd_batch_size)
+    ("noisysgd", dict(dpsgd__ghost_batch_size=64)),
+    ("adp", dict(dpsgd__ghost_batch_size=64)),
+    ("noisysgd-gc+pseudo", dict(dpsgd__batch_size=4)),
     # how teachers are executed, not what they compute (bitwise-identical results)
     ("seqpate", dict(seqpate__executor="process", seqpate__ray_address="auto")),
 ])
@@ -40,6 +44,7 @@ def test_fields_a_method_never_reads_leave_its_effective_config_unchanged(method
     ("pri-gpt-blacklist", dict(data__canaries="1,10")),
     ("noisysgd", dict(privacy__delta=1e-5)),
     ("noisysgd-gc+pseudo", dict(dpsgd__ghost_batch_size=256)),
+    ("noisysgd+pseudo", dict(dpsgd__batch_size=4)),
     ("adp", dict(dpsgd__max_grad_norm=0.5)),
     ("seqpate", dict(seqpate__kd_lambda=5.0)),
 ])

@@ -37,14 +37,13 @@ EXPOSURE_FROM_RUN = ("a re-audit does not recompute exposure (it needs the train
                      "not keep): the value shown is the one computed at run time (metrics.json)")
 
 
-def load_private_records(cfg, data) -> list | None:
-    """All records of the corpus (names are searched in private users' records only); None if unavailable."""
-    try:
-        from core.data import load_records
+def load_private_records(cfg) -> list:
+    """All records of the corpus (names are searched in private users' records only). An unreadable corpus raises:
+    searching the run's own sentences alone would quietly find fewer names, and a phrase-avg run calibrates its
+    noise on them."""
+    from core.data import load_records
 
-        return load_records(cfg.data)
-    except Exception:
-        return None
+    return load_records(cfg.data)
 
 
 def batch_assignment(metrics: dict[str, Any] | None, run=None) -> list[int] | None:
@@ -123,7 +122,7 @@ def audit_run(ws, result, metrics: dict[str, Any], completions: list[dict[str, A
             errors[name] = f"{type(exc).__name__}: {exc}"
             return None
 
-    phrases = attempt("secrets", lambda: secret_phrases(data, load_private_records(cfg, data))) or []
+    phrases = attempt("secrets", lambda: secret_phrases(data, load_private_records(cfg))) or []
     leak = attempt("r_name", lambda: name_leak_rate(completions, _names(phrases)))
     per_name = leak.pop("per_name", {}) if leak else {}
     if leak:
@@ -196,7 +195,7 @@ def audit_run_dir(path: str | Path) -> dict[str, Any]:
     cfg = run.run_config()
     privacy, metrics = run.privacy(), run.metrics()
     data = restore_canaries(load_prepared(cfg.data, cfg.seed), run)
-    phrases = secret_phrases(data, load_private_records(cfg, data))
+    phrases = secret_phrases(data, load_private_records(cfg))
     table, summary = _phrase_part(cfg, privacy, phrases, data.private_train, batch_assignment(metrics, run))
     leak = name_leak_rate(run.completions(), _names(phrases))
     run.write_phrases(_with_leaks(table.rows, leak.pop("per_name")))

@@ -257,7 +257,7 @@ def phrase_summary(rows: Sequence[dict[str, Any]], sample_epsilon: float | None)
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def _check_avg_inputs(target_avg: float, delta: float, values: Sequence[int], what: str) -> list[int]:
+def _check_avg_inputs(target_avg: float, values: Sequence[int], what: str) -> list[int]:
     if not (isinstance(target_avg, (int, float)) and 0 < target_avg < math.inf):
         raise ValueError(f"target average epsilon must be finite and > 0, got {target_avg!r}")
     vals = [int(v) for v in values if int(v) > 0]
@@ -273,7 +273,7 @@ def seqpate_phrase_avg_std(target_avg: float, delta: float, queries: int, teache
     teachers_holding: n_s of every phrase (phrases in no teacher are left out: they cost nothing). All phrases
     with n_s = 1 give exactly gaussian_std(target_avg, delta, Q).
     """
-    ns = _check_avg_inputs(target_avg, delta, teachers_holding, "n_s")
+    ns = _check_avg_inputs(target_avg, teachers_holding, "n_s")
     counts = Counter(ns)
     lo = gaussian_std(target_avg, delta, queries, SEQPATE_L2 * min(ns))  # every phrase >= target
     hi = gaussian_std(target_avg, delta, queries, SEQPATE_L2 * max(ns))  # every phrase <= target
@@ -295,7 +295,7 @@ def dpsgd_phrase_avg_multiplier(target_avg: float, delta: float, sampling_rate: 
     """DP-SGD noise multiplier z whose AVERAGE phrase epsilon (group privacy over each phrase's occurrences) is
     target_avg. Each evaluation is a PLD per distinct occurrence count (up to seconds each); rtol 1e-2 keeps
     the bisection to ~8 steps."""
-    ns = _check_avg_inputs(target_avg, delta, occurrences, "occurrences")
+    ns = _check_avg_inputs(target_avg, occurrences, "occurrences")
     counts = Counter(ns)
     lo = dpsgd_noise_multiplier(target_avg, delta, sampling_rate, steps)  # n = 1 phrases hit the target exactly
     cache: dict[tuple[float, int], float] = {}
@@ -327,7 +327,7 @@ def user_batched_phrase_avg_multiplier(target_avg: float, delta: float, epochs: 
     phrases = [ks for ks in phrases if ks]
     if not phrases:
         raise ValueError("no secret phrase in any batch: nothing to calibrate the average on")
-    _check_avg_inputs(target_avg, delta, [1], "")
+    _check_avg_inputs(target_avg, [1], "")
     norms = Counter(math.sqrt(sum(k * k for k in ks)) for ks in phrases)
     base = gaussian_noise_multiplier(target_avg, delta, epochs)  # a phrase with one occurrence
     lo, hi = base * min(norms), base * max(norms)
@@ -368,7 +368,7 @@ def workspace_phrases(ws) -> list[SecretPhrase]:
     from core.analysis.audit import load_private_records
     from core.data.secrets import secret_phrases
 
-    return secret_phrases(ws.data, load_private_records(ws.cfg, ws.data))
+    return secret_phrases(ws.data, load_private_records(ws.cfg))
 
 
 def calibration_phrases(ws) -> list[SecretPhrase]:

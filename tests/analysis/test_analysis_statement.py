@@ -203,3 +203,22 @@ def test_audit_gives_an_older_runs_privacy_json_its_labels_and_leaves_its_number
     assert json.loads((run_dir / "privacy.json").read_text()) == shipped == {
         **older, "target": "phrase-avg", "heuristic": HEURISTIC_REASONS["phrase-avg"]}
     assert "privacy.json (labels)" not in audit_run_dir(run_dir)["written"]  # labelled already: not rewritten
+
+
+def test_an_audit_that_cannot_read_the_corpus_says_so_instead_of_finding_fewer_names(tmp_path, monkeypatch):
+    """The name search reads the whole corpus (private users' other records too); an unreadable corpus was taken
+    for none, and the audit rewrote phrases.csv and statement.md with the names of the run's own sentences only,
+    without a word (a phrase-avg run calibrates its noise on those names)."""
+    import core.data
+
+    run_dir = tmp_path / "tiny-seqpate-eps3"
+    shutil.copytree(SHIPPED / run_dir.name, run_dir)
+    before = {p.name: p.read_bytes() for p in run_dir.iterdir()}
+
+    def unreadable(cfg):
+        raise OSError("corpus unreadable")
+
+    monkeypatch.setattr(core.data, "load_records", unreadable)
+    with pytest.raises(OSError, match="corpus unreadable"):
+        audit_run_dir(run_dir)
+    assert {p.name: p.read_bytes() for p in run_dir.iterdir()} == before

@@ -1,10 +1,13 @@
 """Noise calibration of the DP-SGD baselines and the two epsilons of adaptive DP."""
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from core.baselines.adp import adp_accounting, batch_gammas, privacy_probabilities
-from core.baselines.dpsgd import Plan
+from core.baselines.dpsgd import Plan, privacy_note
 from core.privacy import (
     dpsgd_epsilon,
     dpsgd_noise_multiplier,
@@ -33,6 +36,25 @@ def test_users_batching_is_one_exact_gaussian_per_epoch():
         {"mechanism": "gaussian", "noise_std": z, "sensitivity": 1.0, "count": 4}  # a partial epoch counts in full
     ]
     assert epsilon_from_events(plan.events(40), DELTA).epsilon <= 3.0
+
+
+def test_a_phrase_avg_runs_note_names_the_average_phrase_epsilon_it_was_calibrated_for():
+    """A phrase-avg run's privacy.json said "calibrated before training for target epsilon 3.0" beside its
+    accounted epsilon 0.433: its noise was set for an AVERAGE secret-phrase epsilon of 3, not a sentence-level 3."""
+    poisson, users = Plan([], 1, 1.2, 0.05), Plan([], 1, 1.2, None)
+    assert privacy_note(poisson, 3.0, "sample").endswith("calibrated before training for target epsilon 3.0")
+    for plan in (poisson, users):
+        note = privacy_note(plan, 3.0, "phrase-avg")
+        assert "target epsilon" not in note and note.endswith(
+            "noise calibrated before training for an average secret-phrase epsilon of 3.0 (privacy target phrase-avg)")
+    assert "calibrated" not in privacy_note(users, 3.0, "sample")
+    # and the shipped DP-SGD runs say what the code says now
+    shipped = sorted(Path(__file__).resolve().parents[2].glob("cached_runs/*noisysgd*/privacy.json"))
+    assert len(shipped) > 30
+    for path in shipped:
+        record = json.loads(path.read_text())
+        plan = Plan([], 1, record["noise_multiplier"], record["sampling_rate"])
+        assert record["note"] == privacy_note(plan, record["target_epsilon"], record["target"]), path.parent.name
 
 
 def test_privacy_probabilities_min_max_normalised():
