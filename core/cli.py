@@ -46,33 +46,42 @@ def folder_arg(text: str) -> str:
     return text
 
 
+def read_config_file(path: Path) -> dict:
+    """The config sections of a --config file: a run's config.json or a bare RunConfig dict."""
+    try:
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise ConfigError(f"cannot read config {path}: {exc}") from None
+    base = loaded.get("config", loaded) if isinstance(loaded, dict) else None
+    if not isinstance(base, dict):
+        raise ConfigError(f"config {path} must hold a JSON object of config sections")
+    return base
+
+
+def file_overrides(base: dict, path: str) -> dict:
+    """A config file's fields as preset_config overrides (section__field), its preset left out."""
+    overrides: dict = {}
+    for section, values in base.items():
+        if isinstance(values, dict):
+            if section not in SECTIONS:  # preset_config names it too, but only when it holds a field
+                hint = " (a synthetic-data run's config: use core synth --config)" if section == "synth" else ""
+                raise ConfigError(f"unknown config section {section!r} in {path}{hint}")
+            overrides.update({f"{section}__{k}": v for k, v in values.items()})
+        elif section not in ("preset",):
+            overrides[section] = values
+    return overrides
+
+
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     """Flags override a config file, which overrides the preset."""
-    base: dict = {}
-    if getattr(args, "config", None):
-        path = Path(args.config)
-        try:
-            loaded = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-            raise ConfigError(f"cannot read config {path}: {exc}") from None
-        base = loaded.get("config", loaded) if isinstance(loaded, dict) else None
-        if not isinstance(base, dict):  # accept a run's config.json or a bare RunConfig dict, nothing else
-            raise ConfigError(f"config {path} must hold a JSON object of config sections")
+    base = read_config_file(Path(args.config)) if getattr(args, "config", None) else {}
     stored_preset = base.get("preset")
     if args.preset and base and stored_preset and args.preset != stored_preset:
         # a stored config spells out every size, so --preset would only have changed its label
         raise ConfigError(f"--preset {args.preset} with a config of preset {stored_preset}: the config sets every "
                           "size itself; drop --preset, or edit the config")
     preset = args.preset or stored_preset or "tiny"
-    overrides: dict = {}
-    for section, values in base.items():
-        if isinstance(values, dict):
-            if section not in SECTIONS:  # preset_config names it too, but only when it holds a field
-                hint = " (a synthetic-data run's config: use core synth --config)" if section == "synth" else ""
-                raise ConfigError(f"unknown config section {section!r} in {args.config}{hint}")
-            overrides.update({f"{section}__{k}": v for k, v in values.items()})
-        elif section not in ("preset",):
-            overrides[section] = values
+    overrides = file_overrides(base, args.config)
     flag_map = {
         "method": "method", "seed": "seed", "corpus": "data__corpus", "teachers": "seqpate__teachers",
         "filter": "seqpate__filter", "partition": "seqpate__partition", "ablation": "seqpate__ablation",

@@ -127,14 +127,24 @@ def privacy_statement(
     phrase_info: dict[str, Any] | None = None,
     run_id: str = "",
 ) -> str:
+    """statement.md of a text-generation run: what is protected and how strongly, the secret phrases' epsilons,
+    and the empirical checks (leak rate, canary exposure)."""
+    kind = mechanism_kind(cfg.method, privacy)
+    lines = [f"# Privacy statement: {run_id or 'run'} ({cfg.method})", ""]
+    lines += _guarantee_lines(cfg, privacy, kind)
+    lines += _phrase_lines(cfg, privacy, metrics, phrase_info or {}, kind)
+    lines += _empirical_lines(metrics)
+    lines += ["", "Completions and phrases.csv quote private text; share them as you would the private data.", ""]
+    return "\n".join(lines)
+
+
+def _guarantee_lines(cfg, privacy: dict[str, Any], kind: str) -> list[str]:
+    """## What is protected, and how strongly."""
     method = cfg.method
-    kind = mechanism_kind(method, privacy)
     eps = privacy.get("epsilon")
     delta = privacy.get("delta")
     accountant = privacy.get("accountant", "n/a")
-    lines: list[str] = [f"# Privacy statement: {run_id or 'run'} ({method})", ""]
-
-    # ---------------------------------------------------------------- the guarantee
+    lines: list[str] = []
     lines += ["## What is protected, and how strongly", ""]
     if method == "pri-gpt-blacklist":
         lines += [
@@ -230,8 +240,14 @@ def privacy_statement(
                 "holds only where those counts are public; otherwise no accountant covers the choice. For a "
                 "guarantee, use a run calibrated for the sample (privacy.target = sample).",
             ]
+    return lines
 
-    # ---------------------------------------------------------------- phrases
+
+def _phrase_lines(cfg, privacy: dict[str, Any], metrics: dict[str, Any], info: dict[str, Any],
+                  kind: str) -> list[str]:
+    """## Secret phrases (phrases.csv): their epsilons, and how the method protects a repeated phrase."""
+    method = cfg.method
+    lines: list[str] = []
     summary = metrics.get("phrase_summary") or {}
     lines += ["", "## Secret phrases (phrases.csv)", ""]
     lines += [
@@ -259,7 +275,6 @@ def privacy_statement(
                          f"{_num(sub.get('max'))}.")
     else:
         lines += ["No secret phrase was found in the private training sentences of this run."]
-    info = phrase_info or {}
     if kind == KIND_SEQPATE or (method == "seqpate" and kind == KIND_NOT_PRIVATE):
         part = cfg.seqpate.partition
         hist = privacy.get("teachers_per_user") or {}
@@ -290,8 +305,12 @@ def privacy_statement(
                   "in one batch is protected like one sentence per epoch, but the epochs compose (App. M)."]
     if info.get("error"):
         lines.append(f"- Not computed: {info['error']}")
+    return lines
 
-    # ---------------------------------------------------------------- empirical checks
+
+def _empirical_lines(metrics: dict[str, Any]) -> list[str]:
+    """## Empirical checks: the name leak rate and canary exposure (measurements, not guarantees)."""
+    lines: list[str] = []
     lines += ["", "## Empirical checks (measurements, not guarantees)", ""]
     r = metrics.get("r_name")
     counts = metrics.get("r_name_counts") or {}
@@ -321,8 +340,7 @@ def privacy_statement(
         lines.append(f"- Canary exposure: {metrics['exposure_note']}")
     if r is None and not exposure:
         lines.append("- none computed for this run.")
-    lines += ["", "Completions and phrases.csv quote private text; share them as you would the private data.", ""]
-    return "\n".join(lines)
+    return lines
 
 
 # ------------------------------------------------------------------------------------------------------------

@@ -69,10 +69,6 @@ class PreparedData:
     def private(self) -> tuple[Sentence, ...]:
         return self.private_train + self.private_valid + self.private_test
 
-    def texts(self, split: str) -> list[str]:
-        """Texts of one split by name, e.g. texts('public_train')."""
-        return [s.text for s in self.splits[split]]
-
 
 # ----------------------------------------------------------------------------------------------------------------
 # Small pure pieces

@@ -70,10 +70,6 @@ class PhraseMatcher:
         return [self.phrases[k] for k in sorted(self.find(text))]
 
 
-def contains_phrase(text: str, phrase: str) -> bool:
-    return bool(PhraseMatcher([phrase]).find(text))
-
-
 # ----------------------------------------------------------------------------------------------------------------
 # Names from self-introductions
 # ----------------------------------------------------------------------------------------------------------------
@@ -414,7 +410,6 @@ __all__ = [
     "canary_from_dict",
     "canary_spec_from_config",
     "common_words",
-    "contains_phrase",
     "find_canary_phrases",
     "find_name_phrases",
     "find_names",

@@ -40,6 +40,3 @@ def corpus_nll(model, seqs: Sequence[Sequence[int]], pad_id: int, batch_size: in
     """Summed next-token NLL over every predicted token of every sequence, and the number of those tokens."""
     return total_nll(sentence_nll(model, seqs, pad_id, batch_size))
 
-
-def corpus_perplexity(model, seqs: Sequence[Sequence[int]], pad_id: int, batch_size: int = 64) -> float:
-    return perplexity_from_nll(*corpus_nll(model, seqs, pad_id, batch_size))

@@ -1,6 +1,6 @@
 """The one place where recorded events become (epsilon, delta).
 
-Two accountants, picked by what was released:
+Two accountants, picked by what was released (and a third answer for Laplace alone):
 - Gaussian releases only: exact. A sequence of Gaussians with multipliers z_i = std_i / sensitivity_i is
   mu-GDP with mu = sqrt(sum count_i / z_i^2) (Dong, Roth & Su; SeqPATE Lemma 5.2), i.e. one Gaussian with
   multiplier 1/mu, whose exact (epsilon, delta) curve is the analytic Gaussian mechanism (Balle & Wang 2018):
@@ -9,7 +9,10 @@ Two accountants, picked by what was released:
   PLDAccountant, add-or-remove-one neighbours as in DP-SGD). Its discretisation is pessimistic by default
   (`pessimistic_estimate=True` in every PLD it builds), so the epsilon it reports is an upper bound, on
   any grid (see PLD_DISCRETIZATION for the grid chosen).
-RDP is deliberately not used: it is 10-15% loose for DP-SGD (FACTS.md) and would make methods incomparable.
+- Laplace releases only: the smaller of the PLD's epsilon and basic composition of pure DP (sum of count / b
+  per unit of L1 sensitivity), both upper bounds; the latter stays finite where the PLD gives up.
+RDP is deliberately not used: it is 10-15% loose for DP-SGD (q 0.01, z 1, 1,000 steps, delta 1e-6: RDP 2.4367,
+PLD 2.1245) and would make methods incomparable.
 """
 
 from __future__ import annotations
@@ -33,9 +36,9 @@ ACCOUNTANT_PLD = "pld (dp_accounting)"
 ACCOUNTANT_BASIC_LAPLACE = "basic composition (pure dp, laplace)"
 
 # Grid for privacy-loss values. dp_accounting's default 1e-4 is used for every epsilon up to 10 (all
-# realistic budgets: it reproduces the FACTS.md numbers). Beyond that the PLD's support grows with the loss
-# range (tiny effective noise, e.g. a phrase seen 5 times under DP-SGD) and 1e-4 takes minutes, so the grid
-# grows with epsilon (about 1e-5 relative accuracy), capped at 0.1. Any grid gives an upper bound.
+# realistic budgets: it reproduces the PLD's 2.1245 above, tests/privacy). Beyond that the PLD's support grows
+# with the loss range (tiny effective noise, e.g. a phrase seen 5 times under DP-SGD) and 1e-4 takes minutes, so
+# the grid grows with epsilon (about 1e-5 relative accuracy), capped at 0.1. Any grid gives an upper bound.
 PLD_DISCRETIZATION = 1e-4
 _PLD_SCOUT_INTERVAL = 0.1
 

@@ -1,7 +1,7 @@
 """Privacy mechanisms recorded as data.
 
 Every released noisy answer is logged as an event; epsilon is only ever computed from these records
-(core.privacy.accountant), never typed in. The JSON names are the contract of `privacy.json` (DESIGN.md).
+(core.privacy.accountant), never typed in. The JSON names are the contract of `privacy.json` (README: "A run on disk").
 """
 
 from __future__ import annotations

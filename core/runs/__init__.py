@@ -1,7 +1,7 @@
 """Run directories (store), the list of all runs (registry) and background jobs (jobs).
 
 The dashboard reads runs only through this package; the engine writes them through RunDir.
-The command line (`python -m core ...`) lives in core/runs/cli.py and is not imported here.
+The command line (`python -m core ...`) lives in core/cli.py and is not imported here.
 """
 
 from core.runs.jobs import (

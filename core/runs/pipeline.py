@@ -91,7 +91,7 @@ def progress_logger(run: RunDir, should_stop: Callable[[], bool], echo: TextIO |
 
 @dataclass
 class Workspace:
-    """Everything a method may use. `private_*` fields are the only door to private data."""
+    """Everything a method may use. `data`'s private_* splits are the only door to private data."""
 
     cfg: RunConfig
     data: PreparedData
@@ -101,7 +101,6 @@ class Workspace:
     log: Callable[..., None]
     should_stop: Callable[[], bool] = lambda: False
     progress_span: tuple[float, float] = (METHOD_START_CACHED, METHOD_END)
-    notes: dict = field(default_factory=dict)
     device: str = "cpu"  # where the models are (SEQPATE_DEVICE): SeqPATE's teachers train there too
 
     def encode(self, texts) -> list[list[int]]:
@@ -136,8 +135,9 @@ class Workspace:
         )
 
     def pseudo_warm_model(self, stage: str = "warm-up"):
-        """A fresh base model fine-tuned on the pseudo data: the one warm-up every "+pseudo" method shares
-        (SeqPATE's student, Pub-GPT+pseudo, NoisySGD+pseudo). Public data only: no privacy cost."""
+        """A fresh base model fine-tuned on the pseudo data: the warm-up of Pub-GPT+pseudo and the NoisySGD +pseudo
+        methods (SeqPATE's student warms up with the same settings inside its own progress share, core.seqpate.run).
+        Public data only: no privacy cost."""
         from core.train import train_lm
 
         sp = self.cfg.seqpate

@@ -1,7 +1,7 @@
 """One run directory on disk: atomic file writes, status updates and readers.
 
 The layout is the contract between the engine (which writes runs) and the dashboard (which reads them); see
-"A run on disk" in DESIGN.md. Every whole-file write goes through a temp file + os.replace, so a reader sees
+"A run on disk" in the README. Every whole-file write goes through a temp file + os.replace, so a reader sees
 either the old file or the new one, never half of one. progress.jsonl is append-only with one os.write per line.
 """
 

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from core.config import ConfigError, check_epsilon_range, check_seed, check_types
 
 GENERATORS = ("filter", "pplm", "multitask")
-PAPER_EPSILONS = (math.inf, 256.0, 16.0, 8.0, 3.0)  # Table 1 of the paper
 
 # Four chitchat conversation prompts used as topic labels (label word -> prompt). Picked among the 35 prompts for
 # being far apart (film, smells, a food fantasy, music) and having enough on-topic utterances from private users.

@@ -168,7 +168,7 @@ def pack(disc_rows: Sequence[Sequence[int]], lm_rows: Sequence[Sequence[int]], p
     return ids, attention, positions, real[:, :lb], real[:, lb:]
 
 
-def lm_nll(logits: torch.Tensor, ids: torch.Tensor, mask: torch.Tensor, ignore_prompt: int = 0) -> torch.Tensor:
+def lm_nll(logits: torch.Tensor, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Mean next-token NLL per row (B,), over real targets; logits (B, L, V) aligned with ids (B, L)."""
     predicted = torch.cat([mask[:, 1:], mask.new_zeros((ids.size(0), 1))], dim=1)
     targets = torch.cat([ids[:, 1:], ids[:, :1]], dim=1)
