@@ -81,7 +81,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         raise ConfigError(f"--preset {args.preset} with a config of preset {stored_preset}: the config sets every "
                           "size itself; drop --preset, or edit the config")
     preset = args.preset or stored_preset or "tiny"
-    overrides = file_overrides(base, args.config)
+    overrides = file_overrides(base, getattr(args, "config", None))
     flag_map = {
         "method": "method", "seed": "seed", "corpus": "data__corpus", "teachers": "seqpate__teachers",
         "filter": "seqpate__filter", "partition": "seqpate__partition", "ablation": "seqpate__ablation",

@@ -347,6 +347,28 @@ def fixed_epsilon(method: str | None) -> float | None:
     return None
 
 
+HEURISTIC_REASONS = {
+    "adp": "ADP chooses each step's noise level from the private sentences' perplexity, a dependence no accountant "
+           "covers; epsilon is accounted at the smallest noise the run used",
+    "phrase-avg": "the noise level was calibrated from private counts (how many teachers or sentences hold each "
+                  "name phrase) so that the AVERAGE phrase epsilon hits the target, and then released",
+}
+
+
+def heuristic_reason(method: str | None, target: str | None, target_epsilon: float | None) -> str | None:
+    """Why a run's accounted epsilon is a heuristic rather than a DP guarantee (its noise level was chosen from the
+    private data), or None. The one place that decides it: statement.md, privacy.json's "heuristic" and the
+    dashboard all ask here (in core.config, so the dashboard need not import the privacy analysis). At epsilon 0 or
+    infinity no noise is chosen: such a run is public-only or not private, not a heuristic."""
+    if target_epsilon is None or not 0 < target_epsilon < math.inf:
+        return None
+    if method == "adp":
+        return HEURISTIC_REASONS["adp"]
+    if target == "phrase-avg":
+        return HEURISTIC_REASONS["phrase-avg"]
+    return None
+
+
 def dpsgd_batch_size(cfg: RunConfig) -> int:
     """The expected batch a DP-SGD method samples: NoisySGD-GC+pseudo's large ghost-clipping batch, else
     dpsgd.batch_size. The runs and the Launch page's noise preview both read it here."""

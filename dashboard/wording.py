@@ -11,8 +11,7 @@ from typing import Any
 
 import streamlit as st
 
-from core.analysis.statement import HEURISTIC_REASONS, heuristic_reason
-from core.config import METHODS, PUBLIC_ONLY_METHODS
+from core.config import HEURISTIC_REASONS, METHODS, PUBLIC_ONLY_METHODS, heuristic_reason
 
 METHOD_LABELS: dict[str, str] = {
     "pub-gpt": "Pub-GPT",

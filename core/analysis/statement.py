@@ -17,7 +17,7 @@ from core.analysis.phrases import (
     KIND_USER_BATCHES,
     mechanism_kind,
 )
-from core.config import fixed_epsilon
+from core.config import fixed_epsilon, heuristic_reason
 
 PUBLIC_METHODS = ("pub-gpt", "pub-gpt+pseudo")
 
@@ -47,28 +47,6 @@ def neighbours(kind: str, mechanism: str = "gaussian") -> tuple[str, str]:
                 "batch independently). The number of sentences, which sets the sampling rate and the step count, "
                 "is treated as public, as usual for DP-SGD.")
     return ("changing it", "not determined for this run's mechanism; privacy.json lists its events.")
-
-
-HEURISTIC_REASONS = {
-    "adp": "ADP chooses each step's noise level from the private sentences' perplexity, a dependence no accountant "
-           "covers; epsilon is accounted at the smallest noise the run used",
-    "phrase-avg": "the noise level was calibrated from private counts (how many teachers or sentences hold each "
-                  "name phrase) so that the AVERAGE phrase epsilon hits the target, and then released",
-}
-
-
-def heuristic_reason(method: str | None, target: str | None, target_epsilon: float | None) -> str | None:
-    """Why a run's accounted epsilon is a heuristic rather than a DP guarantee (its noise level was chosen from the
-    private data), or None. The one place that decides it: statement.md, privacy.json's "heuristic" and the
-    dashboard all ask here. At epsilon 0 or infinity no noise is chosen: such a run is public-only or not private,
-    not a heuristic."""
-    if target_epsilon is None or not 0 < target_epsilon < math.inf:
-        return None
-    if method == "adp":
-        return HEURISTIC_REASONS["adp"]
-    if target == "phrase-avg":
-        return HEURISTIC_REASONS["phrase-avg"]
-    return None
 
 
 def privacy_labels(cfg) -> dict[str, Any]:
@@ -273,6 +251,9 @@ def _phrase_lines(cfg, privacy: dict[str, Any], metrics: dict[str, Any], info: d
         for k, sub in (summary.get("by_kind") or {}).items():
             lines.append(f"- {k} phrases: {sub.get('count')}, average {_num(sub.get('avg'))}, max "
                          f"{_num(sub.get('max'))}.")
+    elif failed := {part: why for part, why in (info.get("errors") or {}).items() if part in ("secrets", "phrases")}:
+        # the audit could not search or account them (audit_run records why): not "none found"
+        lines += [f"The secret phrases were not computed ({part}: {why})." for part, why in failed.items()]
     else:
         lines += ["No secret phrase was found in the private training sentences of this run."]
     if kind == KIND_SEQPATE or (method == "seqpate" and kind == KIND_NOT_PRIVATE):

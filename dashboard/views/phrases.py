@@ -5,7 +5,7 @@ import math
 import pandas as pd
 import streamlit as st
 
-from core.analysis.statement import heuristic_reason
+from core.config import heuristic_reason
 from core.privacy.phrases import summarize_phrase_epsilons
 from dashboard import charts, loading, tables, widgets, wording
 

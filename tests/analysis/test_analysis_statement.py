@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from core.analysis.audit import audit_run_dir
-from core.analysis.statement import HEURISTIC_REASONS, privacy_labels, privacy_statement, synth_statement
+from core.analysis.statement import privacy_labels, privacy_statement, synth_statement
+from core.config import HEURISTIC_REASONS
 from tests.conftest import micro_config
 
 SHIPPED = Path(__file__).resolve().parents[2] / "cached_runs"
@@ -48,6 +49,19 @@ def test_non_private_public_and_blacklist_runs():
     public = {"epsilon": 0.0, "delta": 0.0, "unit": "none", "events": []}
     text = privacy_statement(micro_config(method="pub-gpt"), public, {"phrase_summary": {**SUMMARY, "avg": 0.0}})
     assert "never trained on private data" in text and "epsilon 0" in text
+
+
+def test_a_phrase_search_that_failed_is_not_reported_as_no_phrase_found():
+    """audit_run records a failed part under errors and goes on with no phrases; statement.md then said "No secret
+    phrase was found", which reads as a clean result."""
+    privacy = {"epsilon": 2.9, "delta": 1e-6, "accountant": "pld (dp_accounting)", "unit": "sample",
+               "noise_multiplier": 0.8, "sampling_rate": 0.02, "steps": 100}
+    failed = privacy_statement(micro_config(method="noisysgd"), privacy, {},
+                               {"errors": {"secrets": "OSError: corpus unreadable", "exposure": "ValueError: x"}})
+    assert "The secret phrases were not computed (secrets: OSError: corpus unreadable)." in failed
+    assert "No secret phrase was found" not in failed and "exposure: ValueError" not in failed
+    clean = privacy_statement(micro_config(method="noisysgd"), privacy, {}, {"errors": {}})
+    assert "No secret phrase was found in the private training sentences of this run." in clean
 
 
 def test_dpsgd_and_adp_runs():

@@ -242,6 +242,22 @@ def test_dashboard_never_imports_torch(tmp_path):
     assert "HEAVY []" in done.stdout
 
 
+def test_the_shared_dashboard_modules_leave_the_privacy_code_to_the_pages_that_compute_noise():
+    """core.privacy (autodp, scipy: about 1 s) is imported lazily, by Launch, the Calculator and Phrases, and
+    warmed in a background thread; the modules every page uses pulled it in anyway through core.analysis (the
+    heuristic's reason), so every first page load paid it."""
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(ROOT)!r})
+        import dashboard.charts, dashboard.launch_settings, dashboard.loading, dashboard.report
+        import dashboard.tables, dashboard.widgets, dashboard.wording
+        print("LOADED", sorted(m for m in ("core.privacy", "core.analysis", "autodp", "scipy") if m in sys.modules))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "LOADED []" in done.stdout
+
+
 def test_plain_language_reading():
     from dashboard.wording import epsilon_reading
 
