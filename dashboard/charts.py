@@ -88,17 +88,18 @@ def _privacy_utility_traces(df: pd.DataFrame, metric: str, legend: bool = True) 
         rows = rows.sort_values("epsilon")
         color = METHOD_COLORS.get(method, "#4a5568")
         # the line goes through the runs at the preset's defaults; experiment variants (other teacher counts,
-        # filters...) are points beside it, not averaged into it
+        # filters...) are points beside it, never averaged into it (a method with variants only has no line)
         settings = rows["variant"].fillna("") if "variant" in rows else pd.Series("", index=rows.index)
-        at_defaults = rows[settings == ""] if (settings == "").any() else rows
-        # one point per target ε: runs of one target are accounted a few 1e-7 apart in different seeds
-        target = at_defaults.apply(epsilon_group, axis=1).rename("target")
-        mean = at_defaults.groupby(target)[["epsilon", metric]].mean().sort_values("epsilon")
+        at_defaults = rows[settings == ""]
         rows = rows.assign(setting=settings.replace("", "defaults") + _made_here(rows))
-        traces.append(go.Scatter(
-            x=mean["epsilon"], y=mean[metric], mode="lines", line=dict(color=color), name=method_label(method),
-            legendgroup=method, hoverinfo="skip", showlegend=False,
-        ))
+        if not at_defaults.empty:
+            # one point per target ε: runs of one target are accounted a few 1e-7 apart in different seeds
+            target = at_defaults.apply(epsilon_group, axis=1).rename("target")
+            mean = at_defaults.groupby(target)[["epsilon", metric]].mean().sort_values("epsilon")
+            traces.append(go.Scatter(
+                x=mean["epsilon"], y=mean[metric], mode="lines", line=dict(color=color), name=method_label(method),
+                legendgroup=method, hoverinfo="skip", showlegend=False,
+            ))
         traces.append(go.Scatter(
             x=rows["epsilon"], y=rows[metric], mode="markers", marker=_run_marker(color, _made_here(rows)),
             name=method_label(method), legendgroup=method, customdata=rows[["run_id", "setting"]].to_numpy(),
@@ -133,7 +134,7 @@ def privacy_utility_figure(df: pd.DataFrame, metric: str = "bleu4", title: str |
     """Metric vs epsilon (log x) per private method; non-private references as flat dashed lines, each its own
     dash pattern (Fig. 2).
 
-    df: finished runs (run_record rows). Private points carry the run id in customdata (shown on hover).
+    df: finished runs (loading.run_records rows). Private points carry the run id in customdata (shown on hover).
     """
     label = METRIC_LABELS.get(metric, metric)
     traces, ticks = _privacy_utility_traces(df, metric)

@@ -235,7 +235,8 @@ def estimate_help(record: Mapping[str, Any]) -> str:
         ref_share = bar_share(known("paced_start"))
         took = known("paced_took_s")
         which = (f"paced on {paced_on}" + (f" (it took {fmt_duration(took)} in all)" if took is not None else "")
-                 + ", the last finished run of this method and preset (at these settings where one is)")
+                 + ", a finished run of this method and preset (at these settings where one is; of those, one whose base "
+                 "model was trained or cached as this run's is, then the most recent)")
         if share and ref_share and share != ref_share:
             return (f"{which}. Its progress bar gave {ref_share}, this one's gives {share}, so it paces the method's "
                     "time alone: the time that run's method still took after the same point of it, scaled by how long "

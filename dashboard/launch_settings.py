@@ -168,7 +168,10 @@ def settings_from_query(query: dict[str, str]) -> tuple[dict[str, Any], list[str
     return settings, ignored
 
 
-def init_launch_settings(prefix: str = "launch_") -> list[str]:
+WIDGET_PREFIX = "launch_"  # the Launch widgets' keys: launch_preset, launch_top_k, ...
+
+
+def init_launch_settings() -> list[str]:
     """Seed the Launch widgets' session state: from this session's last settings, else from the URL.
 
     Returns the URL parameters that were ignored (only on the first load of a session)."""
@@ -181,19 +184,19 @@ def init_launch_settings(prefix: str = "launch_") -> list[str]:
         if "preset" in query:  # a link's preset wins over one chosen earlier in the session
             st.session_state[_CARRIED] = last
     if last in PRESETS and last != st.session_state.get(_CARRIED):  # chosen elsewhere since: followed
-        st.session_state[_SHADOW]["preset"] = st.session_state[prefix + "preset"] = last
+        st.session_state[_SHADOW]["preset"] = st.session_state[WIDGET_PREFIX + "preset"] = last
         st.session_state[_CARRIED] = last
     for name, value in st.session_state[_SHADOW].items():
-        if prefix + name not in st.session_state:
+        if WIDGET_PREFIX + name not in st.session_state:
             if name in COUNT_SETTINGS and value is not None:
                 value = float(value)  # their boxes are count_input's float boxes
-            st.session_state[prefix + name] = list(value) if isinstance(value, list) else value
+            st.session_state[WIDGET_PREFIX + name] = list(value) if isinstance(value, list) else value
     return ignored
 
 
-def save_launch_settings(prefix: str = "launch_") -> dict[str, Any]:
+def save_launch_settings() -> dict[str, Any]:
     """Read the widgets' values, remember them for this session and write them to the URL."""
-    settings = {name: st.session_state.get(prefix + name, default) for name, default in LAUNCH_DEFAULTS.items()}
+    settings = {name: st.session_state.get(WIDGET_PREFIX + name, default) for name, default in LAUNCH_DEFAULTS.items()}
     for name in COUNT_SETTINGS:
         if settings[name] is not None:
             settings[name] = int(as_shown(settings[name], 0))  # the whole number its count_input box shows

@@ -45,7 +45,7 @@ from dashboard.wording import is_nan, is_synth_method, present
 ACTIVE_STATES = ("queued", "running")  # a run in these states still changes (its times move on)
 
 
-# every file a record reads, and every required one (a finished run missing one is failed: _damaged_files)
+# every file a record reads, and every required one (a finished run missing one is failed: RunDir.damaged_files)
 _RECORD_FILES = tuple(dict.fromkeys((*store.REQUIRED_FILES, store.PHRASES)))
 
 
@@ -120,6 +120,11 @@ def variant_label(settings: dict[str, Any]) -> str:
     return ", ".join(f"{name} {value}" for name, value in settings.items())
 
 
+def at_defaults(df: pd.DataFrame) -> pd.DataFrame:
+    """Runs at their preset's defaults: no setting varied (an ablation, another filter or target is a variant)."""
+    return df if df.empty else df[df["variant"].fillna("") == ""]
+
+
 def only_varies(df: pd.DataFrame, setting: str) -> pd.DataFrame:
     """Runs at their preset's defaults except, possibly, `setting` (a VARIANT_FIELDS name such as 'filter'): a table
     of the paper varies one setting and holds the others, so a phrase-level or by-user run never joins it."""
@@ -134,12 +139,6 @@ def shown_delta(epsilon: float | None, delta: float | None) -> float | None:
     if epsilon is None or math.isinf(epsilon):
         return None
     return 0.0 if epsilon == 0 else delta
-
-
-def _damaged_files(run: RunDir, read: dict[str, dict]) -> str:
-    """The required files a finished run lacks, or holds garbled (read as {} here), in words; '' when none."""
-    names = run.missing_files() + [name for name, value in read.items() if not value and (run.path / name).is_file()]
-    return ", ".join(names)
 
 
 def _build_record(path: Path, source: str) -> dict[str, Any]:
@@ -158,10 +157,8 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
     fixed = fixed_epsilon(as_str(cfg.get("method")))
     state = status.get("state") if status.get("state") in store.STATES else "failed"
     error = as_str(status.get("error"))
-    if state == "done" and (damaged := _damaged_files(run, {store.CONFIG: stored, store.PRIVACY: privacy,
-                                                            store.METRICS: metrics})):
-        # failed, as `core runs list` lists it: a done run with a blank method and no metrics joined the tables
-        state, error = "failed", f"finished, but {damaged} missing or unreadable since"
+    if state == "done" and (damaged := run.damaged_files()):  # failed, as `core runs list` lists it
+        state, error = "failed", f"finished, but {', '.join(damaged)} missing or unreadable since"
     # every ε shown comes from the run's recorded events (privacy.json); the one asked for stands in only while the
     # run has not written them yet: a finished run without them has no guarantee to show
     asked = requested if state in ACTIVE_STATES else None
@@ -241,12 +238,6 @@ def _cached_records(key: str, _items: tuple[tuple[str, str, str], ...]) -> list[
     return [_cached_record(item_key, path, source) for path, source, item_key in _items]
 
 
-def run_record(info: RunInfo) -> dict[str, Any]:
-    """One flat row per run: config, status, privacy and metrics fields the pages need."""
-    key = _digest((str(info.path), info.source, file_signature(info.path)))
-    return _fresh_times(_cached_record(key, str(info.path), info.source), info)
-
-
 def _fresh_times(record: dict[str, Any], info: RunInfo) -> dict[str, Any]:
     """The cached record as listed now: its times moved on while it runs, its id as list_infos names it."""
     if record["state"] in ACTIVE_STATES:  # times move on even when no file changed
@@ -257,7 +248,8 @@ def _fresh_times(record: dict[str, Any], info: RunInfo) -> dict[str, Any]:
 
 
 def run_records(infos: Sequence[RunInfo]) -> list[dict[str, Any]]:
-    """run_record for many runs with one cache lookup when nothing changed (the usual page load)."""
+    """One flat record per run (config, status, privacy and metrics fields the pages need), with one cache lookup
+    when nothing changed (the usual page load)."""
     items = tuple((str(i.path), i.source, _digest((str(i.path), i.source, file_signature(i.path)))) for i in infos)
     records = _cached_records(_digest(items), items)
     fresh = [_fresh_times(record, info) for record, info in zip(records, infos, strict=True)]
@@ -292,12 +284,12 @@ RECORD_COLUMNS = (
     "r_name", "r_name_names", "r_name_references",
     "teachers", "filter", "partition", "ablation", "variant", "varied", "query_budget", "queries_spent",
     "teachers_per_user", "has_phrases", "has_completions", "config_hash", "effective_hash", "created", "started", "finished",
-    "elapsed_s", "remaining_s", "total_s", "base_weights", "base_cached",
+    "elapsed_s", "remaining_s", "total_s", "device", "base_weights", "base_cached",
 )
 
 
 def runs_frame(infos: Sequence[RunInfo] | None = None) -> pd.DataFrame:
-    """A DataFrame of run_record rows (empty with the right columns when there are no runs)."""
+    """A DataFrame of run_records rows (empty with the right columns when there are no runs)."""
     infos = list_infos() if infos is None else infos
     rows = run_records(infos)
     if not rows:

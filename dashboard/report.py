@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 
 from core.config import effective_config
 from dashboard import charts
-from dashboard.loading import flatten
+from dashboard.loading import at_defaults, flatten
 from dashboard.tables import distinct_configs, shown_pool
 from dashboard.values import as_float
 from dashboard.wording import (
@@ -217,7 +217,7 @@ def report_figures(record: dict[str, Any], same_preset: pd.DataFrame, progress: 
         same_preset = same_preset[same_preset["seed"] == record["seed"]]
     if not same_preset.empty and not is_synth_method(record.get("method")):
         main = distinct_configs(same_preset[~same_preset["method"].map(is_synth_method)])
-        main = main[main["variant"].fillna("") == ""]
+        main = at_defaults(main)
         # this run itself, in place of another copy of its config, and beside the defaults if it is a variant
         twins = (main["run_id"] == record["run_id"]) | (main["effective_hash"] == record.get("effective_hash"))
         main = pd.concat([main[~twins], same_preset[same_preset["run_id"] == record["run_id"]]])

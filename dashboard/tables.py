@@ -15,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from core.config import PRESETS, fixed_epsilon, preset_value
-from dashboard.loading import lowest_seed_first, same_seed, seeds_of
+from dashboard.loading import at_defaults, lowest_seed_first, same_seed, seeds_of
 from dashboard.values import as_float, as_int, as_str
 from dashboard.widgets import remember_shared
 from dashboard.wording import (
@@ -116,9 +116,7 @@ def headline_table(df: pd.DataFrame, include_variants: bool = False) -> pd.DataF
     main = distinct_configs(df[~df["method"].map(is_synth_method)])
     if len(seeds_of(main)) > 1:
         columns.insert(columns.index("runs") + 1, "seeds")
-    main = main[main["ablation"].fillna("none") == "none"].copy()
-    if not include_variants:
-        main = main[main["variant"].fillna("") == ""]
+    main = (main if include_variants else at_defaults(main)).copy()
     if main.empty:
         return pd.DataFrame(columns=columns)
     several_presets = main["preset"].nunique() > 1

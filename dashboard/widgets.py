@@ -24,13 +24,12 @@ def remember_shared(key: str, shared: str) -> None:
     st.session_state[shared] = st.session_state[key]
 
 
-def preset_picker(df: pd.DataFrame, key: str, label: str = "Preset", include_all: bool = False) -> str | None:
+def preset_picker(df: pd.DataFrame, key: str) -> str | None:
     """A selectbox of the presets present in df, defaulting to the one with the most runs."""
     presets = sorted(df["preset"].dropna().unique(), key=lambda p: list(PRESETS).index(p) if p in PRESETS else 99)
     if not presets:
         return None
-    options = (["all"] if include_all else []) + list(presets)
-    return carried_picker(label, options, main_preset(df), key, LAST_PRESET,
+    return carried_picker("Preset", list(presets), main_preset(df), key, LAST_PRESET,
                           help="Runs are only comparable within one preset (same data sizes and model).")
 
 

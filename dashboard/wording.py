@@ -27,17 +27,6 @@ METHOD_LABELS: dict[str, str] = {
     "synth-pplm": "Synthetic text: PPLM",
     "synth-multitask": "Synthetic text: multitask",
 }
-METHOD_HELP: dict[str, str] = {
-    "pub-gpt": "public base model only (no private data: a lower bound)",
-    "pri-gpt": "fine-tuned on private data without noise (NOT private: an upper bound)",
-    "pub-gpt+pseudo": "public model fine-tuned on its own completions of public prefixes (no private data)",
-    "seqpate": "teachers on private data, noisy aggregation on the student's candidates",
-    "noisysgd": "DP-SGD fine-tuning on private data",
-    "noisysgd+pseudo": "DP-SGD on private data after pseudo-data pre-training",
-    "noisysgd-gc+pseudo": "DP-SGD with ghost clipping (large logical batch) after pseudo data",
-    "pri-gpt-blacklist": "private fine-tuning with a blacklist of names removed (heuristic, not DP)",
-    "adp": "adaptive DP (noise scaled by a privacy probability per batch)",
-}
 # the paper's Table 1 references (flat lines on the curves); Pri-GPT + blacklist, also epsilon inf, is a baseline
 NON_PRIVATE_REFERENCES = (*PUBLIC_ONLY_METHODS, "pri-gpt")
 DPSGD_METHODS = ("noisysgd", "noisysgd+pseudo", "noisysgd-gc+pseudo", "adp")
@@ -153,7 +142,7 @@ SEQPATE_NEIGHBOURS = ("for SeqPATE: than with that sentence's content removed or
 def epsilon_reading(epsilon: float, delta: float, unit: str = "training sentence", seqpate: bool = False) -> str:
     """A plain-language reading of (epsilon, delta); seqpate: name SeqPATE's neighbouring data sets too."""
     if epsilon is None or math.isnan(epsilon) or epsilon < 0:
-        return "ε must be a positive number."
+        return "ε must be a number, at least 0."
     if epsilon == 0:  # the accountant's answer where the noise is so large that δ alone covers the bound
         return (f"ε = 0 at this δ: whatever anyone can observe about the result is as likely with any one {unit} in "
                 "the private data as without it" + (f" ({SEQPATE_NEIGHBOURS})" if seqpate else "")

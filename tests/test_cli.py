@@ -319,7 +319,13 @@ def test_a_finished_run_with_a_file_lost_since_is_named_as_such(tmp_path):
     listed = subprocess.run([sys.executable, "-m", "core", "runs", "list"], capture_output=True, text=True, env=env,
                             timeout=120).stdout
     line = next(line for line in listed.splitlines() if line.startswith("damaged "))
-    assert " failed " in line and line.endswith("(finished, but metrics.json missing since)")
+    assert " failed " in line and line.endswith("(finished, but metrics.json missing or unreadable since)")
+    # garbled rather than lost: failed too, as the dashboard lists it (runs list said done)
+    (damaged / "metrics.json").write_text("{not json")
+    listed = subprocess.run([sys.executable, "-m", "core", "runs", "list"], capture_output=True, text=True, env=env,
+                            timeout=120).stdout
+    line = next(line for line in listed.splitlines() if line.startswith("damaged "))
+    assert " failed " in line and line.endswith("(finished, but metrics.json missing or unreadable since)")
     (damaged / "metrics.json").write_text("{}")
     (damaged / "config.json").write_text('{"config": {"meth')
     shown = json.loads(cli("runs", "show", str(damaged)).stdout)

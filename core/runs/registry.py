@@ -140,8 +140,8 @@ def run_info(run: RunDir) -> RunInfo:
     progress = _as_float(status.get("progress"))
     state = status.get("state") if status.get("state") in STATES else "failed"
     error = _text(status.get("error"))
-    if state == "done" and (missing := run.missing_files()):  # deleted since: nothing to read results from
-        state, error = "failed", f"finished, but {', '.join(missing)} missing since"
+    if state == "done" and (damaged := run.damaged_files()):  # lost or garbled since: no results to read
+        state, error = "failed", f"finished, but {', '.join(damaged)} missing or unreadable since"
     return RunInfo(
         run_id=run.run_id,
         path=run.path,

@@ -616,6 +616,21 @@ class RunDir:
     def missing_files(self) -> list[str]:
         return [name for name in REQUIRED_FILES if not (self.path / name).is_file()]
 
+    def damaged_files(self) -> list[str]:
+        """The required files missing, then those of config, privacy and metrics that do not read as a non-empty
+        JSON object: a finished run with any is failed, in `core runs list` and on the dashboard alike (a done run
+        with a blank method and no metrics joined the result tables)."""
+        damaged = self.missing_files()
+        for name in (CONFIG, PRIVACY, METRICS):
+            if name not in damaged:
+                try:
+                    readable = bool(self._read_dict(name))
+                except (RunFormatError, OSError, ValueError):
+                    readable = False
+                if not readable:
+                    damaged.append(name)
+        return damaged
+
     def incomplete_reason(self) -> str | None:
         """Why this is not a finished run one can read (None when it is): its state, a missing required file, or
         one that does not parse (phrases.csv too, if present)."""

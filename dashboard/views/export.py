@@ -40,7 +40,7 @@ elif which == "headline comparison":
     if shipped_note := tables.shipped_copies_note(pool, table):
         st.info(shipped_note, icon=":material/content_copy:")
 else:
-    # open on the newest run that has this table (a synthetic-data run has no phrases or completions)
+    # open on the newest run that has this table (a synthetic-data run has no phrases; its completions are samples)
     has = {"phrases of a run": "has_phrases", "completions of a run": "has_completions",
            "privacy events of a run": "has_privacy"}.get(which)
     first = next((i for i, r in records.items() if not has or r.get(has)), next(iter(records)))

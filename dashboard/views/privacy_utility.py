@@ -34,9 +34,9 @@ variants = st.toggle("Include experiment variants", key="pu_variants",
                      help="Off: every method at its preset's defaults (the paper's Fig. 2). On: also runs with another "
                           "teacher count, candidate filter, partition, phrase-level target, canaries or any other "
                           "changed setting (ablations are always in their own tab).")
-main = runs[runs["ablation"].fillna("none") == "none"]
+main = runs[runs["ablation"].fillna("none") == "none"]  # in their own tab
 if not variants:
-    main = main[main["variant"].fillna("") == ""]
+    main = loading.at_defaults(main)
 
 metric_cols = {"PPL": st.column_config.NumberColumn(format="%.2f"),
                "BLEU-4": st.column_config.NumberColumn(format="%.2f", help="sacrebleu BLEU-4 of completions (0-100)"),

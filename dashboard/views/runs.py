@@ -150,9 +150,9 @@ def live_view() -> None:
         "state": st.column_config.TextColumn(width=80),
         "progress": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="percent", width=110),
         "elapsed": st.column_config.NumberColumn(format="%.1f min", width=85),
-        "remaining": st.column_config.NumberColumn(format="%.1f min", width=90, help="estimated: paced on the last "
-                                                   "finished run of the same method and preset where there is one "
-                                                   "(the run's details name it), else from the progress so far"),
+        "remaining": st.column_config.NumberColumn(format="%.1f min", width=90, help="estimated: paced on a finished "
+                                                   "run of the same method and preset where there is one (the run's "
+                                                   "details name it and say why), else from the progress so far"),
         "source": st.column_config.TextColumn(width=85),
     })
     counts = view["state"].value_counts().to_dict()  # of the rows shown, as the table

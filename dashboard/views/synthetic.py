@@ -13,7 +13,7 @@ import streamlit as st
 from core.runs.store import RunDir
 from dashboard import loading, tables, widgets, wording
 from dashboard.charts import LAYOUT
-from dashboard.values import as_float
+from dashboard.values import as_dict, as_float, as_int
 
 GENERATORS = {"filter": "conditional prompting + filter", "pplm": "PPLM, head on frozen model",
               "multitask": "multitask + PPLM (paper)"}
@@ -76,7 +76,7 @@ def eps_label(eps: float | None) -> str:
 
 
 df = loading.finished_frame()
-synth = df[df["method"].fillna("").str.startswith("synth-")] if not df.empty else df
+synth = df[df["method"].map(wording.is_synth_method)] if not df.empty else df
 if synth.empty:
     st.info("No synthetic-data runs yet. Create one from the command line (about a minute on the tiny preset), "
             "then reload this page:", icon=":material/hourglass_empty:")
@@ -109,8 +109,9 @@ for record in runs.to_dict("records"):
         "discriminator": as_float(m.get("discriminator_test_accuracy")),
         "LM test loss": as_float(m.get("lm_test_loss")),
         **{f"{n}-gram": as_float(grams.get(str(n))) if isinstance(grams, dict) else None for n in range(3, 8)},
-        "samples": m.get("n_synthetic"),
-        "passed filter": (m.get("generation") or {}).get("accepted") if record["method"] == "synth-filter" else None,
+        "samples": as_int(m.get("n_synthetic")),
+        "passed filter": as_int(as_dict(m.get("generation")).get("accepted"))
+        if record["method"] == "synth-filter" else None,
     })
 table = pd.DataFrame(rows)
 
@@ -237,7 +238,7 @@ def show_run() -> None:
     widgets.metric(row, "δ", wording.fmt_delta(chosen["δ"]))
     if wording.present(chosen["ε"]) and math.isfinite(chosen["ε"]):
         st.caption(OUTSIDE_EPSILON)
-    if wording.present(chosen["passed filter"]):
+    if wording.present(chosen["passed filter"]) and wording.present(chosen["samples"]):
         st.caption(f"The filter kept {int(chosen['passed filter'])} of {int(chosen['samples'])} samples because the "
                    "discriminator scored them above its threshold; the rest (kept: filled) are the best-scored rejects, "
                    "taken so that every label has its share.")

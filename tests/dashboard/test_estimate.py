@@ -149,7 +149,7 @@ def test_the_estimates_help_says_what_paced_it_and_what_each_progress_bar_gives_
     assert "like this one's, gives the base model's training the first half" in same
     assert "times under 10 s count as 10 s, so the first seconds show about that run's own time" in same
     took = estimate.estimate_help({**running, "paced_on": "ref", "paced_took_s": 225.0})
-    assert took.startswith("paced on ref (it took 3m 45s in all), the last finished run")
+    assert took.startswith("paced on ref (it took 3m 45s in all), a finished run of this method and preset")
     other = estimate.estimate_help({**running, "paced_on": "ref", "method_start": 0.5, "paced_start": 0.1})
     assert "gave the base model none of it, this one's gives the base model's training the first half" in other
     assert "method's time alone" in other

@@ -128,6 +128,23 @@ def test_runs_made_here_are_diamonds_beside_the_shipped_dots():
     assert not [t for t in privacy_utility_figure(shipped, "ppl").data if t.name.startswith("made on")]
 
 
+def test_a_method_with_variants_only_gets_points_and_no_line_averaging_them():
+    """Without a run at the preset's defaults the line fell back to every run of the method, averaging two teacher
+    counts at one ε into a point no run has."""
+    import pandas as pd
+
+    from dashboard.charts import privacy_utility_figure
+
+    runs = pd.DataFrame({"run_id": ["m10", "m100", "pub"], "method": ["seqpate", "seqpate", "noisysgd"],
+                         "epsilon": [3.0, 3.0, 3.0], "epsilon_target": [3.0, 3.0, 3.0],
+                         "variant": ["teachers 10", "teachers 100", ""], "source": ["cached"] * 3,
+                         "ppl": [900.0, 800.0, 700.0], "bleu4": [0.2, 0.3, 0.4]})
+    traces = privacy_utility_figure(runs, "ppl").data
+    assert [list(t.y) for t in traces if t.mode == "lines" and t.legendgroup == "seqpate"] == []
+    assert [list(t.y) for t in traces if t.mode == "markers" and t.legendgroup == "seqpate"] == [[900.0, 800.0]]
+    assert [list(t.y) for t in traces if t.mode == "lines" and t.legendgroup == "noisysgd"] == [[700.0]]
+
+
 def test_teacher_curve_does_not_blow_a_tiny_spread_up_into_a_peak():
     """The shipped tiny curve: perplexities 908.1 to 909.3 over M = 1..1000 filled the plot autoscaled."""
     import pandas as pd

@@ -109,7 +109,7 @@ def test_a_finished_run_whose_files_were_damaged_since_is_failed_and_says_why(ro
                                                                        "unreadable since")
 
 
-def test_headline_groups_seeds_and_skips_ablations(roots):
+def test_headline_groups_seeds_and_gives_each_variant_its_own_row(roots):
     write_run(roots["cached"], "a", "seqpate", seed=0, ppl=10.0, bleu4=1.0)
     write_run(roots["cached"], "b", "seqpate", seed=1, ppl=20.0, bleu4=3.0)
     write_run(roots["cached"], "abl", "seqpate", ablation="-kl", ppl=99.0)
@@ -120,6 +120,8 @@ def test_headline_groups_seeds_and_skips_ablations(roots):
     assert (row["PPL"], row["BLEU-4"], row["runs"]) == (15.0, 2.0, 2)
     both = tables.headline_table(loading.finished_frame(), include_variants=True).set_index("setting")
     assert both.loc["filter top-k:50", "PPL"] == 99.0 and both.loc["", "runs"] == 2
+    # an ablation is a variant too: Export's headline CSV left it out, where its docstring gives every variant a row
+    assert both.loc["ablation -kl", "PPL"] == 99.0 and len(both) == 3
     assert row["δ"] == "1e-06"
     write_run(roots["cached"], "no-noise", "seqpate", epsilon=float("inf"))  # a control without a guarantee
     assert loading.shown_delta(float("inf"), 1e-6) is None and loading.shown_delta(0.0, 1e-6) == 0.0

@@ -234,3 +234,15 @@ def test_a_garbled_number_in_a_synthetic_runs_metrics_shows_blank(roots):
 
     every = at.dataframe[-1].value.set_index("run")
     assert pd.isna(every.loc["s-pplm-3", "accuracy (synthetic)"]) and every.loc["s-pplm-3", "accuracy (real)"] == 0.6
+
+
+def test_a_filter_run_whose_sample_count_is_garbled_shows_no_kept_caption_rather_than_failing(roots):
+    """The kept-samples caption called int() on n_synthetic: absent, it was NaN in the table and broke the page."""
+    write_synth_run(roots["live"], "s-filter-3", "filter", 3.0, 0.3)
+    _edit_json(roots["live"] / "s-filter-3" / "metrics.json", lambda m: m.pop("n_synthetic"))
+    at = open_tab(open_page("synthetic"), "synth_tab", "One run: embeddings and samples")
+    assert not at.exception
+    assert not [c for c in at.caption if c.value.startswith("The filter kept")]
+    _edit_json(roots["live"] / "s-filter-3" / "metrics.json", lambda m: m.update(n_synthetic=6))
+    at = open_tab(open_page("synthetic"), "synth_tab", "One run: embeddings and samples")
+    assert [c for c in at.caption if c.value.startswith("The filter kept 2 of 6 samples")]
