@@ -72,12 +72,13 @@ def test_r_name_exposure_and_statement(audited):
 def test_audit_command_recomputes_the_same_files(audited, capsys):
     _, run, metrics = audited
     before = run.file("phrases.csv").read_text()
+    statement = run.read_text("statement.md")
     run.file("phrases.csv").unlink()
     run.file("statement.md").unlink()
     assert main(["audit", "--run-dir", str(run.path)]) == 0
     out = json.loads(capsys.readouterr().out)
     assert run.file("phrases.csv").read_text() == before
-    assert run.read_text("statement.md")
+    assert run.read_text("statement.md") == statement and "## Secret phrases" in statement
     assert out["exposure"] == metrics["exposure"] and "computed at run time" in out["exposure_note"]
     assert out["r_name"] == metrics["r_name"] and out["phrases"] == len(run.phrases())
     assert run.metrics()["exposure"] == metrics["exposure"]  # kept, not recomputed

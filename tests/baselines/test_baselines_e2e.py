@@ -3,6 +3,7 @@
 import json
 import math
 
+import numpy as np
 import pytest
 
 from core.runs.pipeline import execute
@@ -19,10 +20,24 @@ FAST = dict(data__private_train=160, data__private_test=20, data__public_train=1
             model__n_positions=32, model__pretrain_epochs=1, data__max_tokens=24, dpsgd__ghost_batch_size=64)
 
 
+STEPS: list[tuple[float, float]] = []  # (noise multiplier, clipping norm) of the optimizer at each DP step taken
+
+
 def run_method(tmp_path, method, **overrides):
     cfg = micro_config(method=method, privacy__epsilon=3.0, **{**FAST, **overrides})
     run = RunDir.create(tmp_path / method.replace("+", "_"), cfg.to_dict(), cfg.seed)
-    metrics = execute(cfg, run)
+    from core.baselines import dpsgd
+
+    real_step = dpsgd.dp_step
+
+    def recorded_step(model, optimizer, *args, **kwargs):  # what reaches opacus, not what the plan says
+        STEPS.append((optimizer.noise_multiplier, optimizer.max_grad_norm))
+        return real_step(model, optimizer, *args, **kwargs)
+
+    STEPS.clear()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(dpsgd, "dp_step", recorded_step)
+        metrics = execute(cfg, run)
     privacy = json.loads((run.path / "privacy.json").read_text())
     if method in PRIVATE_TRAINING_STAGES:
         check_private_training_releases_nothing_unaccounted(run.progress(), metrics, method)
@@ -42,8 +57,10 @@ def check_dp(privacy, metrics, target=3.0):
 
 @pytest.mark.parametrize("method", ["noisysgd", "noisysgd+pseudo", "noisysgd-gc+pseudo"])
 def test_dpsgd_methods_poisson(tmp_path, method):
-    _, privacy, metrics = run_method(tmp_path, method)
+    cfg, privacy, metrics = run_method(tmp_path, method)
     check_dp(privacy, metrics)
+    # every step the optimizer took added the noise the accountant was told of, at the clipping norm recorded
+    assert STEPS == [(privacy["events"][0]["noise_multiplier"], cfg.dpsgd.max_grad_norm)] * metrics["steps"]
     assert (tmp_path / method.replace("+", "_") / "model" / "model.safetensors").is_file()  # weights kept
     assert privacy["events"][0]["mechanism"] == "subsampled_gaussian"
     assert privacy["events"][0]["steps"] == metrics["steps"]
@@ -52,6 +69,7 @@ def test_dpsgd_methods_poisson(tmp_path, method):
 def test_ghost_clipping_batching_users(tmp_path):
     cfg, privacy, metrics = run_method(tmp_path, "noisysgd-gc+pseudo", dpsgd__batching="users")
     check_dp(privacy, metrics)
+    assert STEPS == [(metrics["noise_multiplier"], cfg.dpsgd.max_grad_norm)] * metrics["steps"]
     assert privacy["events"] == [{"mechanism": "gaussian", "noise_std": metrics["noise_multiplier"],
                                   "sensitivity": 1.0, "count": cfg.dpsgd.epochs}]
     owner = metrics["batch_of_sentence"]
@@ -61,14 +79,34 @@ def test_ghost_clipping_batching_users(tmp_path):
 def test_adp_reports_valid_and_claimed_epsilon(tmp_path):
     _, privacy, metrics = run_method(tmp_path, "adp")
     check_dp(privacy, metrics)
+    # each step's multiplier gamma_t * sigma: its smallest is the one every step is accounted at (the valid
+    # epsilon), its mean the one the paper's recipe claims
+    multipliers = np.array([z for z, _ in STEPS])
+    assert len(multipliers) == metrics["steps"] and multipliers.max() > multipliers.min()
+    assert multipliers.min() == pytest.approx(privacy["events"][0]["noise_multiplier"], rel=1e-12)
+    assert multipliers.mean() == pytest.approx(privacy["events_claimed"][0]["noise_multiplier"], rel=1e-9)
     assert privacy["epsilon_claimed"] <= privacy["epsilon"]
     assert "statement" in privacy and "accountant_claimed" in privacy
     # read alone, privacy.json says its epsilon is a heuristic (noise chosen from the private sentences)
     assert privacy["target"] == "sample" and "perplexity" in privacy["heuristic"]
 
 
-def test_pri_gpt_blacklist(tmp_path):
+def test_pri_gpt_blacklist(tmp_path, monkeypatch):
+    from core.baselines import blacklist
+
+    filtered: list[tuple[str, str]] = []  # (generated, as scored)
+
+    def recorded(text, blacklist_items):
+        out = real(text, blacklist_items)
+        filtered.append((text, out))
+        return out
+
+    real = blacklist.apply_blacklist
+    monkeypatch.setattr(blacklist, "apply_blacklist", lambda text, blacklist: recorded(text, blacklist))
     _, privacy, metrics = run_method(tmp_path, "pri-gpt-blacklist")
+    # every completion scored and written is the filtered one (the pipeline applies the method's post-processing)
+    written = [row["completion"] for row in RunDir(tmp_path / "pri-gpt-blacklist").completions()]
+    assert len(filtered) == metrics["n_completions"] == len(written) and [out for _, out in filtered] == written
     assert privacy["epsilon"] == math.inf and privacy["unit"] == "none"
     assert privacy["accountant"].startswith("none")
     assert metrics["postprocess"] == "blacklist" and metrics["blacklist_size"] > 0

@@ -77,11 +77,19 @@ def test_dp_step_matches_naive_per_example_clipping(ghost, optimizer_cls, lr, ph
     assert moved > 1e-4  # the step did something, so the comparison means something
 
 
-def test_empty_batch_still_adds_noise():
+@pytest.mark.parametrize("noise_multiplier", [1.0, 2.5])
+def test_empty_batch_still_adds_noise_of_the_calibrated_size(noise_multiplier):
+    """An empty Poisson batch still releases noise; with SGD at lr 1 the update IS the noise, N(0, (z C)^2) per
+    coordinate divided by the expected batch size: the size the accountant was told of, not a fraction of it."""
     model = tiny_model()
     before = [p.detach().clone() for p in model.parameters()]
-    wrapped, optimizer, _ = make_private(model, 4, 4, 1.0, CLIP, 1.0, False, poisson=False,
+    batch = 4
+    wrapped, optimizer, _ = make_private(model, batch, batch, noise_multiplier, CLIP, 1.0, False, poisson=False,
                                          optimizer_cls=torch.optim.SGD)
+    assert optimizer.noise_multiplier == noise_multiplier and optimizer.max_grad_norm == CLIP
     assert math.isnan(dp_step(wrapped, optimizer, [], PAD))
     after = list(unwrap(wrapped).parameters())
-    assert all(not torch.equal(a, b) for a, b in zip(before, after, strict=True))
+    update = torch.cat([(a - b).flatten() for a, b in zip(after, before, strict=True)])
+    assert bool((update != 0).all())
+    assert float(update.mean()) == pytest.approx(0.0, abs=0.05 * noise_multiplier * CLIP / batch)
+    assert float(update.std()) == pytest.approx(noise_multiplier * CLIP / batch, rel=0.05)

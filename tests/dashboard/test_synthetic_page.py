@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from apptest_helpers import metrics, open_page, open_tab, plotly_specs, texts
 from fake_runs import SYNTH_LABELS as LABELS
-from fake_runs import write_synth_run
+from fake_runs import write_run, write_synth_run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -63,10 +63,18 @@ def test_page_shows_table_ngrams_umap_and_samples(roots):
 
 
 def test_other_pages_tolerate_synth_runs(roots):
+    """A synthetic-data run has no perplexity or BLEU: the text-generation pages leave it out, Runs lists it."""
     write_synth_run(roots["live"], "s-multitask-3", "multitask", 3.0, 0.55)
+    write_run(roots["live"], "seq", "seqpate")
     for page in ("overview", "privacy_utility", "completions", "runs"):
         at = open_page(page)
         assert not at.exception, (page, at.exception)
+        shown = " ".join(str(frame.value.to_dict()) for frame in at.dataframe) + " ".join(
+            str(box.options) for box in at.selectbox) + " ".join(str(box.options) for box in at.multiselect)
+        if page == "runs":
+            assert "s-multitask-3" in shown and "seq" in shown
+        else:
+            assert "s-multitask-3" not in shown and "multitask" not in shown.lower(), page
 
 
 def test_page_never_imports_torch(tmp_path):

@@ -49,12 +49,13 @@ def test_pages_request_nothing_beyond_the_server(server, browser_page):
     from urllib.parse import urlsplit
 
     outside: list[str] = []
+    local: list[str] = []  # the positive control: a listener that heard nothing would pass on outside alone
     page = browser_page.context.new_page()  # a fresh page, so that nothing is served from this session's cache
 
     def record(request) -> None:
         parts = urlsplit(request.url)
-        if parts.scheme in ("http", "https", "ws", "wss") and parts.hostname not in ("127.0.0.1", "localhost"):
-            outside.append(request.url)
+        if parts.scheme in ("http", "https", "ws", "wss"):
+            (local if parts.hostname in ("127.0.0.1", "localhost") else outside).append(request.url)
 
     page.on("request", record)
     try:
@@ -64,6 +65,7 @@ def test_pages_request_nothing_beyond_the_server(server, browser_page):
     finally:
         page.close()
     assert outside == []
+    assert any(url.endswith(".js") for url in local) and any("/_stcore/" in url for url in local)
 
 
 LAZY_TABS = {  # page -> (tab key, a tab other than the first, what that tab draws)

@@ -17,7 +17,9 @@ def test_bleu_known_pair_hand_computed():
     assert s["bleu1"] == pytest.approx(100 * 5 / 6)
     assert s["bleu2"] == pytest.approx(100 * math.sqrt(5 / 6 * 3 / 5))
     assert s["bleu3"] == pytest.approx(100 * (5 / 6 * 3 / 5 * 1 / 4) ** (1 / 3))
-    assert "orders:1-4" in s["bleu_signature"]
+    # no 4-gram matches (0/3): sacrebleu's exp smoothing counts the first empty order as 1 / (2 * 3)
+    assert s["bleu4"] == pytest.approx(100 * (5 / 6 * 3 / 5 * 1 / 4 * 1 / 6) ** (1 / 4))
+    assert "orders:1-4" in s["bleu_signature"] and "smooth:exp" in s["bleu_signature"]
 
 
 def test_bleu_brevity_penalty():

@@ -95,7 +95,19 @@ def _read_everything(run: RunDir) -> None:
             validate(cfg)
     except (RunFormatError, ConfigError) as err:
         _one_line(err)
-    assert run.is_complete() in (True, False)
+    if run.is_complete():  # answers without raising; complete only with every required file there, state done
+        assert run.state() == "done" and not run.missing_files() and not run.damaged_files()
+
+
+def test_a_garbled_run_file_is_reported_not_read_as_absent(tmp_path):
+    """The readers may fail only with RunFormatError, and must fail: a reader returning None for garbage would let
+    a damaged run read as one that has not written the file yet."""
+    run = _fresh_run(tmp_path, {"status.json": b'{"state": "do', "metrics.json": b"{not json",
+                                "config.json": b"[1, 2]", "privacy.json": b"1" * 5000})
+    for read in (run.status, run.metrics, run.config, run.privacy):
+        with pytest.raises(RunFormatError):
+            read()
+    assert not run.is_complete() and run.incomplete_reason().startswith("invalid JSON in ")
 
 
 @FUZZ

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -329,3 +330,23 @@ def test_a_preset_whose_seqpate_answers_are_noise_dominated_says_so(tmp_path):
                 "teacher distributions (std / M = 6.9" in report) is said, std
         # App. H's runs at M = 100 and 1,000 (std / M 0.69 and 0.069) are not: only its rows below the std are named
         assert ("(Tables 3 and 4, and App. H's rows with M below 69)" in report) is said
+
+
+def test_a_bleu_comparison_that_cannot_be_made_is_never_a_reproduction(tmp_path):
+    """Runs that completed different test prefixes cannot be compared on BLEU-4: the comparison counts as within
+    noise (no verdict), never as holding, whatever the numbers say."""
+    write_run(tmp_path, "seq", "seqpate", epsilon=3.0, ppl=100.0, bleu4=100.0, completions=REFERENCES)
+    sgd = write_run(tmp_path, "sgd", "noisysgd", epsilon=3.0, ppl=150.0, bleu4=0.0)
+    sgd.write_completions([{**row, "prefix": f"another prefix {i}"} for i, row in enumerate(sgd.completions())])
+    (what, outcome), = claims(load_rows(tmp_path))[0].checks
+    assert outcome == WITHIN_NOISE and "BLEU-4 not testable (the runs completed different test prefixes" in what
+    assert claims(load_rows(tmp_path))[0].verdict == "not shown (within test-set noise)"
+
+
+def test_the_shipped_report_is_what_core_report_writes_from_the_shipped_runs(monkeypatch):
+    """REPORT.md's verdicts and tables come from the runs beside it: a change to the report's code or to a shipped
+    run not followed by `python -m core report --runs cached_runs --notes cached_runs/NOTES.md` leaves it stale."""
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    notes = Path("cached_runs/NOTES.md")
+    shipped = Path("cached_runs/REPORT.md").read_text(encoding="utf-8")
+    assert build_report(Path("cached_runs"), notes.read_text(encoding="utf-8"), notes) == shipped

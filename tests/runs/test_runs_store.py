@@ -34,6 +34,22 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
 
 
+def test_a_failed_atomic_write_keeps_the_old_file_and_leaves_no_temp_file(tmp_path: Path, monkeypatch) -> None:
+    """A write that fails half-way (disk full, a kill) must leave the previous file whole and no stray temp file
+    (one per failed write would pile up in the run folder)."""
+    target = tmp_path / "metrics.json"
+    atomic_write_json(target, {"ppl": 100.0})
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        atomic_write_json(target, {"ppl": 200.0})
+    assert json.loads(target.read_text()) == {"ppl": 100.0}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["metrics.json"]
+
+
 def test_atomic_write_never_shows_a_partial_file(tmp_path: Path) -> None:
     target = tmp_path / "big.json"
     stop = tmp_path / "stop"

@@ -42,6 +42,27 @@ def test_fresh_noise_per_released_answer():
     assert not torch.allclose(a.distribution, b.distribution)
 
 
+@pytest.mark.parametrize("noise, scale, std_of_difference", [
+    ("gaussian", 3.0, math.sqrt(2) * 3.0),  # N(0, s^2) on each candidate: the difference of two has std s sqrt(2)
+    ("laplace", 2.0, 2 * 2.0),  # Laplace(b) has variance 2 b^2: the difference of two has std 2 b
+])
+def test_the_noise_released_has_the_scale_the_accountant_is_told(noise, scale, std_of_difference):
+    """The events record noise_scale whether or not that noise was drawn: a release drawing a hundredth of it
+    passed every other test. Two candidates with equal teacher sums S, far from clipping: the released
+    distribution gives back the two noise draws' difference, (p0 - p1) * (2 S + n0 + n1) ~ (p0 - p1) * 2 S."""
+    releases, total = 8000, 1000.0
+    table = torch.zeros(releases, 3)
+    table[:, :2] = total
+    oracle = TeacherOracle(table, noise, scale, releases, seed=0)
+    cands = torch.tensor([0, 1])
+    answers = [oracle.release(row, cands).distribution.double() for row in range(releases)]
+    differences = np.array([float(a[0] - a[1]) * 2 * total for a in answers])
+    assert abs(differences.mean()) < 0.1 * std_of_difference  # centred
+    assert differences.std() == pytest.approx(std_of_difference, rel=0.06)
+    (event,) = oracle.events()
+    assert event.count == releases and (event.noise_std if noise == "gaussian" else event.scale) == scale
+
+
 def test_cached_answers_are_reused_without_new_accounting():
     oracle = make_oracle(budget=2)
     cands = torch.tensor([0, 1])

@@ -19,9 +19,29 @@ def run(tmp_path, name, **overrides):
     return cfg, run_dir
 
 
+TEACHER_DATA: dict[str, list] = {}  # what the run handed its executor, recorded by seqpate_run
+
+
 @pytest.fixture(scope="module")
 def seqpate_run(tmp_path_factory):
-    return run(tmp_path_factory.mktemp("seqpate"), "eps3", privacy__epsilon=3.0)
+    from core.seqpate import run as seqpate_module
+
+    real = seqpate_module.get_executor
+
+    def recording(name, ray_address=""):
+        executor = real(name, ray_address)
+        run_teachers = executor.run
+
+        def run_recorded(job, teacher_data, *args, **kwargs):
+            TEACHER_DATA["eps3"] = teacher_data
+            return run_teachers(job, teacher_data, *args, **kwargs)
+
+        executor.run = run_recorded
+        return executor
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(seqpate_module, "get_executor", recording)
+        return run(tmp_path_factory.mktemp("seqpate"), "eps3", privacy__epsilon=3.0)
 
 
 def test_privacy_is_recomputed_from_released_queries(seqpate_run):
@@ -53,6 +73,21 @@ def test_progress_shows_each_teacher_and_student_epochs(seqpate_run):
     assert run_dir.status()["state"] == "done"
 
 
+def test_each_private_sentence_trains_exactly_one_teacher(seqpate_run):
+    """sqrt(2) bounds one sentence's effect only if it sits in one teacher's data: the teachers the run trained get
+    disjoint parts of the private train set, together all of it, as assign_teachers cut it."""
+    from core.data import load_prepared
+    from core.seqpate.partition import assign_teachers
+
+    cfg, _ = seqpate_run
+    users = [s.user_id for s in load_prepared(cfg.data, cfg.seed).private_train]
+    teacher_of = assign_teachers(cfg.seqpate.partition, users, cfg.seqpate.teachers, cfg.seed)
+    handed = TEACHER_DATA["eps3"]
+    assert [m for m, _ in handed] == list(range(cfg.seqpate.teachers))
+    assert [len(seqs) for _, seqs in handed] == [int((teacher_of == m).sum()) for m in range(cfg.seqpate.teachers)]
+    assert sum(len(seqs) for _, seqs in handed) == len(users)
+
+
 def test_metrics_and_completions_are_complete(seqpate_run):
     _, run_dir = seqpate_run
     metrics = run_dir.metrics()
@@ -68,6 +103,13 @@ def test_laplace_ablation_is_accounted_with_pld(tmp_path):
     assert privacy["mechanism"] == "laplace" and privacy["events"][0]["mechanism"] == "laplace"
     assert privacy["accountant"].startswith("pld")
     assert privacy["epsilon"] <= 3.0 + 1e-9 and privacy["queries_spent"] <= 50
+    # the scale calibrated for the whole budget at L1 sensitivity 2 (one teacher moves the sum by 2 in L1)
+    from core.privacy import SEQPATE_L1_SENSITIVITY, laplace_scale
+
+    assert privacy["noise_scale"] == pytest.approx(laplace_scale(3.0, cfg.privacy.delta, 50, SEQPATE_L1_SENSITIVITY))
+    assert privacy["sensitivity"] == SEQPATE_L1_SENSITIVITY == 2
+    # the micro run has more hard positions than 50: the whole budget is spent, at its epsilon, not far below it
+    assert privacy["queries_spent"] == 50 and privacy["epsilon"] >= 0.99 * 3.0
 
 
 def test_infinite_epsilon_is_labelled_non_private(tmp_path):
