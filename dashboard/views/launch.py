@@ -123,6 +123,93 @@ for method in settings["methods"]:
     except ConfigError as exc:
         errors.append(f"{wording.method_label(method)}: {exc}")
 
+def seqpate_noise_box(cfg, eps: float, delta: float) -> list[str]:
+    """The noise SeqPATE's config implies (Gaussian, or Laplace for its ablations), how it compares with the
+    teachers' average, and a by-user partition's spread; returns the problems found (an impossible partition)."""
+    problems: list[str] = []
+    sp = cfg.seqpate
+    with st.container(border=True):
+        st.markdown("**SeqPATE noise** (calibrated before the first query)")
+        if math.isinf(eps):
+            st.warning("ε = ∞: no noise at all; the run is labelled non-private.")
+        laplace = sp.ablation in LAPLACE_ABLATIONS
+        row = widgets.wrapping_row()
+        if laplace:
+            with st.spinner("PLD accountant…"):
+                scale = privacy_math.seqpate_laplace_scale(eps, delta, sp.query_budget)
+            widgets.metric(row, "Laplace scale b", f"{scale:.4g}",
+                     help="the -gaussian and -all ablations add Laplace noise of scale b to each entry: density "
+                          "e^(-|x|/b) / (2b)")
+            widgets.metric(row, "b / L1 sensitivity", f"{scale / 2:.4g}",
+                           help="one teacher changes the sum by 2 in L1")
+            widgets.metric(row, "b / M", f"{scale / sp.teachers:.4g}",
+                     help=f"noise relative to the average of the M = {sp.teachers} teacher distributions")
+        else:
+            noise = privacy_math.seqpate_noise(eps, delta, sp.query_budget)
+            widgets.metric(row, "noise multiplier z", f"{noise['z']:.4g}", help="std / L2 sensitivity")
+            widgets.metric(row, "noise std σ", f"{noise['std']:.4g}",
+                     help="σ = z·√2: one teacher changes the sum by √2")
+            widgets.metric(row, "σ / M", f"{noise['std'] / sp.teachers:.4g}",
+                     help=f"noise relative to the average of the M = {sp.teachers} teacher distributions")
+        widgets.metric(row, "query budget Q", f"{sp.query_budget:,}",
+                       help=f"from preset {cfg.preset}")
+        # the noise std on the average distribution (a Laplace scale b has std √2·b)
+        relative = (scale * math.sqrt(2) if laplace else noise["std"]) / sp.teachers if math.isfinite(eps) else 0.0
+        if relative > 1:  # as the Calculator says: the teachers' average cannot stand out of this noise
+            st.warning(f"Noise-dominated: the noise std on the teachers' average distribution is {relative:.3g}, "
+                       "where no candidate's average probability exceeds 1, so their answers will carry almost no "
+                       "signal. More teachers, a larger ε or a smaller Q lower it.", icon=":material/warning:")
+        if sp.partition == "by-user":
+            try:
+                split = privacy_math.by_user_partition(json.dumps(cfg.to_dict()["data"]), cfg.seed, sp.teachers)
+            except (ValueError, OSError) as exc:  # e.g. more teachers than the paper preset's sentences
+                problems.append(f"SeqPATE: {exc}")
+            else:
+                counts = split["histogram"]
+                st.caption(f"By-user partition: {counts['1']:,} of {split['users']:,} private users in one "
+                           f"teacher, {counts['mean']:.2f} teachers per user on average (Table 5; the run "
+                           "records the same).")
+                if split["note"]:
+                    st.warning(split["note"], icon=":material/warning:")
+        st.caption(f"{sp.teachers} teacher{'s' if sp.teachers != 1 else ''}, filter {sp.filter}, partition "
+                   f"{sp.partition}, ablation {sp.ablation}; student λ {sp.kd_lambda:g}, lr {sp.student_lr:g} (preset "
+                   f"{cfg.preset}). Querying stops after Q releases; accountant: "
+                   + ("PLD (Laplace releases)." if laplace else "exact Gaussian composition."))
+        if sp.filter in ("top-p:1", "top-p:1.0"):
+            st.caption("top-p 1 keeps every token: no candidate filtering, the teachers are queried (and the "
+                       "noise added) on the whole vocabulary.")
+        elif sp.filter == "top-k:1":
+            st.caption("top-k 1 keeps one candidate: the teachers' answer renormalised over it is always 1, so "
+                       "the KL term teaches nothing while the queries still spend the budget (Table 4's top-k 1 "
+                       "row measures the student without its teachers).")
+    return problems
+
+
+def dpsgd_noise_box(configs: dict, methods: list[str], eps: float, delta: float) -> None:
+    """The noise multiplier, sampling rate and steps each DP-SGD method's run will calibrate."""
+    with st.container(border=True):
+        st.markdown("**DP-SGD noise** (calibrated before training, as each run will)")
+        for method in methods:  # each its own batch: NoisySGD-GC+pseudo samples ghost clipping's large one
+            cfg = configs[method]
+            n, batch, epochs = cfg.data.private_train, dpsgd_batch_size(cfg), cfg.dpsgd.epochs
+            if n is None:
+                st.caption(f"{wording.method_label(method)}: preset paper uses the whole corpus, so the run "
+                           "calibrates once the data is loaded.")
+                continue
+            q, steps = privacy_math.poisson_shape(n, batch, epochs)
+            with st.spinner("PLD accountant…"):
+                z = privacy_math.dpsgd_noise(eps, delta, q, steps)
+            adp_note = (" (the smallest noise any batch gets, the one accounted: ADP's base σ is this divided by "
+                        "the smallest batch weight, and each batch gets σ times its weight)")
+            st.caption(wording.method_label(method) + (adp_note if method == "adp" else ""))
+            row = widgets.wrapping_row()
+            widgets.metric(row, "noise multiplier", f"{z:.4g}")
+            widgets.metric(row, "sampling rate q", f"{q:.4g}",
+                     help=f"1 / ceil(N / batch): expected batch {batch:,}, N {n:,}")
+            widgets.metric(row, "steps", f"{steps:,}",
+                     help=f"{epochs} epochs of int(1 / q) Poisson batches, as opacus draws them")
+
+
 with right:
     st.subheader("What these settings mean")
     try:
@@ -142,88 +229,13 @@ with right:
     elif takes_epsilon:
         st.caption("Shown once ε and δ are valid (see the error below).")
     if "seqpate" in configs:
-        sp = configs["seqpate"].seqpate
-        with st.container(border=True):
-            st.markdown("**SeqPATE noise** (calibrated before the first query)")
-            if math.isinf(eps):
-                st.warning("ε = ∞: no noise at all; the run is labelled non-private.")
-            laplace = sp.ablation in LAPLACE_ABLATIONS
-            row = widgets.wrapping_row()
-            if laplace:
-                with st.spinner("PLD accountant…"):
-                    scale = privacy_math.seqpate_laplace_scale(eps, delta, sp.query_budget)
-                widgets.metric(row, "Laplace scale b", f"{scale:.4g}",
-                         help="the -gaussian and -all ablations add Laplace noise of scale b to each entry: density "
-                              "e^(-|x|/b) / (2b)")
-                widgets.metric(row, "b / L1 sensitivity", f"{scale / 2:.4g}",
-                               help="one teacher changes the sum by 2 in L1")
-                widgets.metric(row, "b / M", f"{scale / sp.teachers:.4g}",
-                         help=f"noise relative to the average of the M = {sp.teachers} teacher distributions")
-            else:
-                noise = privacy_math.seqpate_noise(eps, delta, sp.query_budget)
-                widgets.metric(row, "noise multiplier z", f"{noise['z']:.4g}", help="std / L2 sensitivity")
-                widgets.metric(row, "noise std σ", f"{noise['std']:.4g}",
-                         help="σ = z·√2: one teacher changes the sum by √2")
-                widgets.metric(row, "σ / M", f"{noise['std'] / sp.teachers:.4g}",
-                         help=f"noise relative to the average of the M = {sp.teachers} teacher distributions")
-            widgets.metric(row, "query budget Q", f"{sp.query_budget:,}",
-                           help=f"from preset {configs['seqpate'].preset}")
-            # the noise std on the average distribution (a Laplace scale b has std √2·b)
-            relative = (scale * math.sqrt(2) if laplace else noise["std"]) / sp.teachers if math.isfinite(eps) else 0.0
-            if relative > 1:  # as the Calculator says: the teachers' average cannot stand out of this noise
-                st.warning(f"Noise-dominated: the noise std on the teachers' average distribution is {relative:.3g}, "
-                           "where no candidate's average probability exceeds 1, so their answers will carry almost no "
-                           "signal. More teachers, a larger ε or a smaller Q lower it.", icon=":material/warning:")
-            if sp.partition == "by-user":
-                cfg = configs["seqpate"]
-                try:
-                    split = privacy_math.by_user_partition(json.dumps(cfg.to_dict()["data"]), cfg.seed, sp.teachers)
-                except (ValueError, OSError) as exc:  # e.g. more teachers than the paper preset's sentences
-                    errors.append(f"SeqPATE: {exc}")
-                else:
-                    counts = split["histogram"]
-                    st.caption(f"By-user partition: {counts['1']:,} of {split['users']:,} private users in one "
-                               f"teacher, {counts['mean']:.2f} teachers per user on average (Table 5; the run "
-                               "records the same).")
-                    if split["note"]:
-                        st.warning(split["note"], icon=":material/warning:")
-            st.caption(f"{sp.teachers} teacher{'s' if sp.teachers != 1 else ''}, filter {sp.filter}, partition "
-                       f"{sp.partition}, ablation {sp.ablation}; student λ {sp.kd_lambda:g}, lr {sp.student_lr:g} (preset "
-                       f"{configs['seqpate'].preset}). Querying stops after Q releases; accountant: "
-                       + ("PLD (Laplace releases)." if laplace else "exact Gaussian composition."))
-            if sp.filter in ("top-p:1", "top-p:1.0"):
-                st.caption("top-p 1 keeps every token: no candidate filtering, the teachers are queried (and the "
-                           "noise added) on the whole vocabulary.")
-            elif sp.filter == "top-k:1":
-                st.caption("top-k 1 keeps one candidate: the teachers' answer renormalised over it is always 1, so "
-                           "the KL term teaches nothing while the queries still spend the budget (Table 4's top-k 1 "
-                           "row measures the student without its teachers).")
+        errors += seqpate_noise_box(configs["seqpate"], eps, delta)
     dpsgd = [m for m in configs if m in wording.DPSGD_METHODS]
     if dpsgd and valid_privacy and math.isinf(eps):  # as SeqPATE's box says at ε = ∞
         st.warning(f"ε = ∞: {', '.join(wording.method_label(m) for m in dpsgd)} add no noise at all; the runs are "
                    "labelled non-private.")
     elif dpsgd and valid_privacy:
-        with st.container(border=True):
-            st.markdown("**DP-SGD noise** (calibrated before training, as each run will)")
-            for method in dpsgd:  # each its own batch: NoisySGD-GC+pseudo samples ghost clipping's large one
-                cfg = configs[method]
-                n, batch, epochs = cfg.data.private_train, dpsgd_batch_size(cfg), cfg.dpsgd.epochs
-                if n is None:
-                    st.caption(f"{wording.method_label(method)}: preset paper uses the whole corpus, so the run "
-                               "calibrates once the data is loaded.")
-                    continue
-                q, steps = privacy_math.poisson_shape(n, batch, epochs)
-                with st.spinner("PLD accountant…"):
-                    z = privacy_math.dpsgd_noise(eps, delta, q, steps)
-                adp_note = (" (the smallest noise any batch gets, the one accounted: ADP's base σ is this divided by "
-                            "the smallest batch weight, and each batch gets σ times its weight)")
-                st.caption(wording.method_label(method) + (adp_note if method == "adp" else ""))
-                row = widgets.wrapping_row()
-                widgets.metric(row, "noise multiplier", f"{z:.4g}")
-                widgets.metric(row, "sampling rate q", f"{q:.4g}",
-                         help=f"1 / ceil(N / batch): expected batch {batch:,}, N {n:,}")
-                widgets.metric(row, "steps", f"{steps:,}",
-                         help=f"{epochs} epochs of int(1 / q) Poisson batches, as opacus draws them")
+        dpsgd_noise_box(configs, dpsgd, eps, delta)
     fixed = [m for m in settings["methods"] if fixed_epsilon(m) is not None]
     if fixed:
         its, they = ("its", "it reads") if len(fixed) == 1 else ("their", "they read")

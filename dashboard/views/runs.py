@@ -7,6 +7,7 @@ import streamlit as st
 
 from core.config import ConfigError, effective_hash
 from core.runs import RunError, jobs
+from core.runs.store import RunDir
 from dashboard import estimate, loading, tables, widgets, wording
 
 DP_SGD_PROGRESS_NOTE = ("DP-SGD and ADP log no loss of their private training: a batch's loss is computed from "
@@ -99,7 +100,27 @@ def live_view() -> None:
         # a job started, ended or appeared: a full rerun brings the rest of the page (Compare's runs and their
         # numbers) up to date, and stops the polling once the last job has ended
         st.rerun()
+    view = filtered_runs(df)
+    runs_table(view, df, still_active)
 
+    st.subheader("Run details")
+    records = {r["run_id"]: r for r in df.to_dict("records")}
+    ids = list(view["run_id"])
+    if not ids:  # details of a run the filters hide would look like a match
+        st.caption("No run matches the filters above.")
+        return
+    run_id = chosen_run(ids, records)
+    record = records[run_id]
+    if (st.session_state.get("runs_confirm") or (None, run_id))[1] != run_id:
+        st.session_state.pop("runs_confirm", None)  # a question about another run is dropped, not kept for later
+    run = loading.get_run(run_id)
+    run_summary(record, run)
+    run_actions(record, run)
+    log_and_progress(record, run)
+
+
+def filtered_runs(df: pd.DataFrame) -> pd.DataFrame:
+    """The runs the Source, State and Search filters keep."""
     f1, f2, f3 = st.columns([2, 2, 3])
     # pills: a multiselect's chips shrank to "l ×" at 900 px
     sources = f1.pills("Source", ["live", "cached"], selection_mode="multi", default=["live", "cached"],
@@ -116,6 +137,11 @@ def live_view() -> None:
         view = view[view["run_id"].str.lower().str.contains(needle, regex=False)
                     | methods.str.lower().str.contains(needle, regex=False)
                     | methods.map(wording.method_label).str.lower().str.contains(needle, regex=False)]
+    return view
+
+
+def runs_table(view: pd.DataFrame, df: pd.DataFrame, still_active: bool) -> None:
+    """The table of the runs shown, and a caption counting them by state."""
     # what a watcher looks for first on the left (a 1400 px window shows about ten columns)
     table = pd.DataFrame({
         "run": view["run_id"],
@@ -160,12 +186,10 @@ def live_view() -> None:
     st.caption(" · ".join(shown + [f"{state}: {n}" for state, n in counts.items()]) +
                ("  —  refreshing every 2 s while jobs run" if still_active else ""))
 
-    st.subheader("Run details")
-    records = {r["run_id"]: r for r in df.to_dict("records")}
-    ids = list(view["run_id"])
-    if not ids:  # details of a run the filters hide would look like a match
-        st.caption("No run matches the filters above.")
-        return
+
+
+def chosen_run(ids: list[str], records: dict[str, dict]) -> str:
+    """The run whose details show: a run just launched by Rerun, else the one chosen, else the first active one."""
     default = next((i for i in ids if records[i]["state"] in loading.ACTIVE_STATES), ids[0])
     pending = st.session_state.pop("runs_select_next", None)
     if pending in ids:
@@ -174,11 +198,11 @@ def live_view() -> None:
         st.session_state["runs_selected"] = default
     run_id = st.selectbox("Run", ids, key="runs_selected",
                           format_func=lambda i: wording.run_option_label(records[i], live=True))
-    record = records[run_id]
-    if (st.session_state.get("runs_confirm") or (None, run_id))[1] != run_id:
-        st.session_state.pop("runs_confirm", None)  # a question about another run is dropped, not kept for later
-    run = loading.get_run(run_id)
+    return run_id
 
+
+def run_summary(record: dict, run: RunDir) -> None:
+    """State, progress, times; a failed run's error and traceback, a finished run's guarantee and statement."""
     row = widgets.wrapping_row()  # wraps on a narrow page (equal columns cut 'running' to 'run…')
     # the stage under the state, in small type: stage names ("private-finetune", a method's name) are long
     row.metric("state", record["state"], delta=f"stage: {record['stage'] or '–'}", delta_color="off",
@@ -211,6 +235,11 @@ def live_view() -> None:
             with st.expander("Privacy statement (statement.md)"):
                 st.markdown(wording.statement_body(statement))
 
+
+
+def run_actions(record: dict, run: RunDir) -> None:
+    """Cancel, Delete and Rerun, each asked to confirm, and the note an action leaves for FLASH_SECONDS."""
+    run_id = record["run_id"]
     actions = st.container(horizontal=True)  # buttons as wide as their labels (columns cut them to 'Ca…')
     is_live = record["source"] == "live"
     if actions.button("Cancel", key="runs_cancel", disabled=not (is_live and record["state"] in loading.ACTIVE_STATES),
@@ -257,6 +286,11 @@ def live_view() -> None:
     elif message:
         st.session_state.pop("runs_flash")
 
+
+
+def log_and_progress(record: dict, run: RunDir) -> None:
+    """The log's tail and, on request, the run's training curves."""
+    synth = wording.is_synth_method(record["method"])
     tail = run.log_tail(40)
     with st.expander("Log tail (last 40 lines)", expanded=record["state"] in loading.ACTIVE_STATES + ("failed",)):
         st.code(tail or "(no log: cached runs and runs started from the command line keep none)", language="text")
