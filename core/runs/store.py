@@ -644,6 +644,8 @@ class RunDir:
             if missing := self.missing_files():
                 return f"state done, but {', '.join(missing)} missing"
             self.config(), self.privacy(), self.progress(), self.phrases()
+            if empty := self.damaged_files():  # parsed, but null or {}: nothing to read results from
+                return f"state done, but {', '.join(empty)} empty"
             if cut := self.completions_cut_short():
                 return f"state done, but {cut}"
         except RunFormatError as e:

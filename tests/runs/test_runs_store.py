@@ -34,6 +34,23 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
 
 
+def test_a_finished_run_with_an_empty_record_is_not_complete(tmp_path: Path) -> None:
+    """`core runs list` and the dashboard fail a done run whose privacy.json or metrics.json holds {} or null
+    (RunDir.damaged_files); is_complete, which sweep, compare, report and `runs show` ask, said complete."""
+    cfg = RunConfig()
+    run = RunDir.create(tmp_path / "r", cfg.to_dict(), cfg.seed)
+    run.write_privacy({"epsilon": 3.0})
+    run.write_metrics({"ppl": 10.0})
+    run.write_completions([])
+    run.log_progress("done", progress=1.0)
+    run.set_status(state="done", stage="done", progress=1.0)
+    assert run.is_complete()
+    (run.path / "privacy.json").write_text("{}")
+    (run.path / "metrics.json").write_text("null")
+    assert not run.is_complete()
+    assert run.incomplete_reason() == "state done, but privacy.json, metrics.json empty"
+
+
 def test_a_failed_atomic_write_keeps_the_old_file_and_leaves_no_temp_file(tmp_path: Path, monkeypatch) -> None:
     """A write that fails half-way (disk full, a kill) must leave the previous file whole and no stray temp file
     (one per failed write would pile up in the run folder)."""

@@ -20,13 +20,21 @@ def run(tmp_path, name, **overrides):
 
 
 TEACHER_DATA: dict[str, list] = {}  # what the run handed its executor, recorded by seqpate_run
+ENCODED: list[tuple[list[str], list]] = []  # (texts, token ids) of every Workspace.encode call of that run
 
 
 @pytest.fixture(scope="module")
 def seqpate_run(tmp_path_factory):
+    from core.runs.pipeline import Workspace
     from core.seqpate import run as seqpate_module
 
     real = seqpate_module.get_executor
+    real_encode = Workspace.encode
+
+    def encode_recorded(self, texts):
+        out = real_encode(self, texts)
+        ENCODED.append((list(texts), out))
+        return out
 
     def recording(name, ray_address=""):
         executor = real(name, ray_address)
@@ -41,6 +49,7 @@ def seqpate_run(tmp_path_factory):
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(seqpate_module, "get_executor", recording)
+        patch.setattr(Workspace, "encode", encode_recorded)
         return run(tmp_path_factory.mktemp("seqpate"), "eps3", privacy__epsilon=3.0)
 
 
@@ -76,16 +85,21 @@ def test_progress_shows_each_teacher_and_student_epochs(seqpate_run):
 def test_each_private_sentence_trains_exactly_one_teacher(seqpate_run):
     """sqrt(2) bounds one sentence's effect only if it sits in one teacher's data: the teachers the run trained get
     disjoint parts of the private train set, together all of it, as assign_teachers cut it."""
+    import numpy as np
+
     from core.data import load_prepared
     from core.seqpate.partition import assign_teachers
 
     cfg, _ = seqpate_run
-    users = [s.user_id for s in load_prepared(cfg.data, cfg.seed).private_train]
+    private = load_prepared(cfg.data, cfg.seed).private_train
+    users = [s.user_id for s in private]
     teacher_of = assign_teachers(cfg.seqpate.partition, users, cfg.seqpate.teachers, cfg.seed)
+    (private_seqs,) = [ids for texts, ids in ENCODED if texts == [s.text for s in private]]
     handed = TEACHER_DATA["eps3"]
     assert [m for m, _ in handed] == list(range(cfg.seqpate.teachers))
-    assert [len(seqs) for _, seqs in handed] == [int((teacher_of == m).sum()) for m in range(cfg.seqpate.teachers)]
-    assert sum(len(seqs) for _, seqs in handed) == len(users)
+    for m, seqs in handed:  # teacher m gets exactly the sentences assign_teachers gave it
+        assert seqs == [private_seqs[i] for i in np.flatnonzero(teacher_of == m)]
+    assert sum(len(seqs) for _, seqs in handed) == len(private) and len(set(teacher_of.tolist())) > 1
 
 
 def test_metrics_and_completions_are_complete(seqpate_run):
