@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -40,6 +41,24 @@ def test_cached_runs_ship_and_stay_small():
     assert total < MAX_TOTAL_BYTES, f"cached_runs/ holds {total / 2**20:.1f} MiB"
     assert not [f for f in CACHED.rglob("*") if f.suffix in (".bin", ".safetensors", ".pt", ".pth")], "weights"
     assert (CACHED / "REPORT.md").is_file()
+
+
+def test_every_shipped_leak_rate_recounts_from_the_runs_own_completions_and_names():
+    """R_name (App. O) is the share of completions holding a private user's name: recounted here from each shipped
+    run's completions.jsonl and the names of its phrases.csv, with a plain whole-word search, not the audit's
+    matcher. One run leaks (quick Pri-GPT, seed 2: 0.001), so a recount that found no names would not pass."""
+    recounted = {}
+    for path in RUNS:
+        run = RunDir(path, source="cached")
+        names = [row["phrase"] for row in run.phrases() if row["kind"] == "name"]
+        if not names or run.metrics().get("r_name") is None:
+            continue
+        named = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, names)) + r")(?!\w)", re.IGNORECASE)
+        completions = run.completions()
+        recounted[path.name] = (sum(bool(named.search(row["completion"])) for row in completions) / len(completions),
+                                run.metrics()["r_name"])
+    assert len(recounted) > 50 and any(stored > 0 for _, stored in recounted.values())
+    assert {name: pair for name, pair in recounted.items() if pair[0] != pytest.approx(pair[1], abs=1e-12)} == {}
 
 
 @pytest.mark.parametrize("path", RUNS, ids=[p.name for p in RUNS])
