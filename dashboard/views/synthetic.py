@@ -37,31 +37,45 @@ st.caption("DP conditional text generation for a labelled data set (the paper \"
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def read_lines(signature: tuple, path: str, source: str, name: str) -> list[dict]:
+def read_lines(signature: tuple, path: str, source: str, name: str) -> tuple[list[dict], int]:
+    """The rows of a finished run's JSON-lines file, and how many lines did not read as a JSON object."""
     text = RunDir(path, source=source).read_text(name) or ""
-    rows = []
+    rows, bad = [], 0
     for line in text.splitlines():
         try:
-            rows.append(json.loads(line))
+            row = json.loads(line)
         except json.JSONDecodeError:
-            continue  # a line being written
-    return rows
+            row = None
+        if isinstance(row, dict):
+            rows.append(row)
+        else:
+            bad += 1
+    return rows, bad
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def read_points(signature: tuple, path: str, source: str) -> pd.DataFrame:
+def read_points(signature: tuple, path: str, source: str) -> tuple[pd.DataFrame, int]:
+    """The embedding plot's points (x, y, label), and how many rows had no numeric x and y."""
     text = RunDir(path, source=source).read_text("embeddings.csv") or ""
-    rows = list(csv.DictReader(io.StringIO(text)))
-    frame = pd.DataFrame(rows, columns=["x", "y", "label"])
-    return frame.astype({"x": float, "y": float}) if not frame.empty else frame
+    frame = pd.DataFrame(list(csv.DictReader(io.StringIO(text))), columns=["x", "y", "label"])
+    frame = frame.assign(x=pd.to_numeric(frame["x"], errors="coerce"), y=pd.to_numeric(frame["y"], errors="coerce"))
+    numeric = frame[["x", "y"]].notna().all(axis=1)
+    return frame[numeric].reset_index(drop=True), int((~numeric).sum())
 
 
 def run_file(run_id: str, name: str):
+    """A synthetic run's samples.jsonl rows or embeddings.csv points; a damaged line is left out and counted in a
+    warning (it had been skipped without a word, and a garbled coordinate failed the page)."""
     run = loading.get_run(run_id)
     signature = loading.file_signature(run.path, (name,))
     if name == "embeddings.csv":
-        return read_points(signature, str(run.path), run.source)
-    return read_lines(signature, str(run.path), run.source, name)
+        content, bad = read_points(signature, str(run.path), run.source)
+    else:
+        content, bad = read_lines(signature, str(run.path), run.source, name)
+    if bad:
+        st.warning(f"{run_id}: {bad:,} line{'s' * (bad != 1)} of {name} did not read and "
+                   f"{'are' if bad != 1 else 'is'} left out.", icon=":material/error:")
+    return content
 
 
 def as_printed(value: float | None, decimals: int = 3) -> float | None:

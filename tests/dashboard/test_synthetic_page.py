@@ -254,3 +254,18 @@ def test_a_filter_run_whose_sample_count_is_garbled_shows_no_kept_caption_rather
     _edit_json(roots["live"] / "s-filter-3" / "metrics.json", lambda m: m.update(n_synthetic=6))
     at = open_tab(open_page("synthetic"), "synth_tab", "One run: embeddings and samples")
     assert [c for c in at.caption if c.value.startswith("The filter kept 2 of 6 samples")]
+
+
+def test_a_damaged_samples_or_embeddings_line_is_counted_not_skipped_silently_or_fatal(roots):
+    """A bad samples.jsonl line was skipped without a word; a non-numeric coordinate in embeddings.csv failed the
+    page (astype(float))."""
+    write_synth_run(roots["live"], "s-filter-3", "filter", 3.0, 0.3)
+    folder = roots["live"] / "s-filter-3"
+    (folder / "samples.jsonl").write_text((folder / "samples.jsonl").read_text() + "{not json\n[1]\n")
+    (folder / "embeddings.csv").write_text((folder / "embeddings.csv").read_text() + "abc,1,positive\n")
+    at = open_tab(open_page("synthetic"), "synth_tab", "One run: embeddings and samples")
+    assert not at.exception
+    warnings = [w.value for w in at.warning]
+    assert "s-filter-3: 2 lines of samples.jsonl did not read and are left out." in warnings
+    assert "s-filter-3: 1 line of embeddings.csv did not read and is left out." in warnings
+    assert len(at.dataframe[0].value) == 2  # the two good samples still show
