@@ -103,6 +103,36 @@ def side_by_side_defaults(pool: pd.DataFrame) -> list[str]:
                   key=lambda i: (records[i]["method"] != "seqpate", method_order(records[i]["method"])))
 
 
+def histogram_candidates(records: Mapping[str, Mapping[str, Any]], run_id: str) -> list[str]:
+    """Runs (in records' order, newest first) the Phrases histogram may add beside run_id: of its preset and seed
+    (another seed splits the users anew, so its runs hold other names), of another method, with phrases that can
+    sit on a log axis (ε neither 0 nor ∞)."""
+    me = records[run_id]
+    return [i for i, r in records.items() if r["preset"] == me["preset"] and same_seed(r, me)
+            and r["method"] != me["method"] and present(r["epsilon"]) and 0 < r["epsilon"] < math.inf]
+
+
+def histogram_defaults(records: Mapping[str, Mapping[str, Any]], run_id: str, kinds: set[str],
+                       kinds_of: Mapping[str, set[str]]) -> list[str]:
+    """The Phrases histogram's default runs: run_id and up to three of kinds_of's runs (histogram_candidates, with
+    the phrase kinds each holds), one per method, the closest in kind first: holding every kind of phrase run_id
+    holds (its canaries too), the same privacy target (phrase-avg or sample), the same target ε, at the preset's
+    defaults rather than a variant; then the newest."""
+    me = records[run_id]
+    order = list(kinds_of)
+
+    def unlike(i: str) -> tuple[bool, bool, bool, bool]:
+        r = records[i]
+        return (not kinds <= kinds_of[i], r["privacy_target"] != me["privacy_target"],
+                r["epsilon_target"] != me["epsilon_target"], bool(r["variant"]) and r["privacy_target"] == "sample")
+
+    best: dict[str, str] = {}
+    for i in order:  # newest first: on a tie the latest run of the method stays
+        if records[i]["method"] not in best or unlike(i) < unlike(best[records[i]["method"]]):
+            best[records[i]["method"]] = i
+    return [run_id] + sorted(best.values(), key=lambda i: (unlike(i), order.index(i)))[:3]
+
+
 def headline_table(df: pd.DataFrame, include_variants: bool = False) -> pd.DataFrame:
     """Method, setting, accounted ε, δ, PPL, BLEU-4 (means over seeds), R_name, runs: one row per configuration
     (and preset: a `preset` column leads when the frame holds several).

@@ -131,29 +131,9 @@ def show_table() -> None:
 def show_histogram() -> None:
     """Histogram of phrase ε for the chosen run and others of its preset."""
     options = list(records)
-    same_preset = [i for i in options if records[i]["preset"] == records[run_id]["preset"]]
-    # by default one run of each other method whose phrases can sit on a log axis (not ε = 0 or ∞), of the chosen
-    # run's seed (another seed splits the users anew, so its runs hold other names), the closest in kind: holding
-    # every kind of phrase it holds (its canaries too), the same privacy target (phrase-avg or sample) and target
-    # ε, then at the preset's defaults rather than a variant, then the latest
-    me = records[run_id]
-    noisy = [i for i in same_preset if wording.present(records[i]["epsilon"]) and 0 < records[i]["epsilon"] < math.inf
-             and loading.same_seed(records[i], me) and records[i]["method"] != me["method"]]
-
-    # read once
-    kinds_of = {i: {r.get("kind") for r in loading.read_shown(loading.get_run(i), "phrases")} for i in noisy}
-
-    def unlike(i: str) -> tuple[bool, bool, bool, bool]:
-        r = records[i]
-        return (not set(kinds) <= kinds_of[i], r["privacy_target"] != me["privacy_target"],
-                r["epsilon_target"] != me["epsilon_target"], bool(r["variant"]) and r["privacy_target"] == "sample")
-
-    best: dict[str, str] = {}
-    for i in noisy:  # newest first: on a tie the latest run of the method stays
-        if records[i]["method"] not in best or unlike(i) < unlike(best[records[i]["method"]]):
-            best[records[i]["method"]] = i
-    others = sorted(best.values(), key=lambda i: (unlike(i), noisy.index(i)))
-    default = [run_id] + others[:3]
+    candidates = tables.histogram_candidates(records, run_id)
+    kinds_of = {i: {r.get("kind") for r in loading.read_shown(loading.get_run(i), "phrases")} for i in candidates}
+    default = tables.histogram_defaults(records, run_id, set(kinds), kinds_of)
     chosen = st.multiselect("Runs in the histogram", options, default=default,
                             key=f"phrases_hist_runs_{run_id}", persist_state="page",
                             format_func=lambda i: wording.run_option_label(records[i]))

@@ -330,3 +330,30 @@ def test_launch_limits_apply_to_the_methods_that_read_them_and_damaged_leak_coun
     frame = loading.runs_frame()
     assert frame.loc[0, "r_name_names"] is None or math.isnan(frame.loc[0, "r_name_names"])
     assert tables.leak_scope(frame) == ""  # nothing recorded that reads as a count
+
+
+def test_the_phrase_histogram_opens_on_the_closest_run_of_each_other_method():
+    """Beside the chosen run: one run per other method of its preset and seed with a finite ε, preferring one that
+    holds its kinds of phrase, then its privacy target, then its target ε, then the defaults, then the newest."""
+    def rec(method, eps=3.0, target="sample", variant="", seed=0, preset="tiny", eps_target=3.0):
+        return {"method": method, "epsilon": eps, "privacy_target": target, "variant": variant, "seed": seed,
+                "preset": preset, "epsilon_target": eps_target}
+
+    records = {
+        "me": rec("seqpate", target="phrase-avg"),
+        "sgd-new-sample": rec("noisysgd-gc+pseudo"),
+        "sgd-avg": rec("noisysgd-gc+pseudo", eps=0.43, target="phrase-avg"),
+        "pri": rec("pri-gpt", eps=math.inf, eps_target=None),  # no finite ε: never on the log axis
+        "other-seed": rec("noisysgd", seed=1),
+        "other-preset": rec("noisysgd", preset="quick"),
+        "dp-names-only": rec("noisysgd"),
+        "dp-canaries": rec("noisysgd", eps=8.0, eps_target=8.0),
+        "adp": rec("adp"),
+    }
+    candidates = tables.histogram_candidates(records, "me")
+    assert candidates == ["sgd-new-sample", "sgd-avg", "dp-names-only", "dp-canaries", "adp"]
+    kinds_of = {i: {"name", "canary"} for i in candidates} | {"dp-names-only": {"name"}, "adp": {"name"}}
+    # GC: its phrase-avg run, as the chosen one, over the newer sample one; NoisySGD: the one with canaries too, at
+    # another ε, over the one of the same ε without them; ADP, unlike in kind, last
+    assert tables.histogram_defaults(records, "me", {"name", "canary"}, kinds_of) == [
+        "me", "sgd-avg", "dp-canaries", "adp"]
