@@ -185,7 +185,7 @@ def audit_run_dir(path: str | Path) -> dict[str, Any]:
     if not run.exists():
         raise FileNotFoundError(f"not a run directory: {path}")
     # not refused for what incomplete_reason() also counts, a garbled phrases.csv: the audit rewrites it
-    if run.state() != "done" or run.missing_files():
+    if run.state() != "done" or run.damaged_files():
         raise ValueError(f"{path}: not a finished run ({run.incomplete_reason()})")
     if cut := run.completions_cut_short():  # the lines left were scored as if they were all
         raise ValueError(f"{path}: {cut}")

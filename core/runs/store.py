@@ -643,7 +643,7 @@ class RunDir:
                 return f"state {state}"
             if missing := self.missing_files():
                 return f"state done, but {', '.join(missing)} missing"
-            self.config(), self.privacy(), self.progress(), self.phrases()
+            self.config(), self.privacy(), self.metrics(), self.progress(), self.phrases()
             if empty := self.damaged_files():  # parsed, but null or {}: nothing to read results from
                 return f"state done, but {', '.join(empty)} empty"
             if cut := self.completions_cut_short():

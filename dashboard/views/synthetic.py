@@ -42,6 +42,8 @@ def read_lines(signature: tuple, path: str, source: str, name: str) -> tuple[lis
     text = RunDir(path, source=source).read_text(name) or ""
     rows, bad = [], 0
     for line in text.splitlines():
+        if not line.strip():  # as core.runs.store.read_jsonl: a blank line is no row, not a damaged one
+            continue
         try:
             row = json.loads(line)
         except json.JSONDecodeError:
@@ -55,12 +57,12 @@ def read_lines(signature: tuple, path: str, source: str, name: str) -> tuple[lis
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def read_points(signature: tuple, path: str, source: str) -> tuple[pd.DataFrame, int]:
-    """The embedding plot's points (x, y, label), and how many rows had no numeric x and y."""
+    """The embedding plot's points (x, y, label), and how many rows lacked a numeric x and y or a label."""
     text = RunDir(path, source=source).read_text("embeddings.csv") or ""
     frame = pd.DataFrame(list(csv.DictReader(io.StringIO(text))), columns=["x", "y", "label"])
     frame = frame.assign(x=pd.to_numeric(frame["x"], errors="coerce"), y=pd.to_numeric(frame["y"], errors="coerce"))
-    numeric = frame[["x", "y"]].notna().all(axis=1)
-    return frame[numeric].reset_index(drop=True), int((~numeric).sum())
+    whole = frame[["x", "y"]].notna().all(axis=1) & frame["label"].notna() & frame["label"].astype(str).ne("")
+    return frame[whole].reset_index(drop=True), int((~whole).sum())
 
 
 def run_file(run_id: str, name: str):

@@ -236,3 +236,12 @@ def test_an_audit_that_cannot_read_the_corpus_says_so_instead_of_finding_fewer_n
     with pytest.raises(OSError, match="corpus unreadable"):
         audit_run_dir(run_dir)
     assert {p.name: p.read_bytes() for p in run_dir.iterdir()} == before
+
+
+def test_the_audit_refuses_a_finished_run_whose_record_was_emptied(tmp_path):
+    """It read metrics.json = null as a run to audit and failed on it (AttributeError) rather than saying why."""
+    run_dir = tmp_path / "tiny-pub-gpt"
+    shutil.copytree(SHIPPED / run_dir.name, run_dir)
+    (run_dir / "metrics.json").write_text("null")
+    with pytest.raises(ValueError, match=r"not a finished run \(state done, but metrics.json empty\)"):
+        audit_run_dir(run_dir)

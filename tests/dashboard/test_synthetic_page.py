@@ -261,11 +261,12 @@ def test_a_damaged_samples_or_embeddings_line_is_counted_not_skipped_silently_or
     page (astype(float))."""
     write_synth_run(roots["live"], "s-filter-3", "filter", 3.0, 0.3)
     folder = roots["live"] / "s-filter-3"
-    (folder / "samples.jsonl").write_text((folder / "samples.jsonl").read_text() + "{not json\n[1]\n")
-    (folder / "embeddings.csv").write_text((folder / "embeddings.csv").read_text() + "abc,1,positive\n")
+    (folder / "samples.jsonl").write_text((folder / "samples.jsonl").read_text() + "{not json\n\n[1]\n")
+    # a non-numeric coordinate, and a row cut short (no label: sorting the labels failed the page)
+    (folder / "embeddings.csv").write_text((folder / "embeddings.csv").read_text() + "abc,1,positive\n3,4\n")
     at = open_tab(open_page("synthetic"), "synth_tab", "One run: embeddings and samples")
     assert not at.exception
     warnings = [w.value for w in at.warning]
     assert "s-filter-3: 2 lines of samples.jsonl did not read and are left out." in warnings
-    assert "s-filter-3: 1 line of embeddings.csv did not read and is left out." in warnings
+    assert "s-filter-3: 2 lines of embeddings.csv did not read and are left out." in warnings
     assert len(at.dataframe[0].value) == 2  # the two good samples still show

@@ -53,7 +53,9 @@ def test_every_shipped_leak_rate_recounts_from_the_runs_own_completions_and_name
         names = [row["phrase"] for row in run.phrases() if row["kind"] == "name"]
         if not names or run.metrics().get("r_name") is None:
             continue
-        named = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, names)) + r")(?!\w)", re.IGNORECASE)
+        # a name's words in a row, anything but a word character between them (as the audit splits a phrase)
+        spelled = ["\\W+".join(map(re.escape, re.findall(r"\w+", name))) for name in names]
+        named = re.compile(r"(?<!\w)(?:" + "|".join(spelled) + r")(?!\w)", re.IGNORECASE)
         completions = run.completions()
         recounted[path.name] = (sum(bool(named.search(row["completion"])) for row in completions) / len(completions),
                                 run.metrics()["r_name"])

@@ -49,6 +49,8 @@ def test_a_finished_run_with_an_empty_record_is_not_complete(tmp_path: Path) -> 
     (run.path / "metrics.json").write_text("null")
     assert not run.is_complete()
     assert run.incomplete_reason() == "state done, but privacy.json, metrics.json empty"
+    (run.path / "metrics.json").write_text("{not json")  # garbled, not empty: said as such
+    assert run.incomplete_reason().startswith(f"state done, but invalid JSON in {run.path / 'metrics.json'}")
 
 
 def test_a_failed_atomic_write_keeps_the_old_file_and_leaves_no_temp_file(tmp_path: Path, monkeypatch) -> None:
