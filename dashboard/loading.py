@@ -354,34 +354,20 @@ def lowest_seed_first(run_ids: Sequence[str], records: dict[str, dict[str, Any]]
 
 
 def _cached_reader(kind: str):
+    """A cached reader of one kind of run file: the RunDir method of that name (completions, phrases, ...)."""
     def read(key: str, _path: str, _source: str):
-        run = RunDir(Path(_path), source=_source)
-        if kind == "completions":
-            return run.completions()
-        if kind == "phrases":
-            return run.phrases()
-        if kind == "progress":
-            return run.progress()
-        if kind == "config":
-            return run.config()
-        if kind == "privacy":
-            return run.privacy()
-        if kind == "metrics":
-            return run.metrics()
-        raise ValueError(kind)
+        return getattr(RunDir(Path(_path), source=_source), kind)()
 
     read.__name__ = f"read_{kind}"
     read.__qualname__ = f"read_{kind}"
     return st.cache_data(show_spinner=False, max_entries=500)(read)
 
 
-_READERS = {
-    kind: _cached_reader(kind) for kind in ("completions", "phrases", "progress", "config", "privacy", "metrics")
-}
 _FILE_OF = {
     "completions": store.COMPLETIONS, "phrases": store.PHRASES, "progress": store.PROGRESS,
     "config": store.CONFIG, "privacy": store.PRIVACY, "metrics": store.METRICS,
 }
+_READERS = {kind: _cached_reader(kind) for kind in _FILE_OF}
 
 
 def read_run(run: RunDir, kind: str) -> Any:

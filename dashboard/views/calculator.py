@@ -34,7 +34,7 @@ def std_box(where) -> float | None:
     """The σ box "ε from noise" and "queries from ε and noise" share: 100 until a σ is typed or computed."""
     first = {} if STD_KEY in st.session_state else {"value": 100.0}  # a value set by the page is not overridden
     return widgets.float_input(where, "noise std σ", min_value=0.01, max_value=MAX_STD, step=10.0, key=STD_KEY,
-                         persist_state="page", **first)
+                               persist_state="page", **first)
 
 
 def seqpate_calculator() -> None:
@@ -43,11 +43,11 @@ def seqpate_calculator() -> None:
     a, b, d, e = st.columns(4)
     delta = widgets.delta_input(d, key="calc_sp_delta", persist_state="page")
     teachers = widgets.count_input(e, "teachers M", value=QUICK_TEACHERS, max_value=MAX_COUNT, key="calc_sp_teachers",
-                             persist_state="page")
+                                   persist_state="page")
     if mode == "noise from ε":
         eps = widgets.epsilon_input(a, key="calc_sp_eps", persist_state="page")
         queries = widgets.count_input(b, "queries Q", value=QUICK_QUERIES, max_value=MAX_COUNT, step=100,
-                                key="calc_sp_queries", persist_state="page")
+                                      key="calc_sp_queries", persist_state="page")
         if None in (delta, teachers, eps, queries):  # a box out of its range says so beneath it
             return
         noise = privacy_math.seqpate_noise(eps, delta, queries)
@@ -57,7 +57,7 @@ def seqpate_calculator() -> None:
     elif mode == "ε from noise":
         std = std_box(a)
         queries = widgets.count_input(b, "queries Q", value=QUICK_QUERIES, max_value=MAX_COUNT, step=100,
-                                key="calc_sp_queries", persist_state="page")
+                                      key="calc_sp_queries", persist_state="page")
         if None in (delta, teachers, std, queries):
             return
         eps = privacy_math.seqpate_epsilon(std, queries, delta)
@@ -102,9 +102,9 @@ def dpsgd_calculator() -> None:
                     key="calc_dp_mode", persist_state="page")
     a, b, d = st.columns(3)
     n = widgets.count_input(a, "private training sentences N", value=20000, max_value=MAX_COUNT, step=1000,
-                      key="calc_dp_n", persist_state="page")
+                            key="calc_dp_n", persist_state="page")
     batch = widgets.count_input(b, "expected batch size", value=32, max_value=MAX_COUNT, key="calc_dp_batch",
-                          persist_state="page")
+                                persist_state="page")
     epochs = widgets.float_input(d, "epochs", min_value=0.01, max_value=1000.0, value=2.0, step=0.5,
                                  key="calc_dp_epochs", persist_state="page")
     # every box first, so that none disappears while another's number is refused
@@ -116,7 +116,7 @@ def dpsgd_calculator() -> None:
     else:
         first = {} if SIGMA_KEY in st.session_state else {"value": 1.0}  # a value set by the page is not overridden
         sigma = widgets.float_input(a, "noise multiplier", decimals=SIGMA_DECIMALS, min_value=0.05, max_value=MAX_STD,
-                              step=0.1, key=SIGMA_KEY, persist_state="page", **first)
+                                    step=0.1, key=SIGMA_KEY, persist_state="page", **first)
         given = sigma
     if None in (n, batch, epochs, delta, given):  # a box out of its range says so beneath it
         return

@@ -78,7 +78,7 @@ with left:
         default_teachers = preset_value(preset_for_help, "seqpate", "teachers")
         pair = widgets.wrapping_row()
         widgets.count_input(pair, "Teachers", value=None, min_value=None, key="launch_teachers", disabled=no_seqpate,
-                      placeholder=f"{default_teachers} (preset)", width=FIELD_WIDTH)
+                            placeholder=f"{default_teachers} (preset)", width=FIELD_WIDTH)
         pair.selectbox("Partition", ["random", "by-user"], key="launch_partition", disabled=no_seqpate,
                        width=FIELD_WIDTH,
                        help="by-user keeps each user's sentences in as few teachers as possible (App. F); it needs "
@@ -99,7 +99,7 @@ with left:
             widgets.count_input(pair, "k", min_value=None, key="launch_top_k", disabled=no_seqpate, width=FIELD_WIDTH)
         elif kind == "top-p":
             widgets.float_input(pair, "p", decimals=launch_settings.TOP_P_DECIMALS, step=0.01, key="launch_top_p",
-                          disabled=no_seqpate, width=FIELD_WIDTH)
+                                disabled=no_seqpate, width=FIELD_WIDTH)
         st.selectbox("Ablation", ABLATIONS, key="launch_ablation", disabled=no_seqpate,
                      help="Table 3 of the paper: " + "; ".join(f"{name}: {what}" for name, what in ABLATION_HELP.items()))
 
@@ -138,19 +138,19 @@ def seqpate_noise_box(cfg, eps: float, delta: float) -> list[str]:
             with st.spinner("PLD accountant…"):
                 scale = privacy_math.seqpate_laplace_scale(eps, delta, sp.query_budget)
             widgets.metric(row, "Laplace scale b", f"{scale:.4g}",
-                     help="the -gaussian and -all ablations add Laplace noise of scale b to each entry: density "
+                           help="the -gaussian and -all ablations add Laplace noise of scale b to each entry: density "
                           "e^(-|x|/b) / (2b)")
             widgets.metric(row, "b / L1 sensitivity", f"{scale / 2:.4g}",
                            help="one teacher changes the sum by 2 in L1")
             widgets.metric(row, "b / M", f"{scale / sp.teachers:.4g}",
-                     help=f"noise relative to the average of the M = {sp.teachers} teacher distributions")
+                           help=f"noise relative to the average of the M = {sp.teachers} teacher distributions")
         else:
             noise = privacy_math.seqpate_noise(eps, delta, sp.query_budget)
             widgets.metric(row, "noise multiplier z", f"{noise['z']:.4g}", help="std / L2 sensitivity")
             widgets.metric(row, "noise std σ", f"{noise['std']:.4g}",
-                     help="σ = z·√2: one teacher changes the sum by √2")
+                           help="σ = z·√2: one teacher changes the sum by √2")
             widgets.metric(row, "σ / M", f"{noise['std'] / sp.teachers:.4g}",
-                     help=f"noise relative to the average of the M = {sp.teachers} teacher distributions")
+                           help=f"noise relative to the average of the M = {sp.teachers} teacher distributions")
         widgets.metric(row, "query budget Q", f"{sp.query_budget:,}",
                        help=f"from preset {cfg.preset}")
         # the noise std on the average distribution (a Laplace scale b has std √2·b)
@@ -205,9 +205,9 @@ def dpsgd_noise_box(configs: dict, methods: list[str], eps: float, delta: float)
             row = widgets.wrapping_row()
             widgets.metric(row, "noise multiplier", f"{z:.4g}")
             widgets.metric(row, "sampling rate q", f"{q:.4g}",
-                     help=f"1 / ceil(N / batch): expected batch {batch:,}, N {n:,}")
+                           help=f"1 / ceil(N / batch): expected batch {batch:,}, N {n:,}")
             widgets.metric(row, "steps", f"{steps:,}",
-                     help=f"{epochs} epochs of int(1 / q) Poisson batches, as opacus draws them")
+                           help=f"{epochs} epochs of int(1 / q) Poisson batches, as opacus draws them")
 
 
 with right:

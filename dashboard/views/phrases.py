@@ -113,7 +113,7 @@ def show_table() -> None:
         f2.caption("No teacher counts in this run (not a SeqPATE run).")
     max_occ = int(phrases["occurrences"].fillna(0).max()) if "occurrences" in phrases and len(phrases) else 0
     min_occ = widgets.count_input(f3, "Occurring at least … times", min_value=0, value=0, key="phrases_min_occ",
-                            persist_state="page", help=f"up to {max_occ:,} in this run")
+                                  persist_state="page", help=f"up to {max_occ:,} in this run")
     view = phrases
     if search:
         view = view[view["phrase"].str.contains(search, case=False, regex=False)]
@@ -228,4 +228,4 @@ def show_exposure() -> None:
 
 
 widgets.lazy_tabs({"Table": show_table, "ε histogram": show_histogram, "Teachers per user": show_teachers_per_user,
-             "Canary exposure": show_exposure}, key="phrases_tab")
+                   "Canary exposure": show_exposure}, key="phrases_tab")

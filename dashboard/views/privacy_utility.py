@@ -21,7 +21,7 @@ finished = loading.finished_frame()
 df = finished[~finished["method"].map(wording.is_synth_method)] if not finished.empty else finished
 if df.empty:
     widgets.no_runs("finished text-generation runs (the synthetic-data runs are on the Synthetic data page)"
-              if not finished.empty else "finished runs")
+                    if not finished.empty else "finished runs")
     st.stop()
 
 preset = widgets.preset_picker(df, key="pu_preset")
@@ -146,4 +146,4 @@ def show_teacher_curve() -> None:
 
 
 widgets.lazy_tabs({"Curves (Fig. 2)": show_curves, "Points": show_points, "Ablations (Table 3)": show_ablations,
-             "Candidate filters (Table 4)": show_filters, "Teachers (App. H)": show_teacher_curve}, key="pu_tab")
+                   "Candidate filters (Table 4)": show_filters, "Teachers (App. H)": show_teacher_curve}, key="pu_tab")

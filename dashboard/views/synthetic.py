@@ -246,9 +246,9 @@ def show_run() -> None:
     chosen = table[table["run"] == run_id].iloc[0]
     row = widgets.wrapping_row()  # five equal columns cut every number to "0.…" at 900 px
     widgets.metric(row, "accuracy (synthetic)", wording.fmt_num(chosen["accuracy (synthetic)"], 3),
-             help="a classifier trained on the synthetic samples, tested on the real test texts")
+                   help="a classifier trained on the synthetic samples, tested on the real test texts")
     widgets.metric(row, "accuracy (real-trained)", wording.fmt_num(chosen["accuracy (real)"], 3),
-             help="the same classifier trained on the real train set instead: the reference")
+                   help="the same classifier trained on the real train set instead: the reference")
     widgets.metric(row, "separability", wording.fmt_num(chosen["separability"], 3))
     widgets.metric(row, "ε", eps_label(chosen["ε"]))
     widgets.metric(row, "δ", wording.fmt_delta(chosen["δ"]))
@@ -295,4 +295,4 @@ def show_run() -> None:
 
 
 widgets.lazy_tabs({"Accuracy vs ε (Table 1)": show_accuracy, "Memorisation (n-grams)": show_memorisation,
-             "One run: embeddings and samples": show_run}, key="synth_tab")
+                   "One run: embeddings and samples": show_run}, key="synth_tab")

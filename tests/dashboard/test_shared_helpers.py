@@ -106,7 +106,7 @@ def test_a_finished_run_whose_files_were_damaged_since_is_failed_and_says_why(ro
     assert loading.finished_frame()["run_id"].tolist() == ["good"]
     (roots["live"] / "good" / "progress.jsonl").unlink()  # after its record was cached: read again
     assert loading.runs_frame().set_index("run_id").loc["good", "error"] == ("finished, but progress.jsonl missing or "
-                                                                       "unreadable since")
+                                                                             "unreadable since")
 
 
 def test_headline_groups_seeds_and_gives_each_variant_its_own_row(roots):
@@ -271,7 +271,7 @@ def test_own_prefix_completion_failures_are_reported_not_cached(roots, monkeypat
     monkeypatch.setattr(subprocess, "run", lambda *args, **kwargs: next(answers))
     loading._cached_own_completions.clear()
     assert loading.complete_own_prefix([run], "my  name") == {"with-weights": {"run": "with-weights",
-                                                                         "error": "error: the prefix is 80 tokens"}}
+                                                                               "error": "error: the prefix is 80 tokens"}}
     # the failure was not cached: the same request asks again and gets the answer
     assert loading.complete_own_prefix([run], "my name")["with-weights"]["completion"] == "hi"
 
