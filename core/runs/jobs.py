@@ -33,7 +33,8 @@ from core.runs.store import (
     RunFormatError,
     RunReadOnlyError,
     now_iso,
-    pid_alive,
+    process_alive,
+    process_start,
 )
 
 # Arguments after sys.executable; the run folder is appended. Tests swap this for a small script.
@@ -217,16 +218,6 @@ def take_ticket(runs_root: str | os.PathLike[str], run: RunDir, pid: int) -> Pat
     return ticket
 
 
-def process_start(pid: int) -> str | None:
-    """When the process with this pid started, in clock ticks since boot (Linux's /proc/PID/stat field 22); None
-    where there is no /proc or no such process."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[-1].split()[19]  # the fields after the command name, which may hold ")" or spaces
-
-
 def _first_in_queue(ticket: Path) -> bool:
     """Whether this ticket is the live waiter's whose run was created first (ties: run id). A ticket whose
     process is gone (a job killed while waiting) is removed, so it holds no one up."""
@@ -237,7 +228,7 @@ def _first_in_queue(ticket: Path) -> bool:
             pid, started, created = info["pid"], info.get("started"), str(info["created"])
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue  # removed in between, or not a ticket
-        if other == ticket or (pid_alive(pid) and (started is None or process_start(pid) in (started, None))):
+        if other == ticket or process_alive(pid, started):
             waiting.append((created, other.name))
         else:
             other.unlink(missing_ok=True)
@@ -284,16 +275,16 @@ def cancel(
         return status
     # The marker first: a job that has not recorded its pid yet still sees it and stops on its own.
     (run.path / CANCEL_MARKER).write_text(now_iso() + "\n")
-    pid = status.get("pid")
-    if isinstance(pid, int) and pid != os.getpid() and pid_alive(pid):
+    pid, started = status.get("pid"), status.get("pid_started")
+    if isinstance(pid, int) and pid != os.getpid() and process_alive(pid, started):
         _signal_job(pid, signal.SIGTERM)
         deadline = time.monotonic() + grace_seconds
-        while pid_alive(pid) and time.monotonic() < deadline:
+        while process_alive(pid, started) and time.monotonic() < deadline:
             time.sleep(0.05)
-        if pid_alive(pid):
+        if process_alive(pid, started):
             _signal_job(pid, signal.SIGKILL)
             deadline = time.monotonic() + 2.0
-            while pid_alive(pid) and time.monotonic() < deadline:
+            while process_alive(pid, started) and time.monotonic() < deadline:
                 time.sleep(0.05)
 
     def change(current: dict[str, Any]) -> dict[str, Any] | None:

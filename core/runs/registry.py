@@ -20,7 +20,7 @@ from core.runs.store import (
     RunDir,
     RunFormatError,
     RunNotFoundError,
-    pid_alive,
+    process_alive,
 )
 
 # core/runs/registry.py -> the repository root is two folders above core/.
@@ -178,7 +178,7 @@ def reconcile(run_dir: RunDir) -> dict[str, Any] | None:
 
     def looks_dead(status: dict[str, Any]) -> bool:
         state, pid = status.get("state"), status.get("pid")
-        return (state == "running" or (state == "queued" and pid)) and not pid_alive(pid)
+        return (state == "running" or (state == "queued" and pid)) and not process_alive(pid, status.get("pid_started"))
 
     status = run_dir.status()
     if status is None or not looks_dead(status):

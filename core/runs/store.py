@@ -256,6 +256,26 @@ def pid_alive(pid: int | None) -> bool:
     return state != ["Z"] and state != ["X"]
 
 
+def process_start(pid: int) -> str | None:
+    """When the process with this pid started, in clock ticks since boot (Linux's /proc/PID/stat field 22); None
+    where there is no /proc or no such process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (OSError, ValueError):
+        return None
+    return stat.rsplit(")", 1)[-1].split()[19]  # the fields after the command name, which may hold ")" or spaces
+
+
+def process_alive(pid: int | None, started: str | None) -> bool:
+    """True if the process recorded as (pid, start time) still runs: its pid alive and started when recorded.
+
+    A pid is reused once its process is gone (after a reboot, or when the system wraps around), so a bare pid
+    would keep a dead job "running" forever and let cancel signal a stranger. A start time not recorded (runs
+    written before it was) or not readable (no /proc) trusts the pid alone.
+    """
+    return pid_alive(pid) and (started is None or process_start(pid) in (started, None))
+
+
 def collect_versions() -> dict[str, str]:
     versions = {"python": platform.python_version()}
     for name in VERSION_PACKAGES:
@@ -449,6 +469,10 @@ class RunDir:
             if fields["progress"] != current.get("progress"):
                 status["progressed"] = now  # when the bar last moved: the dashboard's estimate starts from it
         status.update(fields)
+        if status.get("pid") != current.get("pid") or "pid" in fields:
+            # Which process the pid names, for process_alive: its pid alone may later be another's.
+            pid = status.get("pid")
+            status["pid_started"] = process_start(pid) if pid_alive(pid) else None
         status.setdefault("created", now)
         status["updated"] = now
         atomic_write_json(self.path / STATUS, status)
@@ -692,6 +716,8 @@ __all__ = [
     "is_synth",
     "now_iso",
     "pid_alive",
+    "process_alive",
+    "process_start",
     "read_json",
     "read_jsonl",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -16,6 +17,7 @@ from core.runs import (
     RunNotFoundError,
     RunReadOnlyError,
     cached_root,
+    cancel,
     delete,
     is_safe_run_id,
     list_runs,
@@ -24,6 +26,7 @@ from core.runs import (
     reconcile,
     resolve_run,
 )
+from core.runs.store import process_start
 
 
 def _dead_pid() -> int:
@@ -58,6 +61,34 @@ def test_reconcile_handles_queued_runs(roots: dict[str, Path]) -> None:
     alive = RunDir.create(roots["live"] / "a", {}, seed=0)
     alive.set_status(state="running", pid=os.getpid())
     assert reconcile(alive)["state"] == "running"
+
+
+def test_a_pid_taken_by_another_process_is_not_the_job(roots: dict[str, Path]) -> None:
+    """After a reboot (or a wrap-around) a dead job's pid may belong to a stranger: the run is failed, not kept
+    running forever, and cancel leaves the stranger alone."""
+    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        run = RunDir.create(roots["live"] / "r", RunConfig().to_dict(), seed=0)
+        run.set_status(state="running", stage="teachers", pid=stranger.pid)
+        assert run.status()["pid_started"] == process_start(stranger.pid)  # stamped with the pid
+        assert reconcile(run)["state"] == "running"  # the recorded process itself: alive
+
+        # The same pid, another start time: what a job killed before a reboot leaves behind.
+        status = json.loads((run.path / "status.json").read_text())
+        status["pid_started"] = str(int(status["pid_started"]) - 1)
+        (run.path / "status.json").write_text(json.dumps(status))
+        assert cancel(run, grace_seconds=0.2)["state"] == "cancelled"
+        assert stranger.poll() is None  # not signalled
+
+        run.set_status(state="running", stage="teachers", pid=stranger.pid)
+        status = json.loads((run.path / "status.json").read_text())
+        status["pid_started"] = "1"
+        (run.path / "status.json").write_text(json.dumps(status))
+        assert reconcile(run)["state"] == "failed"
+        assert stranger.poll() is None
+    finally:
+        stranger.kill()
+        stranger.wait()
 
 
 def test_cached_runs_are_never_modified(roots: dict[str, Path]) -> None:
