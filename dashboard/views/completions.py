@@ -125,12 +125,15 @@ if not with_model:
 else:
     with st.form("comp_own_form"):
         own = st.text_input("Prefix", key="comp_own", placeholder="e.g. my name is")
+        # another seed draws another sample: one sample alone says little about what a run tends to write
+        own_seed = widgets.count_input(st, "Sample seed", value=0, min_value=0, max_value=2**32 - 1,
+                                       key="comp_own_seed", help="each seed draws another sample from every run")
         submitted = st.form_submit_button(f"Complete with the {len(with_model)} selected run(s) that kept weights")
     if submitted and not own.strip():
         st.warning("Type a prefix first.")
-    elif submitted:
+    elif submitted and own_seed is not None:
         with st.spinner("Loading the runs' models and sampling (a few seconds per run)…"):
-            answers = loading.complete_own_prefix([loading.get_run(rid) for rid in with_model], own)
+            answers = loading.complete_own_prefix([loading.get_run(rid) for rid in with_model], own, seed=own_seed)
         cells = []
         for rid in with_model:
             answer = answers.get(rid, {"error": "no answer"})
@@ -140,6 +143,6 @@ else:
         own_grid = f"display:grid;grid-template-columns:repeat({len(with_model)},minmax(0,1fr));gap:.75rem"
         st.html(STYLE + f"<div class='cmp'><div><b>your prefix:</b> {html.escape(' '.join(own.split()))}</div>"
                 f"<div style='{own_grid}'>{''.join(cells)}</div></div>")
-        st.caption("One seeded sample per run (seed 0), with each run's own decoding settings.")
+        st.caption(f"One sample per run (seed {own_seed}), with each run's own decoding settings.")
 if without and with_model:
     st.caption("Kept no weights, so not completed: " + ", ".join(without))

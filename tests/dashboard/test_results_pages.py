@@ -477,7 +477,7 @@ def test_completions_of_a_typed_prefix_come_from_runs_that_kept_weights(results,
     calls = []
 
     def fake_complete(runs, prefix, seed=0):  # the real one runs `python -m core complete` (tested in test_cli)
-        calls.append(([r.run_id for r in runs], prefix))
+        calls.append(([r.run_id for r in runs], prefix, seed))
         return {"seq-eps3": {"run": "seq-eps3", "completion": "Alice Smith says hello"}}
 
     monkeypatch.setattr(loading, "complete_own_prefix", fake_complete)
@@ -486,10 +486,15 @@ def test_completions_of_a_typed_prefix_come_from_runs_that_kept_weights(results,
     at.text_input(key="comp_own").set_value("hello there")  # inside a form: sent with the submit
     at.button[0].click().run()  # the form's submit button
     assert not at.exception
-    assert calls == [(["seq-eps3"], "hello there")]  # only the run with weights is asked
+    assert calls == [(["seq-eps3"], "hello there", 0)]  # only the run with weights is asked
+    assert "One sample per run (seed 0)" in " ".join(c.value for c in at.caption)
     html = texts(at)
     assert "<mark>Alice Smith</mark> says hello" in html  # highlighted with the run's secret phrases
     assert "Kept no weights, so not completed: pri" in " ".join(c.value for c in at.caption)
+    at.number_input(key="comp_own_seed").set_value(7)  # another sample
+    at.button[0].click().run()
+    assert calls[-1] == (["seq-eps3"], "hello there", 7)
+    assert "One sample per run (seed 7)" in " ".join(c.value for c in at.caption)
 
 
 def test_an_empty_completion_is_named_not_left_blank():
