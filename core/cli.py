@@ -178,19 +178,26 @@ def record_failure(run, exc: Exception) -> int:
     return 1
 
 
+def stopped(run, exc: BaseException) -> int:
+    """A run its process stopped before the end (a cancel, Ctrl-C or a SIGTERM from outside): its state recorded
+    (jobs.record_stop), one line on stderr; exit 130."""
+    from core.runs.jobs import record_stop
+    from core.runs.pipeline import Terminated
+
+    status = record_stop(run, by_signal=isinstance(exc, Terminated))
+    reason = "cancelled" if status.get("state") == "cancelled" else status.get("error")
+    print(f"{reason}: {run.path}", file=sys.stderr)
+    return 130
+
+
 def run_to_completion(cfg: RunConfig, run, execute, cancelled_type) -> int:
     from core.runs.jobs import cancel_requested
 
     run.set_status(pid=_pid())
     try:
         metrics = execute(cfg, run, should_stop=lambda: cancel_requested(run.path))
-    except cancelled_type:
-        run.set_status(state="cancelled")
-        print(f"cancelled: {run.path}", file=sys.stderr)
-        return 130
-    except KeyboardInterrupt:
-        run.set_status(state="cancelled")
-        return 130
+    except (cancelled_type, KeyboardInterrupt) as exc:
+        return stopped(run, exc)
     except Exception as exc:
         return record_failure(run, exc)
     summary = {k: metrics[k] for k in ("ppl", "bleu1", "bleu2", "bleu3", "bleu4") if k in metrics}
@@ -228,17 +235,23 @@ def cmd_job(args) -> int:
     try:
         with acquire_slot(run.path.parent, run):
             return run_to_completion(cfg, run, execute, Cancelled)
-    except (Cancelled, JobCancelled):
-        run.set_status(state="cancelled")
-        return 130
+    except (Cancelled, JobCancelled) as exc:  # stopped while waiting for a slot
+        return stopped(run, exc)
 
 
 def cmd_sweep(args) -> int:
+    from core.runs.pipeline import Cancelled, install_sigterm_handler
     from core.runs.sweep import run_plan
 
     thread_setting()  # refused before any run of the plan starts
     check_device()
-    done = run_plan(args.plan, args.preset, Path(args.out), seed=args.seed)
+    install_sigterm_handler()  # a Cancel of one of its runs stops that run, not the sweep
+    try:
+        done = run_plan(args.plan, args.preset, Path(args.out), seed=args.seed)
+    except (Cancelled, KeyboardInterrupt):
+        print(f"sweep stopped; the runs it finished are in {args.out}, and a sweep into it again goes on from there",
+              file=sys.stderr)
+        return 130
     print(f"{len(done)} runs finished in {args.out}")
     return 0
 

@@ -245,14 +245,31 @@ def cancel_requested(run_dir: RunDir | str | os.PathLike[str]) -> bool:
     return (_as_run_dir(run_dir).path / CANCEL_MARKER).exists()
 
 
+TERMINATED_ERROR = "stopped by SIGTERM from outside the bench (a shutdown or a kill), not by a cancel"
+
+
+def record_stop(run_dir: RunDir | str | os.PathLike[str], by_signal: bool) -> dict[str, Any]:
+    """The state of a run whose process stopped it before the end; returns the status.
+
+    Cancelled when a cancel was asked (its marker) or the user stopped it in the terminal (Ctrl-C); failed, with the
+    reason, when a SIGTERM came from elsewhere: recorded as cancelled, it read as a Cancel no one had clicked.
+    """
+    run = _as_run_dir(run_dir)
+    if by_signal and not cancel_requested(run):
+        return run.set_status(state="failed", error=TERMINATED_ERROR)
+    return run.set_status(state="cancelled")
+
+
 def _signal_job(pid: int, sig: signal.Signals) -> None:
-    """Signal the job's process group (its children too), but never our own group."""
+    """Signal the job's process group (its children too) where the job leads its own session, as launch starts
+    it; otherwise the process alone. A run executed by a sweep or a `core run` typed in a terminal shares its
+    group with what the shell started beside it (`sweep ... | tee log`), which a cancel must not stop."""
     try:
-        pgid = os.getpgid(pid)
+        pgid, sid = os.getpgid(pid), os.getsid(pid)
     except ProcessLookupError:
         return
     try:
-        if pgid == pid and pgid != os.getpgid(0):
+        if pgid == pid == sid and pgid != os.getpgid(0):
             os.killpg(pgid, sig)
         else:
             os.kill(pid, sig)
@@ -318,6 +335,7 @@ def delete(run_dir: RunDir | str | os.PathLike[str]) -> None:
 __all__ = [
     "JOB_COMMAND",
     "JobCancelled",
+    "TERMINATED_ERROR",
     "acquire_slot",
     "cancel",
     "cancel_requested",

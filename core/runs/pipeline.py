@@ -35,6 +35,11 @@ class Cancelled(Exception):
     """Raised inside a job when it is asked to stop (SIGTERM or a cancel marker)."""
 
 
+class Terminated(Cancelled):
+    """SIGTERM reached the job: a cancel when the run's cancel marker is there (jobs.cancel writes it first), a stop
+    from outside the bench otherwise (a shutdown, a kill); jobs.record_stop tells them apart."""
+
+
 ECHO_EVERY_S = 10.0  # at most one progress line on stderr this often, new stages, epochs and messages apart
 
 
@@ -299,9 +304,9 @@ def execute(cfg: RunConfig, run: RunDir, should_stop: Callable[[], bool] = lambd
 
 
 def install_sigterm_handler() -> None:
-    """Turn SIGTERM (a cancel from the dashboard) into a clean Cancelled exception."""
+    """Turn SIGTERM (a cancel from the dashboard, or a stop from outside) into a clean Terminated exception."""
 
     def handler(signum, frame):
-        raise Cancelled()
+        raise Terminated()
 
     signal.signal(signal.SIGTERM, handler)

@@ -126,6 +126,8 @@ def holds_config(run, cfg: RunConfig) -> bool:
 def run_plan(plan: str, preset: str, out: Path, seed: int = 0, execute=None, echo=print) -> list[str]:
     """Run every config of the plan into out/<name>; a finished run of the same settings is skipped, one of other
     settings is left as it is (reported NOT RUN), a broken one is redone."""
+    from core.runs.jobs import cancel_requested, record_stop
+    from core.runs.pipeline import Cancelled, Terminated
     from core.runs.pipeline import execute as default_execute
     from core.runs.store import RunDir
 
@@ -160,7 +162,18 @@ def run_plan(plan: str, preset: str, out: Path, seed: int = 0, execute=None, ech
         t = time.time()
         run = RunDir.create(path, cfg.to_dict(), cfg.seed)
         try:
-            metrics = execute(cfg, run)
+            metrics = execute(cfg, run, should_stop=lambda folder=run.path: cancel_requested(folder))
+        except (Cancelled, KeyboardInterrupt) as exc:
+            status = record_stop(run, by_signal=isinstance(exc, Terminated))
+            if status.get("state") == "failed":  # the sweep itself was stopped from outside
+                echo(f"[{i}/{len(configs)}] {name}: STOPPED: {status.get('error')}; the plan stops here")
+                raise
+            if isinstance(exc, KeyboardInterrupt):
+                echo(f"[{i}/{len(configs)}] {name}: CANCELLED (Ctrl-C); the plan stops here")
+                raise
+            # a Cancel of this run (Runs page, jobs.cancel) stops it alone, as its dialog says
+            echo(f"[{i}/{len(configs)}] {name}: CANCELLED; the plan goes on")
+            continue
         except Exception as exc:  # one failed run must not stop the plan
             run.set_status(state="failed", error=f"{type(exc).__name__}: {exc}")
             echo(f"[{i}/{len(configs)}] {name}: FAILED {type(exc).__name__}: {exc}")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 from core.config import ConfigError, check_device, parse_number, thread_setting
@@ -105,10 +104,10 @@ def cmd_synth(args) -> int:
     run.set_status(pid=os.getpid())
     try:
         metrics = execute(job, run, should_stop=lambda: cancel_requested(run.path))
-    except (Cancelled, KeyboardInterrupt):
-        run.set_status(state="cancelled")
-        print(f"cancelled: {run.path}", file=sys.stderr)
-        return 130
+    except (Cancelled, KeyboardInterrupt) as exc:
+        from core.cli import stopped
+
+        return stopped(run, exc)
     except Exception as exc:
         from core.cli import record_failure
 

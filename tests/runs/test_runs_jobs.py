@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +15,7 @@ import pytest
 
 from core.config import ConfigError, RunConfig, thread_setting
 from core.runs import RunDir, RunError, acquire_slot, cancel, cancel_requested, delete, launch, pid_alive
-from core.runs.jobs import JobCancelled, job_threads
+from core.runs.jobs import TERMINATED_ERROR, JobCancelled, job_threads
 from tests.waiting import wait_for
 
 
@@ -152,6 +155,55 @@ def test_cancel_a_job_that_ignores_sigterm(roots: dict[str, Path], job_script, w
     pid = run.status()["pid"]
     status = cancel(run, grace_seconds=0.5)
     assert status["state"] == "cancelled" and not pid_alive(pid)
+
+
+def test_a_sigterm_from_outside_is_not_recorded_as_a_cancel(roots: dict[str, Path], job_script, waiter) -> None:
+    """A shutdown's or a kill's SIGTERM was recorded as "cancelled", like a Cancel no one had clicked."""
+    job_script(
+        """
+        from core.cli import run_to_completion
+        from core.runs.pipeline import Cancelled, install_sigterm_handler
+
+        def execute(cfg, run, should_stop):
+            run.set_status(state="running", stage="teachers")
+            time.sleep(60)
+
+        install_sigterm_handler()
+        raise SystemExit(run_to_completion(None, run, execute, Cancelled))
+        """
+    )
+    killed = launch(_config(), roots["live"])
+    assert waiter(lambda: killed.state() == "running"), killed.log_tail()
+    os.kill(killed.status()["pid"], signal.SIGTERM)
+    assert waiter(lambda: killed.state() == "failed"), killed.log_tail()
+    assert killed.status()["error"] == TERMINATED_ERROR and killed.status()["stage"] == "teachers"
+    assert TERMINATED_ERROR in killed.log_tail()
+
+    cancelled = launch(_config(), roots["live"])  # the same SIGTERM after a Cancel: a cancel
+    assert waiter(lambda: cancelled.state() == "running"), cancelled.log_tail()
+    pid = cancelled.status()["pid"]
+    assert cancel(cancelled)["state"] == "cancelled"
+    assert waiter(lambda: not pid_alive(pid))
+    assert cancelled.status()["state"] == "cancelled" and cancelled.status()["error"] is None
+    assert "cancelled:" in cancelled.log_tail()
+
+
+def test_cancel_of_a_run_in_a_shells_process_group_stops_that_process_alone(roots: dict[str, Path]) -> None:
+    """A sweep typed in a terminal leads a process group it shares with what the shell started beside it
+    (`sweep ... | tee log`): a cancel of one of its runs signalled the whole group."""
+    sweep = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], process_group=0)
+    beside = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], process_group=sweep.pid)
+    try:
+        assert os.getpgid(beside.pid) == sweep.pid != os.getsid(sweep.pid)
+        run = RunDir.create(roots["live"] / "swept", _config(), seed=0)
+        run.set_status(state="running", pid=sweep.pid)
+        assert cancel(run, grace_seconds=2)["state"] == "cancelled"
+        assert not pid_alive(sweep.pid)  # stopped (and reaped by pid_alive: its exit status is gone)
+        assert beside.poll() is None  # not signalled
+    finally:
+        for proc in (sweep, beside):
+            proc.kill()
+            proc.wait()
 
 
 def test_cancel_leaves_finished_runs_alone(roots: dict[str, Path]) -> None:

@@ -1,9 +1,13 @@
+import pytest
+
 from core.config import preset_config
+from core.runs.jobs import CANCEL_MARKER, TERMINATED_ERROR
+from core.runs.pipeline import Terminated
 from core.runs.store import RunDir
 from core.runs.sweep import plan_configs, run_plan
 
 
-def fake_execute(cfg, run):
+def fake_execute(cfg, run, should_stop=lambda: False):
     """Stands in for training: writes a finished run so resumability can be checked quickly."""
     run.write_privacy({"epsilon": cfg.privacy.epsilon, "delta": cfg.privacy.delta, "accountant": "fake",
                        "unit": "sample", "events": []})
@@ -100,3 +104,43 @@ def test_a_run_differing_only_in_fields_its_method_never_reads_counts_as_done(tm
     lines = []
     assert run_plan("adp", "tiny", tmp_path, execute=fake_execute, echo=lines.append) == ["tiny-adp-eps3", "tiny-adp-eps8"]
     assert all("already done" in line for line in lines)
+
+
+def test_a_cancel_of_one_of_its_runs_stops_that_run_and_the_plan_goes_on(tmp_path):
+    """The Runs page's Cancel of a sweep's run (marker, then SIGTERM to the sweep) killed the whole sweep."""
+    def cancelled_first(cfg, run, should_stop=lambda: False):
+        if run.run_id == "tiny-adp-eps3":
+            (run.path / CANCEL_MARKER).write_text("now")  # what jobs.cancel writes before its SIGTERM
+            raise Terminated()  # what the sweep's SIGTERM handler raises
+        return fake_execute(cfg, run)
+
+    lines = []
+    assert run_plan("adp", "tiny", tmp_path, execute=cancelled_first, echo=lines.append) == ["tiny-adp-eps8"]
+    assert RunDir(tmp_path / "tiny-adp-eps3").state() == "cancelled"
+    assert lines[0] == "[1/2] tiny-adp-eps3: CANCELLED; the plan goes on"
+
+
+def test_a_sigterm_from_outside_stops_the_sweep_and_fails_its_run(tmp_path):
+    def terminated(cfg, run, should_stop=lambda: False):
+        raise Terminated()  # no cancel marker: a shutdown or a kill of the sweep
+
+    lines = []
+    with pytest.raises(Terminated):
+        run_plan("adp", "tiny", tmp_path, execute=terminated, echo=lines.append)
+    status = RunDir(tmp_path / "tiny-adp-eps3").status()
+    assert status["state"] == "failed" and status["error"] == TERMINATED_ERROR
+    assert not (tmp_path / "tiny-adp-eps8").exists()
+    assert lines == [f"[1/2] tiny-adp-eps3: STOPPED: {TERMINATED_ERROR}; the plan stops here"]
+
+
+def test_a_sweep_hands_its_runs_the_cancel_check(tmp_path):
+    seen = []
+
+    def watching(cfg, run, should_stop=lambda: False):
+        seen.append(should_stop())
+        (run.path / CANCEL_MARKER).write_text("now")
+        seen.append(should_stop())
+        return fake_execute(cfg, run)
+
+    run_plan("adp", "tiny", tmp_path, execute=watching, echo=lambda line: None)
+    assert seen == [False, True, False, True]  # each run's own marker
