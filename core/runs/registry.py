@@ -14,6 +14,8 @@ from typing import Any
 
 from core.config import fixed_epsilon
 from core.runs.store import (
+    LOG,
+    PROGRESS,
     STATES,
     STATUS,
     TERMINAL,
@@ -167,6 +169,20 @@ def _run_folders(root: Path) -> Iterable[Path]:
     return [p for p in entries if p.is_dir() and not p.name.startswith(".") and RunDir(p).exists()]
 
 
+def last_sign_of_life(run_dir: RunDir, status: dict[str, Any]) -> str:
+    """When a job whose process is gone last wrote anything (its status, a progress line, its log), as now_iso
+    writes times: its end as well as can be known. Stamped "now", a killed run's elapsed time ran to whenever
+    someone next looked (hours, for a job killed overnight)."""
+    times = [str(status["updated"])] if status.get("updated") else []
+    for name in (PROGRESS, LOG):
+        try:
+            mtime = (run_dir.path / name).stat().st_mtime
+        except OSError:
+            continue
+        times.append(datetime.fromtimestamp(mtime, UTC).isoformat(timespec="milliseconds"))
+    return max(times, default=None) or datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
 def reconcile(run_dir: RunDir) -> dict[str, Any] | None:
     """Mark a live run failed when its status says it is active but its process is gone; returns the status.
 
@@ -189,7 +205,8 @@ def reconcile(run_dir: RunDir) -> dict[str, Any] | None:
         if not looks_dead(current):
             return None
         stage = current.get("stage") or "unknown"
-        return {"state": "failed", "error": f"process exited without finishing (stage: {stage})"}
+        return {"state": "failed", "error": f"process exited without finishing (stage: {stage})",
+                "finished": last_sign_of_life(run_dir, current)}
 
     return run_dir.update_status(change)
 

@@ -53,6 +53,26 @@ def test_reconcile_marks_a_dead_running_job_failed(roots: dict[str, Path]) -> No
     assert run.status() == status
 
 
+def test_a_dead_runs_end_is_its_last_sign_of_life_not_when_someone_looked(roots: dict[str, Path]) -> None:
+    """A killed run's "finished" was stamped when the next listing noticed it: its elapsed time grew without bound."""
+    from datetime import UTC, datetime
+
+    run = RunDir.create(roots["live"] / "r1", RunConfig().to_dict(), seed=0)
+    run.set_status(state="running", stage="teachers", pid=_dead_pid())
+    run.log_progress("teachers", progress=0.3)
+    run.log_path.write_text("teacher 3 of 10\n")
+    hour_ago, two_hours_ago = datetime.now(UTC).timestamp() - 3600, datetime.now(UTC).timestamp() - 7200
+    os.utime(run.path / "progress.jsonl", (two_hours_ago, two_hours_ago))
+    os.utime(run.log_path, (hour_ago, hour_ago))  # the log was written last
+    status = json.loads((run.path / "status.json").read_text())
+    status["updated"] = datetime.fromtimestamp(two_hours_ago, UTC).isoformat(timespec="milliseconds")
+    (run.path / "status.json").write_text(json.dumps(status))
+
+    status = reconcile(run)
+    assert status["state"] == "failed"
+    assert status["finished"] == datetime.fromtimestamp(hour_ago, UTC).isoformat(timespec="milliseconds")
+
+
 def test_reconcile_handles_queued_runs(roots: dict[str, Path]) -> None:
     waiting = RunDir.create(roots["live"] / "w", {}, seed=0)
     assert reconcile(waiting)["state"] == "queued"  # no pid: nobody started it yet
