@@ -155,10 +155,10 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
     requested = as_float(pv.get("epsilon"))
     accounted = as_float(privacy.get("epsilon"))
     fixed = fixed_epsilon(as_str(cfg.get("method")))
-    state = status.get("state") if status.get("state") in store.STATES else "failed"
-    error = as_str(status.get("error"))
-    if state == "done" and (damaged := run.damaged_files()):  # failed, as `core runs list` lists it
-        state, error = "failed", f"finished, but {', '.join(damaged)} missing or unreadable since"
+    # as `core runs list` gives them: a damaged record makes a finished run failed, an unreadable status.json is
+    # named as the error (the page said "Failed at stage ?: no error recorded")
+    info = registry.run_info(run)
+    state, error = info.state, info.error
     # every ε shown comes from the run's recorded events (privacy.json); the one asked for stands in only while the
     # run has not written them yet: a finished run without them has no guarantee to show
     asked = requested if state in ACTIVE_STATES else None
@@ -171,7 +171,7 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
         "run_id": run.run_id,
         "source": source,
         "state": state,
-        "stage": as_str(status.get("stage")),
+        "stage": info.stage,
         "progress": as_float(status.get("progress")) or 0.0,
         "error": error,
         "method": as_str(cfg.get("method")),

@@ -119,9 +119,14 @@ def run_info(run: RunDir) -> RunInfo:
     """RunInfo for one folder; unreadable files give state "failed" instead of an exception."""
     try:
         status = run.status()
-        stored = run.config() or {}
         if status is None:
             raise RunFormatError(f"{run.path / STATUS} is missing")
+        try:
+            stored = run.config() or {}
+        except RunFormatError:
+            if status.get("state") != "done":
+                raise
+            stored = {}  # a finished run's config damaged since: named with the other damaged files below
     except RunFormatError as e:
         return RunInfo(
             run_id=run.run_id,

@@ -69,6 +69,24 @@ def test_failed_run_shows_its_error_and_log(some_runs, app_page):
     assert any("teacher 3: loss nan" in code.value for code in at.code)
 
 
+def test_a_run_with_an_unreadable_status_names_why_it_failed(some_runs, app_page):
+    """It said "Failed at stage nan: nan" (pandas 3 keeps a missing text field as NaN), where `core runs list`
+    names the unreadable file."""
+    write_run(some_runs["live"], "garbled", "seqpate")
+    (some_runs["live"] / "garbled" / "status.json").write_text("{garbled")
+    write_run(some_runs["live"], "no-error", "seqpate", state="failed", stage="teachers")  # none recorded
+    at = app_page("runs")
+    at.selectbox(key="runs_selected").set_value("garbled").run()
+    assert not at.exception
+    [error] = [e.value for e in at.error]
+    assert error.startswith("Failed at stage ?: unreadable run files: invalid JSON in ")
+    assert "status.json" in error and "nan" not in error
+    assert [m.proto.body for m in at.metric if m.label == "state"] == ["failed"]
+    assert "stage: –" in [m.proto.delta for m in at.metric if m.label == "state"]
+    at.selectbox(key="runs_selected").set_value("no-error").run()
+    assert [e.value for e in at.error] == ["Failed at stage teachers: no error recorded"]
+
+
 def test_a_finished_run_states_its_privacy_and_utility(some_runs, app_page):
     write_synth_run(some_runs["live"], "live-synth", "multitask", 3.0, 0.412)
     at = app_page("runs")
