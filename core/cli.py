@@ -317,9 +317,10 @@ def cmd_runs(args) -> int:
         return 0
     run = resolve_run(args.run)
     reconcile(run)
-    out = {"run_dir": str(run.path), **(run.status() or {})}
-    if out.get("state") == "done" and (reason := run.incomplete_reason()):  # 'done' with a file lost or damaged
-        out["problem"] = reason
+    status = run.status()
+    out = {"run_dir": str(run.path), **(status or {"state": "failed"})}  # no status.json: listed as failed too
+    if status is None or (status.get("state") == "done" and run.incomplete_reason()):  # a file lost or damaged
+        out["problem"] = run.incomplete_reason()
     if args.full:
         out.update({"metrics": run.metrics(), "privacy": run.privacy()})
     print(json.dumps(out, indent=2, default=str))
@@ -403,8 +404,10 @@ def cmd_complete(args) -> int:
 
 def cmd_audit(args) -> int:
     from core.analysis.audit import audit_run_dir
+    from core.runs.registry import resolve_run
 
-    print(json.dumps(audit_run_dir(Path(args.run_dir)), indent=2, default=str))
+    # a run id as runs show, compare and complete take one (the run made here first), or a run folder
+    print(json.dumps(audit_run_dir(resolve_run(args.run_dir).path), indent=2, default=str))
     return 0
 
 
@@ -532,7 +535,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     audit = sub.add_parser("audit", help="recompute phrases.csv, R_name and statement.md of a finished run "
                            "(canary exposure is not recomputed: reported as computed at run time)")
-    audit.add_argument("--run-dir", required=True, type=folder_arg)
+    audit.add_argument("--run-dir", required=True, type=folder_arg, help="a run folder, or a run id")
     audit.set_defaults(func=cmd_audit)
 
     privacy = sub.add_parser("privacy", help="privacy what-if tools")

@@ -332,6 +332,13 @@ def test_a_finished_run_with_a_file_lost_since_is_named_as_such(tmp_path):
     assert shown["problem"].startswith("state done, but invalid JSON in ") and "config.json" in shown["problem"]
     (damaged / "status.json").write_text('{"state": "do')  # no state to name: the file is
     assert RunDir(damaged).incomplete_reason().startswith(f"invalid JSON in {damaged / 'status.json'}")
+    # lost: runs show printed only the folder (exit 0), compare and audit said "state None"
+    (damaged / "status.json").unlink()
+    assert RunDir(damaged).incomplete_reason() == "status.json is missing"
+    shown = json.loads(cli("runs", "show", str(damaged)).stdout)
+    assert shown == {"run_dir": str(damaged), "state": "failed", "problem": "status.json is missing"}
+    out = cli("compare", "tiny-pub-gpt", str(damaged))
+    assert out.returncode == 2 and "is not a finished run (status.json is missing)" in out.stderr
 
 
 def test_report_leaves_out_a_damaged_run_and_says_so(tmp_path):

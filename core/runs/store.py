@@ -662,6 +662,8 @@ class RunDir:
             state = self.state()
         except RunFormatError as e:  # status.json itself: no state to name
             return str(e)
+        if state is None:
+            return f"{STATUS} is missing"  # "state None" named no cause
         try:
             if state != "done":
                 return f"state {state}"

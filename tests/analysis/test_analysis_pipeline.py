@@ -84,6 +84,15 @@ def test_audit_command_recomputes_the_same_files(audited, capsys):
     assert run.metrics()["exposure"] == metrics["exposure"]  # kept, not recomputed
 
 
+def test_audit_takes_a_run_id_as_runs_show_does(audited, capsys, monkeypatch):
+    """`audit --run-dir ID` said "not a run directory" where runs show, compare and complete take the id."""
+    _, run, _ = audited
+    monkeypatch.setenv("SEQPATE_RUNS_DIR", str(run.path.parent))
+    run.file("statement.md").unlink()
+    assert main(["audit", "--run-dir", run.run_id]) == 0
+    assert json.loads(capsys.readouterr().out)["phrases"] == len(run.phrases()) and run.file("statement.md").is_file()
+
+
 def test_one_sentence_phrases_compare_with_the_sample_epsilon_recomputed_today():
     """A run recorded under an older accountant grid can hold an epsilon a hair (8th digit) below today's
     recomputation; the phrase epsilons are computed today, so the audit compares them with today's number, and a
