@@ -299,11 +299,23 @@ def cmd_data_stats(args) -> int:
     return 0
 
 
+def named_run(text: str):
+    """The run a command-line name stands for (registry.resolve_run: an id, "ID (shipped)" or a run folder), with
+    a note on stderr where an id names both a run made here and a shipped run: the one made here is taken."""
+    from core.runs.registry import SHIPPED_SUFFIX, cached_root, resolve_run
+
+    run = resolve_run(text)
+    if text.strip() == run.run_id and run.source != "cached" and (cached_root() / run.run_id).is_dir():
+        print(f"note: {run.run_id!r} names a run made here ({run.path}) and a shipped run: taking the one made here; "
+              f"'{run.run_id}{SHIPPED_SUFFIX}' names the shipped one", file=sys.stderr)
+    return run
+
+
 def cmd_runs(args) -> int:
-    from core.runs.registry import list_runs, reconcile, resolve_run
+    from core.runs.registry import list_runs, named_apart, reconcile
 
     if args.runs_command == "list":
-        rows = list_runs()
+        rows = named_apart(list_runs())  # a shipped run whose id a run made here has: "ID (shipped)"
         if args.json:
             print(json.dumps([r.__dict__ | {"path": str(r.path)} for r in rows], indent=2, default=str))
         else:
@@ -315,7 +327,7 @@ def cmd_runs(args) -> int:
                 print(f"{r.run_id:50s} {r.source:6s} {r.state:9s} {r.stage or '':16s} {r.preset or '':6s} "
                       f"{r.method or '':20s} eps asked={r.epsilon}{why}")
         return 0
-    run = resolve_run(args.run)
+    run = named_run(args.run)
     reconcile(run)
     status = run.status()
     out = {"run_dir": str(run.path), **(status or {"state": "failed"})}  # no status.json: listed as failed too
@@ -329,10 +341,10 @@ def cmd_runs(args) -> int:
 
 def cmd_compare(args) -> int:
     from core.runs.compare import NotComparableError, compare_runs, compare_runs_bleu, shared_references
-    from core.runs.registry import resolve_run
+    from core.runs.registry import listed_id
     from core.runs.store import RunError, is_synth
 
-    run_a, run_b = resolve_run(args.run_a), resolve_run(args.run_b)
+    run_a, run_b = named_run(args.run_a), named_run(args.run_b)
     if args.resamples < 1:
         raise ConfigError(f"--resamples must be at least 1, got {args.resamples}")
     if args.draws < 1:
@@ -341,9 +353,9 @@ def cmd_compare(args) -> int:
         check_device()  # the saved models sample where SEQPATE_DEVICE says, as runs compute
     for name, run in (("A", run_a), ("B", run_b)):
         if reason := run.incomplete_reason():  # its missing completions read as 'different test prefixes'
-            raise ConfigError(f"run {name} ({run.run_id}) is not a finished run ({reason}): nothing to compare")
+            raise ConfigError(f"run {name} ({listed_id(run)}) is not a finished run ({reason}): nothing to compare")
         if is_synth(run.config() or {}):  # its samples have no references: BLEU 0 against 0, 'no difference'
-            raise ConfigError(f"run {name} ({run.run_id}) is a synthetic-data run: it has no test perplexity or "
+            raise ConfigError(f"run {name} ({listed_id(run)}) is a synthetic-data run: it has no test perplexity or "
                               "completions to compare (its accuracy and separability are in its metrics.json)")
     out: dict = {"run_a": str(run_a.path), "run_b": str(run_b.path)}
     lines = []
@@ -371,28 +383,28 @@ def cmd_compare(args) -> int:
     if args.json:
         print(json.dumps(out, indent=2))
     else:
-        print(f"A = {run_a.run_id}, B = {run_b.run_id}")
+        print(f"A = {listed_id(run_a)}, B = {listed_id(run_b)}")
         print("\n".join(lines))
     return 0
 
 
 def cmd_complete(args) -> int:
     from core.runs.live import complete_prefix
-    from core.runs.registry import resolve_run
+    from core.runs.registry import listed_id
     from core.runs.store import RunError
     from core.tokenizer import ModelLoadError
 
     check_device()  # the saved models sample where SEQPATE_DEVICE says, as runs compute
     out = []
     for ref in args.runs:
-        run = resolve_run(ref)
+        run = named_run(ref)
         try:
-            row = {"run": run.run_id, "completion": complete_prefix(run, args.prefix, seed=args.seed)}
+            row = {"run": listed_id(run), "completion": complete_prefix(run, args.prefix, seed=args.seed)}
             if not row["completion"]:  # a blank reads as a fault: the model's first token ended the text
                 row["note"] = "empty: the model ended the text at its first token"
             out.append(row)
         except (RunError, ModelLoadError) as exc:  # one run without weights does not stop the others
-            out.append({"run": run.run_id, "error": str(exc)})
+            out.append({"run": listed_id(run), "error": str(exc)})
     print(json.dumps(out, ensure_ascii=False, indent=2))
     failed = [row["run"] for row in out if "error" in row]
     if failed:  # the others' completions are printed all the same
@@ -404,10 +416,9 @@ def cmd_complete(args) -> int:
 
 def cmd_audit(args) -> int:
     from core.analysis.audit import audit_run_dir
-    from core.runs.registry import resolve_run
 
     # a run id as runs show, compare and complete take one (the run made here first), or a run folder
-    print(json.dumps(audit_run_dir(resolve_run(args.run_dir).path), indent=2, default=str))
+    print(json.dumps(audit_run_dir(named_run(args.run_dir).path), indent=2, default=str))
     return 0
 
 

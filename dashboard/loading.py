@@ -9,7 +9,6 @@ config diffs built on them.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import math
@@ -61,33 +60,17 @@ def file_signature(path: Path, names: Iterable[str] = _RECORD_FILES) -> tuple:
     return tuple(sig)
 
 
-# A run made here in a folder named like a shipped run (`core run --run-dir runs/tiny-seqpate-eps3`, a sweep into
-# runs/) shares its id, and the pages key runs by id: the shipped one is listed under this suffix, so that each id
-# names one run (a review saw one run's number beside the other's completions).
-SHIPPED_SUFFIX = " (shipped)"
+listed_id = registry.listed_id  # a shipped run whose id a run made here has is suffixed (registry.named_apart)
 
 
 def list_infos() -> list[RunInfo]:
     """Every live and cached run, newest first (live runs whose process died are marked failed), each id once."""
-    infos = registry.list_runs()
-    made_here = {info.run_id for info in infos if info.source != "cached"}
-    return [dataclasses.replace(info, run_id=info.run_id + SHIPPED_SUFFIX)
-            if info.source == "cached" and info.run_id in made_here else info for info in infos]
-
-
-def listed_id(run: RunDir) -> str:
-    """A run's id as list_infos names it (a shipped run with a run made here in a folder of its name: suffixed)."""
-    shadowed = run.source == "cached" and (registry.live_root() / run.run_id).is_dir()
-    return run.run_id + SHIPPED_SUFFIX if shadowed else run.run_id
+    return registry.named_apart(registry.list_runs())
 
 
 def get_run(run_id: str) -> RunDir:
     """A run by id only (as list_infos names it): user input never becomes a path (RunNotFoundError otherwise)."""
-    text = str(run_id)
-    if text.endswith(SHIPPED_SUFFIX):
-        shipped = [(registry.cached_root(), "cached")]
-        return registry.resolve_run(text.removesuffix(SHIPPED_SUFFIX), shipped, allow_paths=False)
-    return registry.resolve_run(text, allow_paths=False)
+    return registry.resolve_run(str(run_id), allow_paths=False)
 
 
 # Settings whose non-default values make a run an experiment variant (Tables 2-4, App. H) rather than a point of

@@ -551,3 +551,23 @@ def test_an_unknown_ablation_is_refused_in_one_line(tmp_path):
     assert out.returncode != 0
     assert "unknown ablation 'merge'" in out.stderr
     assert not (tmp_path / "r").exists()
+
+
+def test_a_run_made_here_under_a_shipped_runs_name_and_the_shipped_one_are_told_apart(tmp_path, monkeypatch):
+    """runs list showed two rows of one name, compare took the one made here without a word and printed
+    "A = tiny-pub-gpt, B = tiny-pub-gpt", and the dashboard's name for the shipped one was refused."""
+    shipped = Path(__file__).resolve().parents[1] / "cached_runs" / "tiny-pub-gpt"
+    shutil.copytree(shipped, tmp_path / "tiny-pub-gpt")
+    monkeypatch.setenv("SEQPATE_RUNS_DIR", str(tmp_path))
+    listed = cli("runs", "list").stdout.splitlines()
+    assert sum(line.startswith("tiny-pub-gpt  ") and " live " in line for line in listed) == 1
+    assert sum(line.startswith("tiny-pub-gpt (shipped) ") and " cached " in line for line in listed) == 1
+    shown = cli("runs", "show", "tiny-pub-gpt (shipped)")
+    assert json.loads(shown.stdout)["run_dir"] == str(shipped) and shown.stderr == ""
+    out = cli("compare", "tiny-pub-gpt", "tiny-pub-gpt (shipped)")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("A = tiny-pub-gpt, B = tiny-pub-gpt (shipped)\n")
+    assert out.stderr == (f"note: 'tiny-pub-gpt' names a run made here ({tmp_path / 'tiny-pub-gpt'}) and a shipped "
+                          "run: taking the one made here; 'tiny-pub-gpt (shipped)' names the shipped one\n")
+    refused = cli("runs", "show", "../x (shipped)")
+    assert refused.returncode == 2 and "not a shipped run's name: '../x (shipped)'" in refused.stderr

@@ -7,7 +7,7 @@ import os
 import re
 import secrets
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -236,10 +236,36 @@ def _has_separator(text: str) -> bool:
     return any(sep in text for sep in ("/", "\\", os.sep, os.altsep or "/"))
 
 
+# A run made here in a folder named like a shipped run (`core run --run-dir runs/tiny-seqpate-eps3`, a sweep into
+# runs/) shares its id: the shipped one is named with this suffix wherever both are listed (the dashboard, `runs
+# list`), and resolve_run takes the suffixed name, so that each name stands for one run.
+SHIPPED_SUFFIX = " (shipped)"
+
+
+def shadowed(run: RunDir) -> bool:
+    """Whether this is a shipped run whose id a run made here also has."""
+    return run.source == "cached" and (live_root() / run.run_id).is_dir()
+
+
+def listed_id(run: RunDir) -> str:
+    """A run's name as the listings give it: a shipped run with a run made here in a folder of its name is
+    suffixed."""
+    return run.run_id + SHIPPED_SUFFIX if shadowed(run) else run.run_id
+
+
+def named_apart(infos: Sequence[RunInfo]) -> list[RunInfo]:
+    """The listing with every name standing for one run: a shipped run whose id a run made here has is
+    suffixed."""
+    made_here = {info.run_id for info in infos if info.source != "cached"}
+    return [replace(info, run_id=info.run_id + SHIPPED_SUFFIX)
+            if info.source == "cached" and info.run_id in made_here else info for info in infos]
+
+
 def resolve_run(
     id_or_path: str | os.PathLike[str], roots: RootsArg = None, *, allow_paths: bool = True
 ) -> RunDir:
-    """A RunDir from a run id (a folder name under one of the roots) or, if allow_paths, a path to a run folder.
+    """A RunDir from a run id (a folder name under one of the roots, the live ones first; "ID (shipped)": the
+    shipped run of that id) or, if allow_paths, a path to a run folder.
 
     Anything that looks like a path (a separator, '.' or '..') is accepted only if it is an existing run folder,
     so user input cannot point outside the roots at arbitrary folders. The dashboard should pass
@@ -247,6 +273,11 @@ def resolve_run(
     """
     text = os.fspath(id_or_path).strip()
     normalised = _normalise_roots(roots)
+    if text.endswith(SHIPPED_SUFFIX):
+        text = text.removesuffix(SHIPPED_SUFFIX).strip()
+        normalised = [(folder, source) for folder, source in normalised if source == "cached"]
+        if not text or _has_separator(text) or text in (".", ".."):  # a name, never a path, goes with the suffix
+            raise RunNotFoundError(f"not a shipped run's name: {os.fspath(id_or_path).strip()!r}")
     if not text:
         raise RunNotFoundError("empty run id")
     if not _has_separator(text) and text not in (".", ".."):
