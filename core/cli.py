@@ -240,13 +240,12 @@ def cmd_job(args) -> int:
 
 
 def cmd_sweep(args) -> int:
-    from core.runs.pipeline import Cancelled, install_sigterm_handler
+    from core.runs.pipeline import Cancelled
     from core.runs.sweep import run_plan
 
     thread_setting()  # refused before any run of the plan starts
     check_device()
-    install_sigterm_handler()  # a Cancel of one of its runs stops that run, not the sweep
-    try:
+    try:  # run_plan handles SIGTERM: a Cancel of one of its runs stops that run, not the sweep
         done = run_plan(args.plan, args.preset, Path(args.out), seed=args.seed)
     except (Cancelled, KeyboardInterrupt):
         print(f"sweep stopped; the runs it finished are in {args.out}, and a sweep into it again goes on from there",
@@ -417,8 +416,14 @@ def cmd_complete(args) -> int:
 def cmd_audit(args) -> int:
     from core.analysis.audit import audit_run_dir
 
-    # a run id as runs show, compare and complete take one (the run made here first), or a run folder
-    print(json.dumps(audit_run_dir(named_run(args.run_dir).path), indent=2, default=str))
+    path = Path(args.run_dir)
+    if not path.is_dir():  # not a folder here: a run id, as runs show, compare and complete take one
+        run = named_run(args.run_dir)
+        if run.source == "cached":  # its files would be rewritten on a name: that takes its folder, typed out
+            raise ConfigError(f"{args.run_dir!r} is a shipped run: the audit rewrites its files; to do that, give "
+                              f"its folder ({run.path})")
+        path = run.path
+    print(json.dumps(audit_run_dir(path), indent=2, default=str))
     return 0
 
 

@@ -571,3 +571,34 @@ def test_a_run_made_here_under_a_shipped_runs_name_and_the_shipped_one_are_told_
                           "run: taking the one made here; 'tiny-pub-gpt (shipped)' names the shipped one\n")
     refused = cli("runs", "show", "../x (shipped)")
     assert refused.returncode == 2 and "not a shipped run's name: '../x (shipped)'" in refused.stderr
+
+
+def test_audit_takes_a_folder_here_first_and_names_a_shipped_run_only_by_its_folder(tmp_path, monkeypatch):
+    """`audit --run-dir ID` took a run id and rewrote a shipped run's files on a bare name, and a run folder in the
+    current folder was looked up as an id instead."""
+    shipped = Path(__file__).resolve().parents[1] / "cached_runs"
+    cached = tmp_path / "cached"
+    shutil.copytree(shipped / "tiny-pub-gpt", cached / "tiny-pub-gpt")
+    before = (cached / "tiny-pub-gpt" / "metrics.json").read_bytes()
+    monkeypatch.setenv("SEQPATE_CACHED_RUNS_DIR", str(cached))
+    monkeypatch.setenv("SEQPATE_RUNS_DIR", str(tmp_path / "runs"))
+    out = cli("audit", "--run-dir", "tiny-pub-gpt")
+    assert out.returncode == 2 and out.stderr == (f"error: 'tiny-pub-gpt' is a shipped run: the audit rewrites its "
+                                                  f"files; to do that, give its folder ({cached / 'tiny-pub-gpt'})\n")
+    assert (cached / "tiny-pub-gpt" / "metrics.json").read_bytes() == before
+    here = tmp_path / "here"
+    shutil.copytree(shipped / "tiny-pub-gpt", here / "mine")
+    out = subprocess.run([sys.executable, "-m", "core", "audit", "--run-dir", "mine"], capture_output=True,
+                         text=True, timeout=600, cwd=here,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert out.returncode == 0, out.stderr
+    assert json.loads((here / "mine" / "metrics.json").read_text())["audit"]["recomputed_by"] == "core audit"
+
+
+def test_no_run_folder_takes_the_name_the_listings_give_a_shipped_run(tmp_path):
+    from core.runs.registry import is_safe_run_id
+
+    out = cli("run", "--method", "pub-gpt", "--preset", "tiny", "--run-dir", str(tmp_path / "tiny-pub-gpt (shipped)"))
+    assert out.returncode == 2 and "is how the run listings name a shipped run; choose another" in out.stderr
+    assert not (tmp_path / "tiny-pub-gpt (shipped)").exists()
+    assert not is_safe_run_id("tiny-pub-gpt (shipped)") and is_safe_run_id("tiny-pub-gpt (mine)")

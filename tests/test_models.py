@@ -275,3 +275,20 @@ def test_an_edited_corpus_file_gets_a_base_model_of_its_own(tmp_path):
     public_after, key_after = public_and_key()
     assert public - public_after  # sentences the first base trained on are no longer public ...
     assert key_after != key  # ... so it is not loaded as this corpus's public model
+
+
+def test_a_stop_while_a_model_loads_stays_a_stop(tmp_path, monkeypatch):
+    """A SIGTERM (Terminated) during from_pretrained became "ModelLoadError: cannot load ...": a shutdown's stop
+    recorded as a broken model, and a sweep sent it went on to its next run."""
+    from transformers import GPT2LMHeadModel
+
+    from core.runs.pipeline import Terminated
+
+    (tmp_path / "config.json").write_text("{}")
+
+    def stopped(*args, **kwargs):
+        raise Terminated()
+
+    monkeypatch.setattr(GPT2LMHeadModel, "from_pretrained", stopped)
+    with pytest.raises(Terminated):
+        load_local_model(tmp_path)

@@ -104,8 +104,6 @@ def audit_run(ws, result, metrics: dict[str, Any], completions: list[dict[str, A
 
     A failing part is recorded under metrics["audit"]["errors"] instead of failing the finished run.
     """
-    from core.runs.pipeline import Cancelled
-
     t0 = time.time()
     cfg, data = ws.cfg, ws.data
     out = dict(metrics)
@@ -116,9 +114,7 @@ def audit_run(ws, result, metrics: dict[str, Any], completions: list[dict[str, A
     def attempt(name: str, fn):
         try:
             return fn()
-        except Cancelled:
-            raise
-        except Exception as exc:  # the run itself is done: keep it, say what failed
+        except Exception as exc:  # the run itself is done: keep it, say what failed (a Cancelled is no Exception)
             errors[name] = f"{type(exc).__name__}: {exc}"
             return None
 

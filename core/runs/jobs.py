@@ -260,17 +260,28 @@ def record_stop(run_dir: RunDir | str | os.PathLike[str], by_signal: bool) -> di
     return run.set_status(state="cancelled")
 
 
+def _leads_own_session(pid: int) -> bool:
+    """Whether the process leads its own session and process group, as launch starts a job."""
+    try:
+        return os.getpgid(pid) == pid == os.getsid(pid)
+    except OSError:
+        return False
+
+
+def _active(run: RunDir) -> bool:
+    try:
+        return run.state() in ("queued", "running")
+    except RunFormatError:
+        return False
+
+
 def _signal_job(pid: int, sig: signal.Signals) -> None:
     """Signal the job's process group (its children too) where the job leads its own session, as launch starts
     it; otherwise the process alone. A run executed by a sweep or a `core run` typed in a terminal shares its
     group with what the shell started beside it (`sweep ... | tee log`), which a cancel must not stop."""
     try:
-        pgid, sid = os.getpgid(pid), os.getsid(pid)
-    except ProcessLookupError:
-        return
-    try:
-        if pgid == pid == sid and pgid != os.getpgid(0):
-            os.killpg(pgid, sig)
+        if _leads_own_session(pid) and pid != os.getpgid(0):
+            os.killpg(pid, sig)
         else:
             os.kill(pid, sig)
     except ProcessLookupError:
@@ -294,11 +305,16 @@ def cancel(
     (run.path / CANCEL_MARKER).write_text(now_iso() + "\n")
     pid, started = status.get("pid"), status.get("pid_started")
     if isinstance(pid, int) and pid != os.getpid() and process_alive(pid, started):
+        own_job = _leads_own_session(pid)  # a launched job ends with its run; a sweep goes on to its next run
+
+        def still_at_it() -> bool:
+            return process_alive(pid, started) and (own_job or _active(run))
+
         _signal_job(pid, signal.SIGTERM)
         deadline = time.monotonic() + grace_seconds
-        while process_alive(pid, started) and time.monotonic() < deadline:
+        while still_at_it() and time.monotonic() < deadline:
             time.sleep(0.05)
-        if process_alive(pid, started):
+        if still_at_it():
             _signal_job(pid, signal.SIGKILL)
             deadline = time.monotonic() + 2.0
             while process_alive(pid, started) and time.monotonic() < deadline:

@@ -31,8 +31,9 @@ from core.runs.store import METHOD_END, METHOD_START_CACHED, METHOD_START_TRAINI
 from core.tokenizer import encode_sentences
 
 
-class Cancelled(Exception):
-    """Raised inside a job when it is asked to stop (SIGTERM or a cancel marker)."""
+class Cancelled(BaseException):
+    """Raised inside a job when it is asked to stop (SIGTERM or a cancel marker). Like KeyboardInterrupt, a stop is
+    not an error: no `except Exception` on the run's path (a model load's, a tokenizer's) may turn it into one."""
 
 
 class Terminated(Cancelled):

@@ -16,6 +16,7 @@ from core.config import fixed_epsilon
 from core.runs.store import (
     LOG,
     PROGRESS,
+    SHIPPED_SUFFIX,
     STATES,
     STATUS,
     TERMINAL,
@@ -237,9 +238,9 @@ def _has_separator(text: str) -> bool:
 
 
 # A run made here in a folder named like a shipped run (`core run --run-dir runs/tiny-seqpate-eps3`, a sweep into
-# runs/) shares its id: the shipped one is named with this suffix wherever both are listed (the dashboard, `runs
-# list`), and resolve_run takes the suffixed name, so that each name stands for one run.
-SHIPPED_SUFFIX = " (shipped)"
+# runs/) shares its id: the shipped one is named with SHIPPED_SUFFIX wherever both are listed (the dashboard, `runs
+# list`), and resolve_run takes the suffixed name, so that each name stands for one run (no run folder may end in
+# it: store.check_new_run_dir).
 
 
 def shadowed(run: RunDir) -> bool:
@@ -326,20 +327,26 @@ def new_run_id(method: str, epsilon: float | str | None) -> str:
 
 
 def is_safe_run_id(run_id: str) -> bool:
-    """A run id must be a plain, visible folder name."""
-    return bool(run_id) and not _has_separator(run_id) and not run_id.startswith(".") and "\0" not in run_id
+    """A run id must be a plain, visible folder name, and not a name the listings give a shipped run."""
+    return (bool(run_id) and not _has_separator(run_id) and not run_id.startswith(".") and "\0" not in run_id
+            and not run_id.endswith(SHIPPED_SUFFIX))
 
 
 __all__ = [
     "REPO_ROOT",
     "RunInfo",
+    "SHIPPED_SUFFIX",
     "cached_root",
     "default_roots",
     "is_safe_run_id",
+    "last_sign_of_life",
     "list_runs",
+    "listed_id",
     "live_root",
+    "named_apart",
     "new_run_id",
     "reconcile",
     "resolve_run",
     "run_info",
+    "shadowed",
 ]

@@ -93,9 +93,18 @@ class RunReadOnlyError(RunError, PermissionError):
     """A write to a shipped (cached) run, or another change the run's state does not allow."""
 
 
+# A run made here in a folder named like a shipped run shares its id: the listings name the shipped one with this
+# suffix (registry.named_apart), so no run folder may be named with it.
+SHIPPED_SUFFIX = " (shipped)"
+
+
 def check_new_run_dir(path: Path) -> None:
     """RunExistsError unless a new run can be made at path: an absent path or an empty folder, with no file on
-    the way to it. Checked before anything is written, so a refusal leaves everything as it was."""
+    the way to it, whose name is not one the listings give a shipped run. Checked before anything is written, so
+    a refusal leaves everything as it was."""
+    if path.name.endswith(SHIPPED_SUFFIX):
+        raise RunExistsError(f"run directory {path}: a name ending in {SHIPPED_SUFFIX.strip()!r} is how the run "
+                             "listings name a shipped run; choose another")
     for parent in path.absolute().parents:  # a run inside a run would be listed as neither, and deleted with it
         if (parent / STATUS).is_file() and (parent / CONFIG).is_file():  # both: a config.json alone is common
             raise RunExistsError(f"run directory {path} would be inside the run folder {parent}: choose a path "
@@ -701,6 +710,7 @@ __all__ = [
     "PHRASE_COLUMNS",
     "PRIVACY",
     "PROGRESS",
+    "SHIPPED_SUFFIX",
     "REQUIRED_FILES",
     "STATES",
     "STATUS",

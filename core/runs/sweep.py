@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import math
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from core.config import ConfigError, RunConfig, effective_config, preset_config
@@ -123,9 +126,35 @@ def holds_config(run, cfg: RunConfig) -> bool:
     return stored is not None and effective_config(stored.to_dict()) == effective_config(cfg.to_dict())
 
 
+@contextmanager
+def sigterm_between_and_during_runs(sweep: dict) -> Iterator[None]:
+    """SIGTERM to a sweep, from the main thread only (elsewhere the caller's handler stays): during a run it stops
+    that run (Terminated: a Cancel of the run when its marker is there, jobs.record_stop tells which); between
+    runs, a Cancel of the run just ended is moot, and a SIGTERM from outside stops the plan before the next run
+    (sweep["stop"]) instead of landing in the sweep's own bookkeeping."""
+    from core.runs.jobs import cancel_requested
+    from core.runs.pipeline import Terminated
+
+    def handler(signum, frame):
+        if sweep["in_run"]:
+            raise Terminated()
+        if sweep["run"] is None or not cancel_requested(sweep["run"].path):
+            sweep["stop"] = True
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run_plan(plan: str, preset: str, out: Path, seed: int = 0, execute=None, echo=print) -> list[str]:
     """Run every config of the plan into out/<name>; a finished run of the same settings is skipped, one of other
-    settings is left as it is (reported NOT RUN), a broken one is redone."""
+    settings is left as it is (reported NOT RUN), a broken one is redone. A Cancel of one of its runs stops that
+    run and the plan goes on; a SIGTERM from outside or Ctrl-C stops the plan (Terminated, KeyboardInterrupt)."""
     from core.runs.jobs import cancel_requested, record_stop
     from core.runs.pipeline import Cancelled, Terminated
     from core.runs.pipeline import execute as default_execute
@@ -134,53 +163,65 @@ def run_plan(plan: str, preset: str, out: Path, seed: int = 0, execute=None, ech
     execute = execute or default_execute
     configs = plan_configs(plan, preset, seed)
     done: list[str] = []
-    for i, (name, cfg) in enumerate(configs, 1):
-        path = out / name
-        if path.exists() and RunDir(path).is_complete():
-            if holds_config(RunDir(path), cfg):
-                echo(f"[{i}/{len(configs)}] {name}: already done, skipped")
-                done.append(name)
-            else:  # never counted as this plan's run, never overwritten: it may be someone's result
-                echo(f"[{i}/{len(configs)}] {name}: NOT RUN: {path} holds a finished run of other settings "
-                     "(move it away, or sweep into another --out)")
-            continue
-        if path.exists():
-            import shutil
-
-            from core.runs.registry import reconcile
-            from core.runs.store import RunFormatError
-
-            try:
-                status = reconcile(RunDir(path)) or {}  # a run whose process is gone is marked failed first
-            except (RunFormatError, OSError):  # a status.json that cannot be read: no live run stands behind it
-                status = {}
-            if status.get("state") == "running" or (status.get("state") == "queued" and status.get("pid")):
-                echo(f"[{i}/{len(configs)}] {name}: NOT RUN: {path} holds a run in progress (pid "
-                     f"{status.get('pid')}; another sweep or a job): wait for it, or sweep into another --out")
+    sweep = {"run": None, "in_run": False, "stop": False}
+    with sigterm_between_and_during_runs(sweep):
+        for i, (name, cfg) in enumerate(configs, 1):
+            if sweep["stop"]:
+                echo(f"[{i}/{len(configs)}] {name}: NOT RUN: the sweep was sent SIGTERM; the plan stops here")
+                raise Terminated()
+            path = out / name
+            if path.exists() and RunDir(path).is_complete():
+                if holds_config(RunDir(path), cfg):
+                    echo(f"[{i}/{len(configs)}] {name}: already done, skipped")
+                    done.append(name)
+                else:  # never counted as this plan's run, never overwritten: it may be someone's result
+                    echo(f"[{i}/{len(configs)}] {name}: NOT RUN: {path} holds a finished run of other settings "
+                         "(move it away, or sweep into another --out)")
                 continue
-            shutil.rmtree(path)  # partial files of a run that died are never kept as results
-        t = time.time()
-        run = RunDir.create(path, cfg.to_dict(), cfg.seed)
-        try:
-            metrics = execute(cfg, run, should_stop=lambda folder=run.path: cancel_requested(folder))
-        except (Cancelled, KeyboardInterrupt) as exc:
-            status = record_stop(run, by_signal=isinstance(exc, Terminated))
-            if status.get("state") == "failed":  # the sweep itself was stopped from outside
-                echo(f"[{i}/{len(configs)}] {name}: STOPPED: {status.get('error')}; the plan stops here")
-                raise
-            if isinstance(exc, KeyboardInterrupt):
-                echo(f"[{i}/{len(configs)}] {name}: CANCELLED (Ctrl-C); the plan stops here")
-                raise
-            # a Cancel of this run (Runs page, jobs.cancel) stops it alone, as its dialog says
-            echo(f"[{i}/{len(configs)}] {name}: CANCELLED; the plan goes on")
-            continue
-        except Exception as exc:  # one failed run must not stop the plan
-            run.set_status(state="failed", error=f"{type(exc).__name__}: {exc}")
-            echo(f"[{i}/{len(configs)}] {name}: FAILED {type(exc).__name__}: {exc}")
-            continue
-        eps = (run.privacy() or {}).get("epsilon")
-        echo(f"[{i}/{len(configs)}] {name}: ppl {metrics['ppl']:.2f} bleu4 {metrics['bleu4']:.2f} "
-             f"eps {eps} ({time.time() - t:.0f} s)")
-        sys.stdout.flush()
-        done.append(name)
+            if path.exists():
+                import shutil
+
+                from core.runs.registry import reconcile
+                from core.runs.store import RunFormatError
+
+                try:
+                    status = reconcile(RunDir(path)) or {}  # a run whose process is gone is marked failed first
+                except (RunFormatError, OSError):  # a status.json that cannot be read: no live run stands behind it
+                    status = {}
+                if status.get("state") == "running" or (status.get("state") == "queued" and status.get("pid")):
+                    echo(f"[{i}/{len(configs)}] {name}: NOT RUN: {path} holds a run in progress (pid "
+                         f"{status.get('pid')}; another sweep or a job): wait for it, or sweep into another --out")
+                    continue
+                shutil.rmtree(path)  # partial files of a run that died are never kept as results
+            t = time.time()
+            run = sweep["run"] = RunDir.create(path, cfg.to_dict(), cfg.seed)
+            try:
+                sweep["in_run"] = True
+                if sweep["stop"]:  # sent while its folder was made
+                    raise Terminated()
+                metrics = execute(cfg, run, should_stop=lambda folder=run.path: cancel_requested(folder))
+            except (Cancelled, KeyboardInterrupt) as exc:
+                sweep["in_run"] = False
+                status = record_stop(run, by_signal=isinstance(exc, Terminated))
+                if status.get("state") == "failed":  # the sweep itself was stopped from outside
+                    echo(f"[{i}/{len(configs)}] {name}: STOPPED: {status.get('error')}; the plan stops here")
+                    raise
+                if isinstance(exc, KeyboardInterrupt):
+                    echo(f"[{i}/{len(configs)}] {name}: CANCELLED (Ctrl-C); the plan stops here")
+                    raise
+                # a Cancel of this run (Runs page, jobs.cancel) stops it alone, as its dialog says
+                echo(f"[{i}/{len(configs)}] {name}: CANCELLED; the plan goes on")
+                continue
+            except Exception as exc:  # one failed run must not stop the plan
+                sweep["in_run"] = False
+                run.set_status(state="failed", error=f"{type(exc).__name__}: {exc}")
+                echo(f"[{i}/{len(configs)}] {name}: FAILED {type(exc).__name__}: {exc}")
+                continue
+            finally:
+                sweep["in_run"] = False
+            eps = (run.privacy() or {}).get("epsilon")
+            echo(f"[{i}/{len(configs)}] {name}: ppl {metrics['ppl']:.2f} bleu4 {metrics['bleu4']:.2f} "
+                 f"eps {eps} ({time.time() - t:.0f} s)")
+            sys.stdout.flush()
+            done.append(name)
     return done

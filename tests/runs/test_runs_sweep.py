@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from core.config import preset_config
@@ -144,3 +146,77 @@ def test_a_sweep_hands_its_runs_the_cancel_check(tmp_path):
 
     run_plan("adp", "tiny", tmp_path, execute=watching, echo=lambda line: None)
     assert seen == [False, True, False, True]  # each run's own marker
+
+
+SLOW_SWEEP = """
+import sys, time
+from pathlib import Path
+from core.runs.sweep import run_plan
+from tests.runs.test_runs_sweep import fake_execute
+
+def first_runs_long(cfg, run, should_stop=lambda: False):
+    if run.run_id == "tiny-adp-eps3":
+        run.set_status(state="running", stage="train")
+        time.sleep(60)  # a long step that checks nothing: only the SIGTERM stops it
+    time.sleep(4)  # the next run outlasts cancel's grace: a cancel that waits for the sweep to exit kills it
+    return fake_execute(cfg, run)
+
+run_plan("adp", "tiny", Path(sys.argv[1]), execute=first_runs_long)
+"""
+
+
+def test_the_runs_page_cancel_of_a_sweeps_run_leaves_the_sweep_running(tmp_path):
+    """jobs.cancel, as the Runs page calls it, on a run a sweep executes: the sweep caught the SIGTERM and went
+    on, cancel waited for the sweep's process to exit and SIGKILLed it after its grace."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from core.runs.jobs import cancel
+    from tests.waiting import wait_for
+
+    script = tmp_path / "sweep.py"
+    script.write_text(SLOW_SWEEP)
+    out = tmp_path / "out"
+    repo = Path(__file__).resolve().parents[2]
+    sweep = subprocess.Popen([sys.executable, str(script), str(out)], cwd=repo, stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONPATH": str(repo)})
+    try:
+        first = RunDir(out / "tiny-adp-eps3")
+        assert wait_for(lambda: first.path.is_dir() and first.state() == "running", 60)
+        start = time.monotonic()
+        assert cancel(first, grace_seconds=3)["state"] == "cancelled"
+        assert time.monotonic() - start < 3  # no waiting out the grace for a process that goes on by design
+        stdout, _ = sweep.communicate(timeout=60)
+        assert sweep.returncode == 0, stdout  # not SIGKILLed
+        assert "[1/2] tiny-adp-eps3: CANCELLED; the plan goes on" in stdout
+        assert RunDir(out / "tiny-adp-eps8").state() == "done" and first.state() == "cancelled"
+    finally:
+        sweep.kill()
+        sweep.wait()
+
+
+def test_a_sigterm_between_runs_stops_the_plan_before_the_next(tmp_path):
+    """A SIGTERM that reached the sweep between two runs raised in its bookkeeping; now the plan stops before the
+    next run, which is not started."""
+    import os
+    import signal
+
+    def finish_then_sigterm(cfg, run, should_stop=lambda: False):
+        metrics = fake_execute(cfg, run)
+        return metrics
+
+    lines = []
+
+    def echo(line):  # the first run's result line is written between runs: the signal lands there
+        lines.append(line)
+        if len(lines) == 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    previous = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(Terminated):
+        run_plan("adp", "tiny", tmp_path, execute=finish_then_sigterm, echo=echo)
+    assert signal.getsignal(signal.SIGTERM) == previous  # the sweep's handler is gone with it
+    assert RunDir(tmp_path / "tiny-adp-eps3").state() == "done" and not (tmp_path / "tiny-adp-eps8").exists()
+    assert lines[1] == "[2/2] tiny-adp-eps8: NOT RUN: the sweep was sent SIGTERM; the plan stops here"
