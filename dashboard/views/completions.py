@@ -127,7 +127,8 @@ else:
         own = st.text_input("Prefix", key="comp_own", placeholder="e.g. my name is")
         # another seed draws another sample: one sample alone says little about what a run tends to write
         own_seed = widgets.count_input(st, "Sample seed", value=0, min_value=0, max_value=2**32 - 1,
-                                       key="comp_own_seed", help="each seed draws another sample from every run")
+                                       key="comp_own_seed", width=170,  # as wide as Launch's number boxes
+                                       help="each seed draws another sample from every run")
         submitted = st.form_submit_button(f"Complete with the {len(with_model)} selected run(s) that kept weights")
     if submitted and not own.strip():
         st.warning("Type a prefix first.")
