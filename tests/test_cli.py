@@ -169,7 +169,8 @@ def test_a_run_keeps_its_weights_and_completes_a_typed_prefix(pub_gpt_run, tmp_p
     rows = sentence_nll(model, encode_sentences(tokenizer, [s.text for s in test], cfg.data.max_tokens),
                         tokenizer.pad_token_id)
     assert [t for _, t in rows] == [t for _, t in run.test_nll()]
-    assert [n for n, _ in rows] == pytest.approx([n for n, _ in run.test_nll()], rel=1e-9)
+    # float32 sums on 2 threads: a full-suite run once differed by 1.3e-6 relative (another model: by far more)
+    assert [n for n, _ in rows] == pytest.approx([n for n, _ in run.test_nll()], rel=1e-5)
 
     no_weights = tmp_path / "shipped"
     shutil.copytree(Path(__file__).resolve().parents[1] / "cached_runs" / "tiny-pub-gpt", no_weights)
