@@ -104,12 +104,6 @@ def present(value: Any) -> bool:
     return value is not None and not (isinstance(value, float) and math.isnan(value))
 
 
-def text_or(value: Any, fallback: str) -> str:
-    """A text field of a record, or fallback where it is missing (None, or the NaN a DataFrame row holds: pandas 3
-    keeps text columns as strings with NaN for a missing one, which `value or fallback` showed as "nan")."""
-    return value if isinstance(value, str) and value else fallback
-
-
 def privacy_kind(epsilon: float | None) -> str:
     """'private', 'not-private' (private data, no protection), 'public-only' (no private data used) or 'unknown'."""
     if epsilon is None or (isinstance(epsilon, float) and math.isnan(epsilon)):

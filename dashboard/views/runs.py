@@ -9,6 +9,7 @@ from core.config import ConfigError, effective_hash
 from core.runs import RunError, jobs
 from core.runs.store import RunDir
 from dashboard import estimate, loading, tables, widgets, wording
+from dashboard.values import as_str  # a record's text field, or None (pandas 3 holds a missing one as NaN)
 
 DP_SGD_PROGRESS_NOTE = ("DP-SGD and ADP log no loss of their private training: a batch's loss is computed from "
                         "private sentences without noise, so no epsilon would cover it. Losses shown come from "
@@ -78,7 +79,7 @@ def act(action, run, done: str, failed: str) -> None:
 def how_it_went(record: dict) -> str:
     """How the run to be rerun went, as a sentence for the question (a cancelled run did not "take" 34 s)."""
     took = estimate.fmt_duration(record["elapsed_s"]) if wording.present(record["elapsed_s"]) else None
-    state, stage = record["state"], wording.text_or(record["stage"], "?")
+    state, stage = record["state"], as_str(record["stage"]) or "?"
     if state == "done":
         return f" The original took {took}." if took else ""
     if state in ("failed", "cancelled"):
@@ -205,7 +206,7 @@ def run_summary(record: dict, run: RunDir) -> None:
     """State, progress, times; a failed run's error and traceback, a finished run's guarantee and statement."""
     row = widgets.wrapping_row()  # wraps on a narrow page (equal columns cut 'running' to 'run…')
     # the stage under the state, in small type: stage names ("private-finetune", a method's name) are long
-    row.metric("state", record["state"], delta=f"stage: {wording.text_or(record['stage'], '–')}", delta_color="off",
+    row.metric("state", record["state"], delta=f"stage: {(as_str(record['stage']) or '–')}", delta_color="off",
                delta_arrow="off", width=widgets.METRIC_WIDTH)
     widgets.metric(row, "progress", f"{record['progress']:.0%}")
     computed_on = {"cpu": "on the CPU", "cuda": "on the GPU"}.get(record.get("device") or "")
@@ -215,8 +216,8 @@ def run_summary(record: dict, run: RunDir) -> None:
     remaining = record["remaining_s"] if record["state"] in loading.ACTIVE_STATES else None
     widgets.metric(row, "remaining (est.)", estimate.fmt_duration(remaining), help=estimate.estimate_help(record))
     if record["state"] == "failed":
-        st.error(f"Failed at stage {wording.text_or(record['stage'], '?')}: "
-                 f"{wording.text_or(record['error'], 'no error recorded')}",
+        st.error(f"Failed at stage {(as_str(record['stage']) or '?')}: "
+                 f"{(as_str(record['error']) or 'no error recorded')}",
                  icon=":material/error:")
         trace = run.read_text("traceback.txt")
         if trace:
@@ -247,7 +248,7 @@ def run_actions(record: dict, run: RunDir) -> None:
                  help="stop a queued or running job (live runs only)"):
         st.session_state["runs_confirm"] = ("cancel", run_id)
     if st.session_state.get("runs_confirm") == ("cancel", run_id):
-        lost = (f" Its work so far ({estimate.fmt_duration(record['elapsed_s'])}, at stage {wording.text_or(record['stage'], '?')}) is lost: a "
+        lost = (f" Its work so far ({estimate.fmt_duration(record['elapsed_s'])}, at stage {(as_str(record['stage']) or '?')}) is lost: a "
                 "rerun starts from the beginning." if record["state"] == "running" else "")
         if record["state"] not in loading.ACTIVE_STATES:  # it ended while the question was open
             st.session_state.pop("runs_confirm", None)

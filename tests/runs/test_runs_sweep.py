@@ -203,10 +203,6 @@ def test_a_sigterm_between_runs_stops_the_plan_before_the_next(tmp_path):
     import os
     import signal
 
-    def finish_then_sigterm(cfg, run, should_stop=lambda: False):
-        metrics = fake_execute(cfg, run)
-        return metrics
-
     lines = []
 
     def echo(line):  # the first run's result line is written between runs: the signal lands there
@@ -216,7 +212,7 @@ def test_a_sigterm_between_runs_stops_the_plan_before_the_next(tmp_path):
 
     previous = signal.getsignal(signal.SIGTERM)
     with pytest.raises(Terminated):
-        run_plan("adp", "tiny", tmp_path, execute=finish_then_sigterm, echo=echo)
+        run_plan("adp", "tiny", tmp_path, execute=fake_execute, echo=echo)
     assert signal.getsignal(signal.SIGTERM) == previous  # the sweep's handler is gone with it
     assert RunDir(tmp_path / "tiny-adp-eps3").state() == "done" and not (tmp_path / "tiny-adp-eps8").exists()
     assert lines[1] == "[2/2] tiny-adp-eps8: NOT RUN: the sweep was sent SIGTERM; the plan stops here"
