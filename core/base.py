@@ -22,8 +22,8 @@ from core.train import train_lm
 def base_key(cfg: RunConfig, device: torch.device | str = "cpu") -> str:
     """Names the base model (and, with its digest, the pseudo data) in the artefact cache. One trained or used on a
     GPU is another artefact than the CPU's: its key names the device, so a CPU run never loads it (the CPU's key
-    for chitchat is the one it always was). A corpus given as a file is keyed by its bytes as well
-    (core.data.corpus_digest)."""
+    for chitchat is the one it always was). A corpus given as a file is keyed by its bytes as well, and so is
+    chitchat once a release bundles another file than the one it always did (core.data.corpus_digest)."""
     data = {k: v for k, v in cfg.to_dict()["data"].items() if k not in PRIVATE_ONLY_DATA_FIELDS}
     key = {"data": data, "model": cfg.to_dict()["model"], "seed": cfg.seed}
     if (digest := corpus_digest(cfg.data)) is not None:

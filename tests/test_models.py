@@ -277,6 +277,22 @@ def test_an_edited_corpus_file_gets_a_base_model_of_its_own(tmp_path):
     assert key_after != key  # ... so it is not loaded as this corpus's public model
 
 
+def test_a_chitchat_release_with_another_dataset_gets_a_base_of_its_own(tmp_path, monkeypatch):
+    """pyproject admits any chitchat-dataset >= 0.3; one bundling another dataset.json splits users anew, and a
+    base cached on the old split may have trained on users now private. The file every admitted release bundled
+    keeps the key it always had (tests/test_device.py checks that key)."""
+    prepare = sys.modules["core.data.prepare"]  # core.data.prepare names the function core.data re-exports
+
+    cfg = micro_config()
+    bundled = base_key(cfg)
+    assert hashlib.sha256(prepare.chitchat_path().read_bytes()).hexdigest() == prepare.BUNDLED_CHITCHAT_SHA256
+    other = tmp_path / "dataset.json"
+    other.write_text(json.dumps({"c1": {"messages": [[{"text": "hello there", "sender": "a"}]]}}))
+    monkeypatch.setattr(prepare, "chitchat_path", lambda: other)
+    assert base_key(cfg) != bundled
+    assert prepare.corpus_digest(cfg.data) == hashlib.sha256(other.read_bytes()).hexdigest()
+
+
 def test_a_stop_while_a_model_loads_stays_a_stop(tmp_path, monkeypatch):
     """A SIGTERM (Terminated) during from_pretrained became "ModelLoadError: cannot load ...": a shutdown's stop
     recorded as a broken model, and a sweep sent it went on to its next run."""

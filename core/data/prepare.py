@@ -193,17 +193,22 @@ def _source_key(cfg: DataConfig) -> tuple:
     return (cfg.corpus, fmt, stat.st_mtime_ns, stat.st_size)
 
 
+# sha256 of the dataset.json that chitchat-dataset 0.3 to 0.9 bundle (pyproject admits >= 0.3)
+BUNDLED_CHITCHAT_SHA256 = "d2a5d0bf6acf354fef51f3af39cbece2220d3b8f6086b658c3d335105798312a"
+
+
 def corpus_digest(cfg: DataConfig) -> str | None:
-    """sha256 of a corpus file's bytes (None for the built-in chitchat, or a file that cannot be read): what the
-    public base model's cache key needs, as an edited file can move users between the public and private sides."""
-    if cfg.corpus == CHITCHAT:
-        return None
-    path = Path(cfg.corpus).expanduser()
+    """sha256 of a corpus file's bytes (None for a file that cannot be read): what the public base model's cache
+    key needs, as an edited file can move users between the public and private sides. The built-in chitchat gives
+    None while it is the file every admitted release bundled (the key it always had), its digest once a release
+    ships another file: a base cached on the old split could have trained on users the new one makes private."""
+    path = chitchat_path() if cfg.corpus == CHITCHAT else Path(cfg.corpus).expanduser()
     try:
         stat = path.stat()
-        return _file_sha256(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+        digest = _file_sha256(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
     except OSError:
         return None  # load_corpus raises the clear error
+    return None if cfg.corpus == CHITCHAT and digest == BUNDLED_CHITCHAT_SHA256 else digest
 
 
 @functools.lru_cache(maxsize=_CACHE_ENTRIES)
