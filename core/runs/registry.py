@@ -19,7 +19,6 @@ from core.runs.store import (
     SHIPPED_SUFFIX,
     STATES,
     STATUS,
-    TERMINAL,
     RunDir,
     RunFormatError,
     RunNotFoundError,
@@ -86,10 +85,6 @@ class RunInfo:
     @property
     def run_dir(self) -> RunDir:
         return RunDir(self.path, source=self.source)
-
-    @property
-    def terminal(self) -> bool:
-        return self.state in TERMINAL
 
 
 def _as_float(value: Any) -> float | None:
