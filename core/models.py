@@ -6,6 +6,7 @@ import copy
 import ctypes
 import inspect
 import os
+import platform
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -32,6 +33,18 @@ def set_threads() -> int:
     torch.set_num_threads(threads)
     keep_freed_memory()
     return threads
+
+
+def cpu_info() -> dict[str, str]:
+    """The CPU a run computed on, which runs record beside their thread count: torch and MKL choose kernels by its
+    instruction set (torch's dispatch level is `capability`), so another CPU can sum floats in another order."""
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:  # Linux names the model; platform only the family
+            model = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), model)
+    except OSError:
+        pass
+    return {"model": model, "capability": torch.backends.cpu.get_cpu_capability()}
 
 
 def compute_device() -> torch.device:

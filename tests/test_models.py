@@ -66,6 +66,8 @@ def test_run_with_a_local_model_uses_it(checkout, tmp_path, monkeypatch):
     assert metrics["base_model"]["weights_sha256"] == hashlib.sha256(weights).hexdigest()[:16]
     assert metrics["ppl"] > 1 and run.is_complete()
     assert metrics["torch_threads"] == 1  # part of what reproduces a run (the order of float sums)
+    # ... as is the CPU: torch and MKL pick kernels by its instruction set
+    assert metrics["cpu"]["capability"] == torch.backends.cpu.get_cpu_capability() and metrics["cpu"]["model"]
     assert metrics["device"] == "cpu"  # SEQPATE_DEVICE unset: the CPU, as the shipped runs
 
 

@@ -26,7 +26,7 @@ from core.evaluation import (
     sentence_nll,
     total_nll,
 )
-from core.models import clone, compute_device, set_threads
+from core.models import clone, compute_device, cpu_info, set_threads
 from core.runs.store import METHOD_END, METHOD_START_CACHED, METHOD_START_TRAINING, RunDir
 from core.tokenizer import encode_sentences
 
@@ -285,7 +285,7 @@ def execute(cfg: RunConfig, run: RunDir, should_stop: Callable[[], bool] = lambd
     timings["evaluate_s"] = time.time() - t
     timings["total_s"] = time.time() - t0
     metrics = {**metrics, **result.metrics, "timings": timings, "base_model": base_info, "torch_threads": threads,
-               "device": device.type}
+               "cpu": cpu_info(), "device": device.type}
     from core.analysis.audit import audit_run  # phrases.csv, statement.md, r_name, exposure
     from core.analysis.statement import privacy_labels
 

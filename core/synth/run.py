@@ -21,7 +21,7 @@ import torch
 from core.analysis.audit import STATEMENT
 from core.analysis.statement import synth_statement
 from core.base import load_or_train_base
-from core.models import clone, compute_device, set_threads
+from core.models import clone, compute_device, cpu_info, set_threads
 from core.runs.pipeline import progress_logger
 from core.runs.store import RunDir
 from core.synth.config import SynthConfig
@@ -230,6 +230,7 @@ def execute(job: SynthJob, run: RunDir, should_stop: Callable[[], bool] = lambda
         "base_model": base_info,
         "timings": timings,
         "torch_threads": threads,
+        "cpu": cpu_info(),
         "device": device.type,
     })
     private = math.isfinite(privacy["epsilon"])

@@ -13,6 +13,7 @@ import pytest
 
 from core.cli import main
 from core.config import thread_setting
+from core.models import cpu_info
 from core.privacy import epsilon_from_events, events_from_dicts
 from core.runs.registry import list_runs
 from core.runs.store import REQUIRED_FILES, RunDir
@@ -70,6 +71,7 @@ def test_micro_run_writes_a_complete_run(micro_run):
     assert set(metrics["ngram_ratios"]) == {"3", "4", "5", "6", "7"}
     assert summary["accuracy_synthetic"] == metrics["accuracy_synthetic"]
     assert metrics["torch_threads"] == thread_setting()  # the subprocess saw this environment
+    assert metrics["cpu"] == cpu_info()  # the machine's CPU, which picks torch's kernels
     assert metrics["device"] == "cpu"  # SEQPATE_DEVICE blank: the default
 
     samples = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
