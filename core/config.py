@@ -86,7 +86,7 @@ def device_setting() -> str:
 
     Not part of a run's config, like the thread count: it changes how fast a run goes, and its numbers in the last
     bits, which training amplifies (recorded in status and metrics as device). CPU is the default: there a seed
-    repeats a run bit for bit, and the shipped runs were made there."""
+    repeats a run bit for bit on one machine (nearly always: see the README), and the shipped runs were made there."""
     value = os.environ.get("SEQPATE_DEVICE", "").strip().lower() or "cpu"
     if value not in DEVICES:
         raise ConfigError(f"SEQPATE_DEVICE must be cpu or cuda, got {os.environ['SEQPATE_DEVICE']!r}")
