@@ -4,7 +4,6 @@ the real corpus (private train sentences of the tiny preset, tokenised by a toke
 from __future__ import annotations
 
 import os
-import platform
 import sys
 from pathlib import Path
 
@@ -14,8 +13,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywher
 def machine_line() -> str:
     import torch
 
+    from core.models import cpu_info
+
+    cpu = cpu_info()
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    return (f"machine: {os.cpu_count()} CPUs, {platform.processor() or platform.machine()}, torch "
+    return (f"machine: {os.cpu_count()} CPUs, {cpu['model']} ({cpu['capability']}), torch "
             f"{torch.__version__} with {torch.get_num_threads()} thread(s); load average (1, 5, 15 min): {load}")
 
 
