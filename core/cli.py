@@ -330,8 +330,8 @@ def cmd_runs(args) -> int:
     reconcile(run)
     status = run.status()
     out = {"run_dir": str(run.path), **(status or {"state": "failed"})}  # no status.json: listed as failed too
-    if status is None or (status.get("state") == "done" and run.incomplete_reason()):  # a file lost or damaged
-        out["problem"] = run.incomplete_reason()
+    if (status is None or status.get("state") == "done") and (problem := run.incomplete_reason()):
+        out["problem"] = problem  # a file lost or damaged
     if args.full:
         out.update({"metrics": run.metrics(), "privacy": run.privacy()})
     print(json.dumps(out, indent=2, default=str))

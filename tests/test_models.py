@@ -287,7 +287,6 @@ def test_a_chitchat_release_with_another_dataset_gets_a_base_of_its_own(tmp_path
 
     cfg = micro_config()
     bundled = base_key(cfg)
-    assert hashlib.sha256(prepare.chitchat_path().read_bytes()).hexdigest() == prepare.BUNDLED_CHITCHAT_SHA256
     other = tmp_path / "dataset.json"
     other.write_text(json.dumps({"c1": {"messages": [[{"text": "hello there", "sender": "a"}]]}}))
     monkeypatch.setattr(prepare, "chitchat_path", lambda: other)
