@@ -1,15 +1,18 @@
 """Synthetic-data generators compared on a VALIDATION slice of the train set (never the test set).
 
 Trains one DP conditional LM of a synth preset (the naive LM plus its DP head on the frozen model, or the multitask
-model), then generates with each requested mode and prints three label signals of the synthetic set:
+model), then generates with each requested mode and prints three label signals of the synthetic set and one of
+its text:
 - val. accuracy: TF-IDF + logistic regression trained on the synthetic samples, tested on every 5th train text;
 - agreement: how often the same classifier trained on the other train texts agrees with the synthetic labels;
-- head agrees: how often the model's own discriminator head agrees with them (what PPLM steers towards).
+- head agrees: how often the model's own discriminator head agrees with them (what PPLM steers towards);
+- word start: the share of samples whose first word is a word of the train texts (not a fragment such as "epends").
 The generator saw the validation texts during fine-tuning, so these numbers are for comparing settings with each
 other (`head agrees` is high for `filter` by construction: it keeps what that head scores highest); the run's own
 `accuracy_synthetic` (real test set) is what `python -m core synth` reports.
 
     python benchmarks/synth_validation.py --model naive --epsilon 3 --generate plain,filter,pplm
+    python benchmarks/synth_validation.py --model naive --epsilon 3 --generate filter,pplm --set separator=newline
     python benchmarks/synth_validation.py --model multitask --epsilon 3 --generate pplm,plain --set epochs=24
     python benchmarks/synth_validation.py --model naive --epsilon inf --generate plain --set epochs=24
     python benchmarks/synth_validation.py --model naive --epsilon inf --generate plain --probe
@@ -24,9 +27,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 import time
 
 from common import machine_line
+
+
+def word_list(text: str) -> list[str]:
+    return re.findall(r"[a-z']+", text.lower())
 
 
 def parse_base(items: list[str]) -> dict:
@@ -95,7 +103,7 @@ def main() -> None:
                       parse_base(args.base))
     cfg, data = job.cfg, job.data
     base, tokenizer, _ = load_or_train_base(job.base, job.prepared)
-    fmt = Formatter.build(tokenizer, data.labels, cfg.max_tokens)
+    fmt = Formatter.build(tokenizer, data.labels, cfg.max_tokens, cfg.separator)
     train_ids = encode_texts(tokenizer, [e.text for e in data.train])
     plan = plan_privacy(cfg, len(train_ids))
     model = SynthLM(clone(base), len(data.labels))
@@ -142,7 +150,9 @@ def main() -> None:
     if args.probe:
         print(f"non-private logistic probe on the mean hidden state, validation accuracy: base model "
               f"{probe_before:.3f}, fine-tuned {probe_accuracy(model):.3f}; TF-IDF on the texts {reference_acc:.3f}")
-    print(f"{'val. accuracy':>14s} {'agreement':>10s} {'head agrees':>12s} {'samples':>8s}  generation")
+    train_words = {w for e in data.train for w in word_list(e.text)}
+    print(f"{'val. accuracy':>14s} {'agreement':>10s} {'head agrees':>12s} {'word start':>11s} {'samples':>8s}  "
+          "generation")
     for spec in args.generate.split(","):
         mode, *extra = spec.split("+")  # e.g. pplm+pplm_iterations=10: generation settings for this mode only
         gen_cfg = dataclasses.replace(cfg, generator="filter" if mode in ("plain", "filter") else generator,
@@ -159,7 +169,9 @@ def main() -> None:
         # the model's own head on its samples: did steering move the text where the head looks?
         head_says = label_probs(model, fmt, encode_texts(tokenizer, texts), cfg.seed).argmax(-1).numpy()
         head_agrees = float(np.mean(head_says == np.array([data.index(y) for y in labels])))
-        print(f"{accuracy:14.3f} {agreement:10.3f} {head_agrees:12.3f} {len(samples):8d}  {spec}", flush=True)
+        word_start = float(np.mean([bool(w) and w[0] in train_words for w in map(word_list, texts)]))
+        print(f"{accuracy:14.3f} {agreement:10.3f} {head_agrees:12.3f} {word_start:11.3f} {len(samples):8d}  {spec}",
+              flush=True)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from torch import nn
 
 from core.train import on_model_device
 
-SEP_TEXT = "\n"  # texts are whitespace-normalised, so a newline never occurs inside one: an unambiguous SEP
+NEWLINE = "\n"  # texts are whitespace-normalised, so a newline never occurs inside one: an unambiguous SEP
 TEXT_START = 2  # index of SEP in a discriminator row [BOS, rand, SEP, x1, ...]: features start there
 
 
@@ -35,10 +35,13 @@ class Formatter:
     max_tokens: int
 
     @classmethod
-    def build(cls, tokenizer, labels: Sequence[str], max_tokens: int) -> Formatter:
-        sep = tokenizer(SEP_TEXT, add_special_tokens=False)["input_ids"]
+    def build(cls, tokenizer, labels: Sequence[str], max_tokens: int, separator: str) -> Formatter:
+        """separator `bos`: SEP is the BOS token, so the text follows the token the public base model was trained
+        to start a text after (core.tokenizer.encode_sentences); `newline`: SEP is "\\n", which it never saw."""
+        sep = ([tokenizer.bos_token_id] if separator == "bos"
+               else tokenizer(NEWLINE, add_special_tokens=False)["input_ids"])
         if len(sep) != 1:
-            raise ValueError(f"the tokenizer splits the separator {SEP_TEXT!r} into {len(sep)} tokens")
+            raise ValueError(f"the tokenizer splits the separator {NEWLINE!r} into {len(sep)} tokens")
         # a leading space makes a label the word token the public model knows (" smell"), not subword pieces
         label_ids = tuple(tuple(tokenizer(" " + label, add_special_tokens=False)["input_ids"]) for label in labels)
         return cls(tokenizer.bos_token_id, sep[0], tokenizer.eos_token_id, tokenizer.pad_token_id, len(tokenizer),

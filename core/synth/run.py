@@ -183,7 +183,7 @@ def execute(job: SynthJob, run: RunDir, should_stop: Callable[[], bool] = lambda
                                                     progress=lambda done: 0.02 + 0.08 * done, device=device)
     timings["base_model_s"] = time.time() - t0
 
-    fmt = Formatter.build(tokenizer, data.labels, cfg.max_tokens)
+    fmt = Formatter.build(tokenizer, data.labels, cfg.max_tokens, cfg.separator)
     train_ids = encode_texts(tokenizer, [e.text for e in data.train])
     train_y = [data.index(e.label) for e in data.train]
     plan = plan_privacy(cfg, len(train_ids))

@@ -173,6 +173,29 @@ def test_a_config_written_before_separate_clipping_replays_joint_clipping(tmp_pa
     assert config_from_args(argparse.Namespace(config=str(own), **args))[0].multitask_clipping == "separate"
 
 
+def test_a_config_written_before_the_separator_setting_replays_the_newline_separator(tmp_path):
+    """Every run written before `separator` existed put a newline between label and text; today's is BOS."""
+    import argparse
+
+    from core.config import ConfigError
+    from core.synth.command import config_from_args
+    from core.synth.config import SynthConfig, synth_config
+
+    assert synth_config("quick", generator="filter").separator == "bos"
+    for generator in ("filter", "pplm", "multitask"):
+        old = {"generator": generator, "preset": "quick", "epsilon": 3.0}
+        assert SynthConfig.from_dict(old).separator == "newline"
+        assert SynthConfig.from_dict({**old, "separator": "bos"}).separator == "bos"
+    args = dict(preset=None, generator=None, seed=None, corpus=None, epsilon=None)
+    stored, own = tmp_path / "config.json", tmp_path / "mine.json"
+    stored.write_text(json.dumps({"config": {"method": "synth-filter", "preset": "quick", "synth": old}}))
+    own.write_text(json.dumps({"synth": old}))
+    assert config_from_args(argparse.Namespace(config=str(stored), **args))[0].separator == "newline"
+    assert config_from_args(argparse.Namespace(config=str(own), **args))[0].separator == "bos"
+    with pytest.raises(ConfigError, match="separator must be bos or newline"):
+        synth_config("tiny", separator="tab")
+
+
 @pytest.mark.parametrize("content, message", [
     ({"generator": "filter", "epsilon": 8}, "unknown key(s) epsilon, generator; put SynthConfig fields under"),
     ([1, 2], 'must hold a JSON object with a "synth" section'),

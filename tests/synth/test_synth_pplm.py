@@ -84,10 +84,13 @@ def test_nucleus_sampling_with_tiny_top_p_is_greedy():
     assert got.tolist() == [1, 0]
 
 
-def test_generators_return_token_lists_cut_at_eos(tiny):
+@pytest.mark.parametrize("prompt", [[0, 5, 9], [0, 5, 0]])  # SEP 9, or SEP = the BOS/EOS token (the default)
+def test_generators_return_token_lists_cut_at_eos(tiny, prompt):
+    """Only generated tokens are cut at EOS: a prompt ending in the EOS token does not end every sample empty."""
     lm, head = tiny
     g = torch.Generator().manual_seed(1)
-    plain = generate_plain(lm, [0, 5, 9], 3, 5, 0.9, 1.0, eos=0, generator=g)
-    steered = generate_pplm(lm, head, [0, 5, 9], 1, 3, 5, 0.9, 1.0, 0, g, PPLMSettings(iterations=1))
+    plain = generate_plain(lm, prompt, 3, 5, 0.9, 1.0, eos=0, generator=g)
+    steered = generate_pplm(lm, head, prompt, 1, 3, 5, 0.9, 1.0, 0, g, PPLMSettings(iterations=1))
     for out in (plain, steered):
         assert len(out) == 3 and all(len(ids) <= 5 and 0 not in ids for ids in out)
+        assert sum(map(len, out)) > 0
