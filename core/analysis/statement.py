@@ -58,11 +58,14 @@ def privacy_labels(cfg) -> dict[str, Any]:
     return {"target": cfg.privacy.target, **({"heuristic": reason} if reason else {})}
 
 
-# Every mechanism here draws its noise and sampling from generators seeded with the run's seed, for reproducibility.
+# Every mechanism here draws its noise and sampling from generators seeded with the run's seed, for reproducibility;
+# so two runs of one seed share their standard-normal draws, which composition assumes independent.
 SEEDED_NOISE = ("- Randomness: the noise and the sampling were drawn from pseudo-random generators seeded with the "
                 "run's seed (config.json), so the run can be reproduced; whoever holds that seed, the code and the "
-                "data could re-derive the noise. Before a model trained here leaves the lab, train it with a secret "
-                "seed and keep its config.json private.")
+                "data could re-derive the noise. Runs with the same seed on the same data draw the same noise, only "
+                "scaled (a sweep over epsilon at one seed, as the shipped runs are): composition assumes independent "
+                "noise, so no epsilon covers two such runs released together. Before a model trained here leaves the "
+                "lab, train it with a secret seed of its own and keep its config.json private.")
 
 # Wall-clock time is measured, not noised: how long a private step took depends on the private data.
 TIMED_FILES = ("each line's time in progress.jsonl and (a job's) log.txt, the start, progress and end times in "

@@ -74,6 +74,9 @@ def test_dpsgd_and_adp_runs():
     # the guarantee is about the prepared set, drawn from the corpus without privacy, with seeded noise
     assert "Which data set: the private training set as prepared" in text
     assert "seeded with the run's seed" in text and "secret seed" in text
+    # runs of one seed share their noise draws: no epsilon covers a sweep's runs released together
+    assert "Runs with the same seed on the same data draw the same noise" in text
+    assert "no epsilon covers two such runs released together" in text
     # wall-clock times depend on each Poisson batch's size: a side channel no epsilon covers, so said so
     assert "Timing: each line's time in progress.jsonl and (a job's) log.txt, the start, progress and end times in " \
         "status.json and the durations in metrics.json" in text and "No epsilon covers that side channel" in text
@@ -164,6 +167,7 @@ def test_synth_statement_of_a_multitask_and_a_non_private_run():
                  "release_noise_multiplier": 1.4849}
     text = synth_statement({"generator": "multitask"}, multitask, SYNTH_METRICS)
     assert "over 144 fine-tuning steps." in text and "releases 2 gradients" in text and "1.485 times" in text
+    assert "no epsilon covers two such runs released together" in text
     inf = {"epsilon": math.inf, "delta": 0.0, "accountant": "none", "unit": "none", "events": []}
     text = synth_statement({"generator": "filter"}, inf, SYNTH_METRICS)
     assert "**Not private.**" in text and "Protected unit" not in text and "Released outside the epsilon" not in text
