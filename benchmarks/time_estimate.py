@@ -95,7 +95,8 @@ def main() -> None:
             paced[point] = paced.get(point, 0) + (pace is not None)
             truth = total * (1 - point)
             for label, chosen in (("pace so far", None), ("as the Runs page paces it", pace)):
-                _, remaining = estimate.timing(status, now, chosen and chosen.profile, chosen.origin if chosen else 0.0)
+                _, remaining = estimate.timing(status, now, chosen and chosen.profile, chosen.origin if chosen else 0.0,
+                                               chosen.anchor if chosen else None)
                 ratios[label].setdefault(point, []).append((remaining or 0.0) / truth)
     print(f"{len(runs)} finished runs in {args.runs_dir}; replayed: those of at least {args.min_seconds:.0f} s")
     print("| estimate | at | runs | paced on a finished run | within 1.5x | median estimate / truth |\n"

@@ -62,22 +62,45 @@ def paces(profile: Sequence[tuple[float, float]], progress: float) -> bool:
     return any(progress <= value < 1.0 for value, _ in profile)
 
 
-def paced_remaining(progress: float, at: float, elapsed: float, profile: Sequence[tuple[float, float]]) -> float | None:
+def paced_remaining(progress: float, at: float, elapsed: float, profile: Sequence[tuple[float, float]],
+                    anchor: tuple[float, float] | None = None) -> float | None:
     """Remaining seconds of a run that reached `progress` `at` seconds in (`elapsed` seconds now), paced on a
     finished run of the same kind whose profile paces it (paces()): the time that run still took after the same
     progress, scaled by how long each took to get there, less the time since the progress moved; None once past it.
+    With an anchor (this run's and the finished run's seconds where a stage that may come from a cache ended:
+    Pace.anchor), "to get there" counts from it once both are past it.
 
     Progress fractions are not proportional to time (a run's last 10% evaluates for minutes): replayed on the shipped
     runs (benchmarks/time_estimate.py), each paced as the dashboard would have paced it then, this was within 1.5x
-    of the time they still took for 71-77% of them at a fifth to four fifths of their time, t (1 - p) / p for
+    of the time they still took for 70-77% of them at a fifth to four fifths of their time, t (1 - p) / p for
     27-60% (median 0.51x at a fifth)."""
     reached = [seconds for value, seconds in profile if value >= progress]
     if not reached:
         return None
     ref_at, total = reached[0], profile[-1][1]
-    scale = max(at, MIN_PACE_S) / max(ref_at, MIN_PACE_S)
+    own_from, ref_from = anchor if anchor and at >= anchor[0] and ref_at >= anchor[1] else (0.0, 0.0)
+    scale = max(at - own_from, MIN_PACE_S) / max(ref_at - ref_from, MIN_PACE_S)
     estimate = scale * (total - ref_at) - (elapsed - at)
     return estimate if estimate >= 0 else None
+
+
+# Stages whose result may come from a cache: the pseudo data (core.seqpate.pseudo) took one shipped tiny run under a
+# second and a run made here 25 s, and scaling a pace by the time to reach the teachers made it 5x too long.
+CACHED_STAGES = ("pseudo-data",)
+
+
+def after_cached_stage(lines: Sequence[Any], started: str | None) -> float | None:
+    """Seconds after `started` of a run's first line with a progress after its last line of a stage that may come
+    from a cache (CACHED_STAGES); None when it logged none, is still in it, or without times."""
+    start = parse_time(started)
+    last = max((i for i, line in enumerate(lines) if isinstance(line, Mapping) and line.get("stage") in CACHED_STAGES),
+               default=None)
+    if start is None or last is None:
+        return None
+    line = next((line for line in lines[last + 1:] if isinstance(line, Mapping) and line.get("progress") is not None),
+                None)
+    stamp = parse_time(line.get("time")) if line is not None else None
+    return max(0.0, (stamp - start).total_seconds()) if stamp is not None else None
 
 
 def _starts_method(line: Any) -> bool:
@@ -131,6 +154,8 @@ class Pace:
     origin: float  # the running run's seconds that the profile's times count from: 0, or when its method began
     ref_start: float | None  # where the finished run's method started on its bar (method_start; None: not known)
     ref_took: float  # seconds the finished run took in all
+    # (this run's seconds from origin, the profile's seconds) where both ended a stage that may come from a cache
+    anchor: tuple[float, float] | None = None
 
 
 def choose_pace(progress: float, lines: Sequence[Any], started: str | None,
@@ -141,26 +166,36 @@ def choose_pace(progress: float, lines: Sequence[Any], started: str | None,
     (on_method_time), once its method has begun; else None (the pace so far)."""
     start = method_start(lines)
     began = method_began(lines, started) if start is not None else None
+    own_after = after_cached_stage(lines, started)
+
+    def anchor(ref_lines, ref_started, origin: float, shift: float) -> tuple[float, float] | None:
+        ref_after = after_cached_stage(ref_lines, ref_started)
+        if own_after is None or ref_after is None or own_after < origin or ref_after < shift:
+            return None
+        return own_after - origin, ref_after - shift
+
     fallback = None
     for run_id, ref_lines, ref_started in references:
         profile, ref_start = progress_profile(ref_lines, ref_started), method_start(ref_lines)
         if start is None or ref_start is None or ref_start == start:
             if paces(profile, progress):
-                return Pace(run_id, profile, 0.0, ref_start, profile[-1][1])
+                return Pace(run_id, profile, 0.0, ref_start, profile[-1][1], anchor(ref_lines, ref_started, 0.0, 0.0))
         elif fallback is None and began is not None:
             ref_began = method_began(ref_lines, ref_started)
             moved = on_method_time(profile, ref_start, start, ref_began) if ref_began is not None else []
             if paces(moved, progress):
-                fallback = Pace(run_id, moved, began, ref_start, profile[-1][1])
+                fallback = Pace(run_id, moved, began, ref_start, profile[-1][1],
+                                anchor(ref_lines, ref_started, began, ref_began))
     return fallback
 
 
 def timing(status: dict[str, Any], now: datetime | None = None, profile: Sequence[tuple[float, float]] | None = None,
-           origin: float = 0.0) -> tuple[float | None, float | None]:
+           origin: float = 0.0, anchor: tuple[float, float] | None = None) -> tuple[float | None, float | None]:
     """(elapsed seconds, estimated remaining seconds) from status.json.
 
     The pace is read where the progress last moved (t seconds in, at fraction p): with a finished run of the same
-    kind that paces it (profile, whose times count from `origin` seconds into this run: Pace), paced_remaining;
+    kind that paces it (profile, whose times count from `origin` seconds into this run, and anchor: Pace),
+    paced_remaining;
     else t * (1 - p) / p remain from there, less the time since, once t is at least MIN_PACE_S (a walk saw 35 s
     estimated for a run that took 130 s more: its 4% came from loading the data in 1.5 s). A stage that writes no
     progress (tokenizer training, say) so counts the estimate down instead of stretching it, and once it runs past
@@ -178,7 +213,7 @@ def timing(status: dict[str, Any], now: datetime | None = None, profile: Sequenc
         moved = parse_time(status.get("progressed"))  # absent in status files written before it was recorded
         at = min(elapsed, max(0.0, (moved - started).total_seconds())) if moved else elapsed
         if profile and paces(profile, progress):  # the progress may have last moved just before origin
-            remaining = paced_remaining(progress, max(0.0, at - origin), max(0.0, elapsed - origin), profile)
+            remaining = paced_remaining(progress, max(0.0, at - origin), max(0.0, elapsed - origin), profile, anchor)
         elif at >= MIN_PACE_S:  # a pace of a few seconds is start-up: loading the data reaches 4% in 1-3 s
             estimate = at * (1.0 - progress) / progress - (elapsed - at)
             remaining = estimate if estimate >= 0 else None
@@ -240,12 +275,14 @@ def estimate_help(record: Mapping[str, Any]) -> str:
         if share and ref_share and share != ref_share:
             return (f"{which}. Its progress bar gave {ref_share}, this one's gives {share}, so it paces the method's "
                     "time alone: the time that run's method still took after the same point of it, scaled by how long "
-                    f"each method took to get there (times under {MIN_PACE_S:.0f} s count as {MIN_PACE_S:.0f} s); "
+                    f"each method took to get there (from the end of the pseudo data where both have it; times under "
+                    f"{MIN_PACE_S:.0f} s count as {MIN_PACE_S:.0f} s); "
                     f"{unknown}")
         like = f", whose progress bar, like this one's, gives {share}" if share and ref_share else ""
         return (f"{which}{like}: the time it still took after this progress, scaled by how long each took to reach "
-                f"it (times under {MIN_PACE_S:.0f} s count as {MIN_PACE_S:.0f} s, so the first seconds show about that "
-                f"run's own time); {unknown}")
+                f"it (from the end of the pseudo data where both have it, as one may have found it cached; times under "
+                f"{MIN_PACE_S:.0f} s count as {MIN_PACE_S:.0f} s, so the first seconds show about that run's own time); "
+                f"{unknown}")
     # a running run's record has both flags (_paced); progress alone cannot say it: the last epoch reaches the
     # method's start before the base model is saved and the method begins
     if start == store.METHOD_START_TRAINING and flag("has_kin") is True and flag("method_begun") is False:

@@ -256,7 +256,8 @@ def _paced(records: list[dict[str, Any]], infos: Sequence[RunInfo]) -> list[dict
                       "method_begun": method_began(lines, status.get("started")) is not None}
             if pace is not None:
                 record.update(paced_on=pace.run_id, paced_start=pace.ref_start, paced_took_s=pace.ref_took)
-                record["elapsed_s"], record["remaining_s"] = timing(status, profile=pace.profile, origin=pace.origin)
+                record["elapsed_s"], record["remaining_s"] = timing(status, profile=pace.profile, origin=pace.origin,
+                                                                  anchor=pace.anchor)
         out.append(record)
     return out
 

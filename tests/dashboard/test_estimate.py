@@ -110,6 +110,39 @@ def test_a_run_is_paced_on_the_methods_time_alone_where_the_other_run_trained_it
     assert estimate.on_method_time(cached, 0.95, 0.5, 10) == [] and estimate.on_method_time(cached, 0.1, 0.95, 10) == []
 
 
+def _with_pseudo(pseudo_s: float, teachers_s: float, total_s: float) -> list[dict]:
+    """A SeqPATE run's lines: its method at 0.1 (1 s in), the pseudo data for pseudo_s seconds (a line with no
+    progress), the partition at 0.14, the teachers done at 0.66 teachers_s seconds later, done at total_s."""
+    after = 1 + pseudo_s
+    return [*_lines((0, 0.01, {}), (1, 0.1, {"message": "method seqpate", "method_start": 0.1})),
+            {"time": (T0 + timedelta(seconds=1)).isoformat(), "stage": "pseudo-data", "message": "completing"},
+            *_lines((after, 0.14, {}), (after + teachers_s, 0.66, {}), (total_s, 1.0, {}))]
+
+
+def test_a_pace_counts_from_the_end_of_the_pseudo_data_which_one_run_found_cached():
+    """A review's first tiny SeqPATE run computed its pseudo data (25 s) where the shipped run it was paced on found
+    them cached (under 1 s): scaled by the times to reach the teachers' first answer, 31 s against 9 s, it was
+    estimated to need 11 minutes more; it took 2."""
+    cached_ref = _with_pseudo(0.5, 100, 200)  # the pseudo data from the cache; teachers 100 s, then 98.5 s more
+    assert estimate.after_cached_stage(cached_ref, T0.isoformat()) == 1.5
+    assert estimate.after_cached_stage(cached_ref[:3], T0.isoformat()) is None  # still in it
+    assert estimate.after_cached_stage(PACE_LINES, T0.isoformat()) is None  # a method without pseudo data
+    running = _with_pseudo(25, 100, 10_000)[:-1]  # computed its pseudo data, then as fast as that run
+    pace = estimate.choose_pace(0.66, running, T0.isoformat(), [("ref", cached_ref, T0.isoformat())])
+    assert pace.anchor == (26, 1.5)
+    status = {"state": "running", "started": T0.isoformat(), "progress": 0.66,
+              "progressed": (T0 + timedelta(seconds=126)).isoformat()}
+    # the teachers took as long as that run's, so what it still took after them: 98.5 s (not 126 / 101.5 times it)
+    assert estimate.timing(status, T0 + timedelta(seconds=126), pace.profile, pace.origin, pace.anchor) == (
+        126, pytest.approx(98.5))
+    # twice as slow after the pseudo data: twice that run's remaining time
+    slow = _with_pseudo(25, 200, 10_000)[:-1]
+    pace = estimate.choose_pace(0.66, slow, T0.isoformat(), [("ref", cached_ref, T0.isoformat())])
+    status["progressed"] = (T0 + timedelta(seconds=226)).isoformat()
+    assert estimate.timing(status, T0 + timedelta(seconds=226), pace.profile, pace.origin, pace.anchor) == (
+        226, pytest.approx(197))
+
+
 def test_choose_pace_prefers_a_run_whose_method_starts_where_its_own_does():
     ref_trained = ("trained", TRAINED_LINES, T0.isoformat())
     ref_cached = ("cached", CACHED_LINES, T0.isoformat())
