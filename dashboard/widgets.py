@@ -119,16 +119,20 @@ BOX_LIMIT = 1e15
 
 
 def _range_error(label: str, number: float, min_value: float | None, max_value: float | None,
-                 decimals: int) -> str | None:
-    """Why a box's number is out of its range, or None."""
+                 decimals: int, typed: float | None = None) -> str | None:
+    """Why a box's number is out of its range, or None; `typed`, where it differs from the number shown, is named
+    too (a typed 0.001 shows as 0.00, which alone read as a number nobody typed)."""
     def shown(value: float) -> str:
         return f"{value:,.{decimals}f}"
 
+    keeps = "whole numbers" if decimals == 0 else f"{decimals} decimals"
+    got = shown(number) + (f" (you typed {typed:g}; the box keeps {keeps})" if typed is not None and typed != number
+                           else "")
     if (min_value is not None and number < min_value) or (max_value is not None and number > max_value):
         if min_value is not None and max_value is not None:
-            return f"{label} must be from {shown(min_value)} to {shown(max_value)}, got {shown(number)}"
+            return f"{label} must be from {shown(min_value)} to {shown(max_value)}, got {got}"
         bound = f"at least {shown(min_value)}" if min_value is not None else f"at most {shown(max_value)}"
-        return f"{label} must be {bound}, got {shown(number)}"
+        return f"{label} must be {bound}, got {got}"
     return None
 
 
@@ -161,8 +165,8 @@ def float_input(where: Any, label: str, *, decimals: int = 2, min_value: float |
     number = where.number_input(label, format=f"%.{decimals}f", min_value=-BOX_LIMIT, max_value=BOX_LIMIT, **kwargs)
     if number is None:
         return None
-    number = as_shown(number, decimals)
-    if problem := _range_error(label, number, min_value, max_value, decimals):
+    typed, number = number, as_shown(number, decimals)
+    if problem := _range_error(label, number, min_value, max_value, decimals, typed):
         where.error(problem, icon=":material/error:")
         return None
     return number

@@ -120,8 +120,13 @@ st.subheader("Your own prefix")
 with_model = [rid for rid in run_ids if loading.has_model(loading.get_run(rid))]
 without = [rid for rid in run_ids if rid not in with_model]
 if not with_model:
+    # a run made here that kept them may be in the Runs box but not chosen (the Overview's defaults are shipped runs)
+    kept = [rid for rid in records if rid not in run_ids and records[rid].get("source") != "cached"
+            and loading.has_model(loading.get_run(rid))]
+    named = ", ".join(kept[:3]) + (f" and {len(kept) - 3} more" if len(kept) > 3 else "")
     st.caption("None of the selected runs kept its weights (shipped runs keep none, nor does the blacklist "
-               "baseline): launch a run on this machine to complete prefixes of your own.")
+               "baseline): " + (f"add one that did to Runs above ({named}) to complete prefixes of your own."
+                                if kept else "launch a run on this machine to complete prefixes of your own."))
 else:
     with st.form("comp_own_form"):
         own = st.text_input("Prefix", key="comp_own", placeholder="e.g. my name is")

@@ -78,7 +78,7 @@ with left:
         default_teachers = preset_value(preset_for_help, "seqpate", "teachers")
         pair = widgets.wrapping_row()
         widgets.count_input(pair, "Teachers", value=None, min_value=None, key="launch_teachers", disabled=no_seqpate,
-                            placeholder=f"{default_teachers} (preset)", width=FIELD_WIDTH)
+                            placeholder=f"preset {default_teachers}", width=FIELD_WIDTH)
         pair.selectbox("Partition", ["random", "by-user"], key="launch_partition", disabled=no_seqpate,
                        width=FIELD_WIDTH,
                        help="by-user keeps each user's sentences in as few teachers as possible (App. F); it needs "

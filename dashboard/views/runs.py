@@ -122,13 +122,14 @@ def live_view() -> None:
 
 def filtered_runs(df: pd.DataFrame) -> pd.DataFrame:
     """The runs the Source, State and Search filters keep."""
-    f1, f2, f3 = st.columns([2, 2, 3])
-    # pills: a multiselect's chips shrank to "l ×" at 900 px
-    sources = f1.pills("Source", ["live", "cached"], selection_mode="multi", default=["live", "cached"],
-                       format_func=SOURCE_LABELS.get, key="runs_sources") or []
-    states = f2.multiselect("State", ["queued", "running", "done", "failed", "cancelled"], key="runs_states",
-                            placeholder="all states")
-    search = f3.text_input("Search", key="runs_search", placeholder="run id or method").strip()
+    # a row that wraps: in three columns at 900 px the Source pills were cut to "sh" (and a multiselect's chips
+    # to "l ×", hence pills)
+    row = widgets.wrapping_row()
+    sources = row.pills("Source", ["live", "cached"], selection_mode="multi", default=["live", "cached"],
+                        format_func=SOURCE_LABELS.get, key="runs_sources", width="content") or []
+    states = row.multiselect("State", ["queued", "running", "done", "failed", "cancelled"], key="runs_states",
+                             placeholder="all states", width=200)
+    search = row.text_input("Search", key="runs_search", placeholder="run id or method", width=240).strip()
     view = df[df["source"].isin(sources)]
     if states:
         view = view[view["state"].isin(states)]

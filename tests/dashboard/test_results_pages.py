@@ -460,9 +460,14 @@ def test_completions_default_to_the_overviews_runs(results, app_page):
 def test_completions_default_to_the_shipped_runs_as_the_overview_does(results, roots, app_page):
     """A browser walk saw Completions open on its own run (made here, another base model) while the Overview and
     Privacy-utility showed the shipped run of its settings."""
-    write_run(roots["live"], "mine-seq-eps3", "seqpate", epsilon=3.0)  # seq-eps3's settings, made here
+    mine = write_run(roots["live"], "mine-seq-eps3", "seqpate", epsilon=3.0)  # seq-eps3's settings, made here
     at = app_page("completions")
     assert at.multiselect(key="comp_runs_tiny").value[0] == "seq-eps3"
+    # it kept its weights: "Your own prefix" points to it in the Runs box, where it told a review to launch a run
+    (mine.path / "model").mkdir()
+    (mine.path / "model" / "config.json").write_text("{}")
+    at = app_page("completions")
+    assert "add one that did to Runs above (mine-seq-eps3)" in " ".join(c.value for c in at.caption)
     at = app_page()  # the Overview's toggle puts the run made here in its place, on every page
     at.toggle(key="overview_made_here").set_value(True).run()
     at.switch_page("views/completions.py").run()

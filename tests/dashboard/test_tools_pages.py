@@ -126,6 +126,9 @@ def test_calculator_counts_are_whole_numbers_rounded_as_shown(roots, app_page):
     assert [e.value for e in at.error] == ["queries Q must be from 1 to 1,000,000,000,000, got 2,000,000,000,000"]
     at.number_input(key="calc_sp_queries").set_value(0).run()
     assert [e.value for e in at.error] == ["queries Q must be from 1 to 1,000,000,000,000, got 0"]
+    at.number_input(key="calc_sp_queries").set_value(0.4).run()  # shows as 0: what was typed is named beside it
+    assert [e.value for e in at.error] == ["queries Q must be from 1 to 1,000,000,000,000, got 0 (you typed 0.4; "
+                                           "the box keeps whole numbers)"]
     assert "ε" not in metrics(at) and not at.exception
 
 
