@@ -104,7 +104,7 @@ def stored_settings(synth: dict[str, Any]) -> dict[str, Any]:
 SYNTH_PRESETS: dict[str, dict[str, Any]] = {
     # about a minute per run on 2 CPU cores once its base model is cached
     "tiny": dict(per_label=200, epochs=3, batch_size=32, head_epochs=3, max_new_tokens=20),
-    # 2-6 minutes once its base model is cached: all balanced on-topic private utterances, more epochs
+    # 3-4 minutes once its base model is cached: all balanced on-topic private utterances, more epochs
     # PPLM at 10 steps per token (PPLM's own setting for discriminators): 3 barely moved this model's head
     # (README, `benchmarks/synth_validation.py`); generation takes about 2.5 times as long. Steps of 0.1, not
     # PPLM's 0.03: on validation 0.1 and 0.3 both beat 0.03 for pplm and multitask, and 0.1 is the multitask
