@@ -226,6 +226,10 @@ def cmd_job(args) -> int:
     if state in TERMINAL or cancel_requested(run.path):  # cancelled (or finished) before it started
         print(f"{run.run_id} is {state if state in TERMINAL else 'cancelled'}: nothing to run", file=sys.stderr)
         return 0
+    if str(((run.config() or {}).get("config") or {}).get("method", "")).startswith("synth-"):
+        from core.synth.command import run_launched_job  # launched from the Synthetic data page
+
+        return run_launched_job(run)
     try:
         cfg = validate(run.run_config())
     except ConfigError as exc:

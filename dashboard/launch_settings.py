@@ -209,3 +209,17 @@ def save_launch_settings() -> dict[str, Any]:
     if current != query and (current or query != settings_to_query(LAUNCH_DEFAULTS)):
         st.query_params.from_dict(query)
     return settings
+
+
+def synth_job_configs(generators: list[str], epsilon_text: str, preset: str, seed: int) -> list[dict[str, Any]]:
+    """The config.json bodies of synthetic-data runs, one per generator, as `python -m core synth` writes them
+    (core.runs.jobs.launch takes them; `core job` rebuilds the run from them). A bad setting is a ConfigError; the
+    labelled data are read (a few seconds), so a data problem shows before a job starts."""
+    from core.synth.config import synth_config
+    from core.synth.job import prepare_job
+
+    if not generators:
+        raise ConfigError("choose at least one generator")
+    epsilon = parse_number(epsilon_text, "ε")
+    configs = [synth_config(preset, generator=g, epsilon=epsilon, seed=seed) for g in generators]
+    return [prepare_job(cfg).config_dict() for cfg in configs]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 from pathlib import Path
@@ -96,11 +97,50 @@ def cmd_synth(args) -> int:
     check_device()  # and a SEQPATE_DEVICE that is not cpu or cuda, or cuda without a GPU
     run = RunDir.create(Path(args.run_dir), job.config_dict(), cfg.seed)
 
-    from core.runs.jobs import cancel_requested
-    from core.runs.pipeline import Cancelled, install_sigterm_handler
-    from core.synth.run import execute
+    from core.runs.pipeline import install_sigterm_handler
 
     install_sigterm_handler()
+    return run_to_completion(job, run)
+
+
+def job_from_run_config(run):
+    """The job of a run folder whose config.json is a synthetic-data run's, read as `--config` reads it (the
+    folder the dashboard launches with core.runs.jobs.launch: config.json first, then `python -m core job`)."""
+    from core.synth.job import prepare_job
+
+    flags = argparse.Namespace(config=str(run.file("config.json")), preset=None, generator=None, seed=None,
+                               corpus=None, epsilon=None)
+    return prepare_job(*config_from_args(flags))
+
+
+def run_launched_job(run) -> int:
+    """`python -m core job` on a launched synthetic-data run: its job rebuilt from config.json (an error there
+    fails the run with it), a slot in the job queue, then the run."""
+    from core.cli import record_failure, stopped
+    from core.runs.jobs import JobCancelled, acquire_slot
+    from core.runs.pipeline import Cancelled, install_sigterm_handler
+
+    try:
+        job = job_from_run_config(run)
+        thread_setting()
+        check_device()
+    except Exception as exc:  # a config or data problem: the run says it, as a run that fails later does
+        return record_failure(run, exc)
+    install_sigterm_handler()
+    try:
+        with acquire_slot(run.path.parent, run):
+            return run_to_completion(job, run)
+    except (Cancelled, JobCancelled) as exc:  # stopped while waiting for a slot
+        return stopped(run, exc)
+
+
+def run_to_completion(job, run) -> int:
+    """Execute the run, recording a stop or a failure; print its summary line; the exit status."""
+    from core.runs.jobs import cancel_requested
+    from core.runs.pipeline import Cancelled
+    from core.synth.run import execute
+
+    cfg = job.cfg
     run.set_status(pid=os.getpid())
     try:
         metrics = execute(job, run, should_stop=lambda: cancel_requested(run.path))

@@ -259,12 +259,7 @@ def run_actions(record: dict, run: RunDir) -> None:
                                                                                                "cancelled")),
                  help="remove a finished live run folder (cached runs are never deleted)"):
         st.session_state["runs_confirm"] = ("delete", run_id)
-    # jobs run text-generation configs; synthetic data runs from the CLI
-    synth = wording.is_synth_method(record["method"])
-    if actions.button("Rerun", key="runs_rerun", disabled=synth,
-                 help=(f"a synthetic-data run is rerun from the command line: `python -m core synth --config "
-                       f"{run.path / 'config.json'} --run-dir DIR`" if synth else
-                       "launch a new job with the same config")):
+    if actions.button("Rerun", key="runs_rerun", help="launch a new job with the same config"):
         st.session_state["runs_confirm"] = ("rerun", run_id)
     if st.session_state.get("runs_confirm") == ("delete", run_id) and confirmed(
             f"Delete `{run_id}` and all its files?", "Yes, delete", "runs_delete"):
@@ -276,8 +271,12 @@ def run_actions(record: dict, run: RunDir) -> None:
         if confirmed(f"Launch a new {wording.method_label(record['method'])} job on preset {record['preset']} with the "
                      f"config of `{run_id}`?{how_it_went(record)}{elsewhere}", "Yes, rerun", "runs_rerun"):
             try:
-                cfg = loading.validated_config(loading.run_config_dict(run))
-                new = jobs.launch(cfg.to_dict())
+                if wording.is_synth_method(record["method"]):  # its config.json as `core synth --config` reads it
+                    from core.synth.command import job_from_run_config
+
+                    new = jobs.launch(job_from_run_config(run).config_dict())
+                else:
+                    new = jobs.launch(loading.validated_config(loading.run_config_dict(run)).to_dict())
                 flash(f"launched {new.run_id} with the config of {run_id}")
                 st.session_state["runs_select_next"] = new.run_id
             except (ConfigError, RunError, OSError, ValueError) as exc:

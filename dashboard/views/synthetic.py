@@ -10,8 +10,11 @@ import plotly.colors
 import plotly.graph_objects as go
 import streamlit as st
 
+from core.config import ConfigError
+from core.runs import RunError, jobs
 from core.runs.store import RunDir
-from dashboard import loading, tables, widgets, wording
+from core.synth.config import SYNTH_PRESETS
+from dashboard import launch_settings, loading, tables, widgets, wording
 from dashboard.charts import LAYOUT
 from dashboard.values import as_dict, as_float, as_int
 
@@ -91,13 +94,41 @@ def eps_label(eps: float | None) -> str:
     return "∞ (not private)" if eps is not None and math.isinf(eps) else wording.fmt_eps(eps)
 
 
+def launch_form(expanded: bool) -> None:
+    """Synthetic-data runs launched as background jobs, one per generator, as the Launch page launches the others
+    (the Runs page follows them); the command line does the same with `python -m core synth`."""
+    with st.expander("Launch synthetic-data runs", expanded=expanded, icon=":material/rocket_launch:"):
+        with st.form("synth_launch_form"):
+            chosen = st.multiselect("Generator(s)", list(GENERATORS), default=["multitask"], key="synth_launch_gen",
+                                    format_func=lambda g: f"{g}: {GENERATORS[g]}")
+            row = widgets.wrapping_row()
+            eps_text = row.text_input("ε (epsilon)", value="3", key="synth_launch_eps", width=170,
+                                      help="a positive number or inf; δ is 1/|train|, the paper's setting")
+            preset_choice = row.selectbox("Preset", list(SYNTH_PRESETS), key="synth_launch_preset", width=170,
+                                          help="tiny: about a minute a run; quick: 3-4 minutes (its base model, "
+                                               "once: 5-9 minutes more)")
+            seed = widgets.count_input(row, "Seed", value=0, min_value=0, key="synth_launch_seed", width=170)
+            submitted = st.form_submit_button("Launch")
+        st.caption("Or from the command line: `" + COMMAND + "`.")
+        if submitted and seed is not None:
+            try:
+                with st.spinner("Reading the labelled data…"):
+                    configs = launch_settings.synth_job_configs(chosen, eps_text, preset_choice, seed)
+                launched = [jobs.launch(config).run_id for config in configs]
+            except (ConfigError, RunError, OSError, ValueError) as exc:
+                st.error(f"Not launched: {exc}", icon=":material/error:")
+            else:
+                st.success(f"Launched {', '.join(launched)}: they appear here once finished; the Runs page follows "
+                           "them meanwhile.", icon=":material/check:")
+                st.page_link("views/runs.py", label="Go to Runs", icon=":material/list:")
+
+
 df = loading.finished_frame()
 synth = df[df["method"].map(wording.is_synth_method)] if not df.empty else df
+launch_form(expanded=synth.empty)
 if synth.empty:
-    st.info("No synthetic-data runs yet. Create one from the command line (about a minute on the tiny preset), "
-            "then reload this page:", icon=":material/hourglass_empty:")
-    st.code(COMMAND, language="bash")
-    st.caption("Generators: `filter`, `pplm`, `multitask`; epsilon: a number or `inf`; presets: `tiny`, `quick`.")
+    st.info("No synthetic-data runs yet: launch one above (about a minute on the tiny preset), then reload this "
+            "page once it has finished.", icon=":material/hourglass_empty:")
     st.stop()
 
 preset = widgets.preset_picker(synth, key="synth_preset")

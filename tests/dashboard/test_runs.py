@@ -6,6 +6,7 @@ import json
 import math
 import shutil
 import time
+from pathlib import Path
 
 import pytest
 from apptest_helpers import plotly_specs, texts
@@ -345,13 +346,23 @@ def test_delete_live_run_but_never_cached(some_runs, app_page):
     assert "deleted live-seq" in texts(at)
 
 
-def test_a_synthetic_data_run_is_not_offered_a_rerun_it_cannot_do(roots, app_page):
-    """Jobs run text-generation configs: a walk's Rerun of a synthetic-data run failed with "unknown method"."""
-    write_synth_run(roots["cached"], "synth", "filter", 3.0, accuracy=0.3)
+def test_a_synthetic_data_run_is_rerun_as_a_job_of_its_config(roots, app_page, tmp_path, monkeypatch):
+    """Rerun was disabled for a synthetic-data run (jobs ran text-generation configs: a walk's rerun had failed with
+    "unknown method"); `core job` now runs its config.json as `core synth --config` reads it."""
+    script = tmp_path / "fake_job.py"
+    script.write_text("import sys\n")
+    monkeypatch.setattr(jobs, "JOB_COMMAND", [str(script)])
+    shipped = Path(__file__).resolve().parents[2] / "cached_runs" / "synth-tiny-filter-eps3"
+    shutil.copytree(shipped, roots["cached"] / "synth")
     at = app_page("runs")
     at.selectbox(key="runs_selected").set_value("synth").run()
-    button = at.button(key="runs_rerun")
-    assert button.disabled and "python -m core synth --config" in button.help
+    assert not at.button(key="runs_rerun").disabled
+    at.button(key="runs_rerun").click().run()
+    at.button(key="runs_rerun_yes").click().run()
+    assert not at.exception and not at.error
+    [new] = [p for p in roots["live"].iterdir() if (p / "config.json").is_file()]
+    launched, original = (json.loads((d / "config.json").read_text())["config"] for d in (new, shipped))
+    assert launched == original and f"launched {new.name}" in texts(at)
 
 
 def test_rerun_launches_the_same_config(some_runs, app_page, tmp_path, monkeypatch):

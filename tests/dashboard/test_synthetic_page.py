@@ -20,8 +20,43 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_page_without_synth_runs_says_how_to_make_one(roots):
     at = open_page("synthetic")
     assert not at.exception
-    assert "No synthetic-data runs yet" in texts(at)
-    assert any("python -m core synth" in str(code.value) for code in at.code)
+    assert "No synthetic-data runs yet: launch one above" in texts(at)
+    assert [e.label for e in at.expander] == ["Launch synthetic-data runs"]
+    assert any("python -m core synth --generator" in caption.value for caption in at.caption)
+
+
+def _launch(at, generators, epsilon="3", preset="tiny"):
+    at.multiselect(key="synth_launch_gen").set_value(generators)
+    at.text_input(key="synth_launch_eps").set_value(epsilon)
+    at.selectbox(key="synth_launch_preset").set_value(preset)
+    [button] = [b for b in at.button if b.label == "Launch"]
+    return button.click().run()
+
+
+def test_the_page_launches_one_job_per_generator_as_the_command_line_configures_it(roots, tmp_path, monkeypatch):
+    """Synthetic-data runs were made on the command line alone; the page now launches them as background jobs,
+    each folder's config.json the one `python -m core synth` writes (which `python -m core job` runs)."""
+    from core.runs import jobs
+    from core.synth.config import synth_config
+    from core.synth.job import prepare_job
+
+    script = tmp_path / "fake_job.py"  # the job exits at once: what is tested is what it is given
+    script.write_text("import sys\n")
+    monkeypatch.setattr(jobs, "JOB_COMMAND", [str(script)])
+    at = _launch(open_page("synthetic"), ["filter", "multitask"], epsilon="8")
+    assert not at.exception and not at.error
+    launched = sorted(p for p in roots["live"].iterdir() if (p / "config.json").is_file())
+    assert len(launched) == 2 and "Launched " in " ".join(s.value for s in at.success)
+    configs = {json.loads((p / "config.json").read_text())["config"]["method"]: json.loads(
+        (p / "config.json").read_text())["config"] for p in launched}
+    expected = prepare_job(synth_config("tiny", generator="multitask", epsilon=8.0, seed=0)).config_dict()
+    assert configs["synth-multitask"] == json.loads(json.dumps(expected))
+    assert configs["synth-filter"]["synth"]["generator"] == "filter"
+    assert configs["synth-filter"]["privacy"]["delta"] == pytest.approx(1 / configs["synth-filter"]["data_stats"]["train"])
+    # a bad ε launches nothing and says why
+    at = _launch(at, ["pplm"], epsilon="0")
+    assert [e.value for e in at.error] and at.error[0].value.startswith("Not launched: epsilon must be a positive")
+    assert len([p for p in roots["live"].iterdir() if (p / "config.json").is_file()]) == 2
 
 
 def test_page_shows_table_ngrams_umap_and_samples(roots):

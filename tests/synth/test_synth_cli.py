@@ -86,6 +86,27 @@ def test_micro_run_writes_a_complete_run(micro_run):
     assert [p.get("progress") for p in run.progress() if p.get("epochs") and p["stage"] == "base-model"] == [0.1]
 
 
+def test_a_launched_job_runs_the_same_run_as_the_command_line(micro_run):
+    """The Synthetic data page launches a run as a job (core.runs.jobs.launch: config.json, then `python -m core
+    job`); given the micro run's config, the job repeats that run bit for bit."""
+    run_dir, summary = micro_run
+    root = run_dir.parent.parent
+    job = RunDir.create(root / "runs" / "as-a-job", RunDir(run_dir).config()["config"], 0)
+    env = {**os.environ, "SEQPATE_CACHE": str(root / "cache"), "SEQPATE_DEVICE": ""}
+    out = subprocess.run([sys.executable, "-m", "core", "job", str(job.path)], capture_output=True, text=True,
+                         timeout=600, env=env)
+    assert out.returncode == 0, out.stderr
+    assert job.state() == "done" and job.is_complete()
+    assert job.metrics()["accuracy_synthetic"] == summary["accuracy_synthetic"]
+    assert (job.path / "samples.jsonl").read_text() == (run_dir / "samples.jsonl").read_text()
+    assert job.privacy()["epsilon"] == RunDir(run_dir).privacy()["epsilon"]
+    # a config it cannot run fails the run with the reason (it would have been run as a text-generation config)
+    broken = RunDir.create(root / "runs" / "broken", {**RunDir(run_dir).config()["config"], "synth": {"lr": "x"}}, 0)
+    out = subprocess.run([sys.executable, "-m", "core", "job", str(broken.path)], capture_output=True, text=True,
+                         timeout=120, env=env)
+    assert out.returncode == 1 and broken.state() == "failed" and "lr" in broken.status()["error"]
+
+
 @pytest.mark.parametrize("args, message", [
     (["--epsilon", "zero"], "epsilon must be a number (or inf), got 'zero'"),
     (["--epsilon", "-3"], "epsilon must be a positive number or inf"),
