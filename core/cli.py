@@ -217,7 +217,7 @@ def cmd_job(args) -> int:
     """Run a queued run directory created by core.runs.jobs.launch (waits for a free slot first)."""
     from core.runs.jobs import JobCancelled, acquire_slot, cancel_requested
     from core.runs.pipeline import Cancelled, execute, install_sigterm_handler
-    from core.runs.store import TERMINAL, RunDir, RunError
+    from core.runs.store import TERMINAL, RunDir, RunError, is_synth
 
     run = RunDir(Path(args.run_dir))
     if run.config() is None:  # jobs.launch writes config.json before it starts this command
@@ -226,7 +226,7 @@ def cmd_job(args) -> int:
     if state in TERMINAL or cancel_requested(run.path):  # cancelled (or finished) before it started
         print(f"{run.run_id} is {state if state in TERMINAL else 'cancelled'}: nothing to run", file=sys.stderr)
         return 0
-    if str(((run.config() or {}).get("config") or {}).get("method", "")).startswith("synth-"):
+    if is_synth(run.config() or {}):
         from core.synth.command import run_launched_job  # launched from the Synthetic data page
 
         return run_launched_job(run)

@@ -372,17 +372,17 @@ def _stage_spans(points: Sequence[tuple[float, Any, bool]]) -> list[tuple[str, f
     A line marks the end of a piece of work (a teacher trained, an epoch done) unless it carries a message, which
     marks its stage's start. So a stage begins at its first line if that one starts it, else where the line before
     was written (a walk saw SeqPATE's warm-up drawn inside the teachers' band, and its loss, logged at the end of
-    the epoch, at the band's start); it ends where the next begins, the last one at the last line. Where the line
-    before started its own stage, the time between is that stage's: SeqPATE's pseudo data (a start line, then
-    nothing for minutes) were drawn as the partition, whose one line follows them. 'done' ends the run and has no
-    band; a stage whose work left no time between lines has none either."""
+    the epoch, at the band's start); it ends where the next begins, the last one at the last line. A stage that
+    logs only its start needs a line at its end too (the pipeline's pseudo data have one since 2026-11-27: before,
+    their minutes went to the partition, whose one line follows them). 'done' ends the run and has no band; a stage
+    whose work left no time between lines has none either."""
     spans: list[tuple[str, float, float]] = []
-    previous, previous_starts = None, False  # the minute of the line before, and whether it started its stage
+    previous = None  # the minute of the line before
     for x, stage, starts in points:
         if isinstance(stage, str) and stage != "done" and not (spans and spans[-1][0] == stage):
-            begin = x if starts or previous is None or previous_starts else previous
+            begin = x if starts or previous is None else previous
             spans.append((stage, begin, begin))
-        previous, previous_starts = x, starts
+        previous = x
     last = points[-1][0] if points else 0.0
     ends = [begin for _, begin, _ in spans[1:]] + [last]
     return [(stage, begin, end) for (stage, begin, _), end in zip(spans, ends, strict=True) if end > begin]

@@ -268,6 +268,9 @@ def estimate_help(record: Mapping[str, Any]) -> str:
         return "estimated while the run runs"
     if paced_on:
         ref_share = bar_share(known("paced_start"))
+        # Pace.anchor: both runs' times count from the end of their pseudo data, which one may have found cached
+        from_pseudo = " from the end of its pseudo data, which either may have found cached" \
+            if flag("paced_from_pseudo") else ""
         took = known("paced_took_s")
         which = (f"paced on {paced_on}" + (f" (it took {fmt_duration(took)} in all)" if took is not None else "")
                  + ", a finished run of this method and preset (at these settings where one is; of those, one whose base "
@@ -275,14 +278,13 @@ def estimate_help(record: Mapping[str, Any]) -> str:
         if share and ref_share and share != ref_share:
             return (f"{which}. Its progress bar gave {ref_share}, this one's gives {share}, so it paces the method's "
                     "time alone: the time that run's method still took after the same point of it, scaled by how long "
-                    f"each method took to get there (from the end of the pseudo data where both have it; times under "
-                    f"{MIN_PACE_S:.0f} s count as {MIN_PACE_S:.0f} s); "
+                    f"each method took to get there{from_pseudo} (times under {MIN_PACE_S:.0f} s count as "
+                    f"{MIN_PACE_S:.0f} s); "
                     f"{unknown}")
         like = f", whose progress bar, like this one's, gives {share}" if share and ref_share else ""
         return (f"{which}{like}: the time it still took after this progress, scaled by how long each took to reach "
-                f"it (from the end of the pseudo data where both have it, as one may have found it cached; times under "
-                f"{MIN_PACE_S:.0f} s count as {MIN_PACE_S:.0f} s, so the first seconds show about that run's own time); "
-                f"{unknown}")
+                f"it{from_pseudo} (times under {MIN_PACE_S:.0f} s count as {MIN_PACE_S:.0f} s, so the first seconds "
+                f"show about that run's own time); {unknown}")
     # a running run's record has both flags (_paced); progress alone cannot say it: the last epoch reaches the
     # method's start before the base model is saved and the method begins
     if start == store.METHOD_START_TRAINING and flag("has_kin") is True and flag("method_begun") is False:

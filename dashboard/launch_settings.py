@@ -211,15 +211,22 @@ def save_launch_settings() -> dict[str, Any]:
     return settings
 
 
+
 def synth_job_configs(generators: list[str], epsilon_text: str, preset: str, seed: int) -> list[dict[str, Any]]:
-    """The config.json bodies of synthetic-data runs, one per generator, as `python -m core synth` writes them
-    (core.runs.jobs.launch takes them; `core job` rebuilds the run from them). A bad setting is a ConfigError; the
-    labelled data are read (a few seconds), so a data problem shows before a job starts."""
-    from core.synth.config import synth_config
+    """The config.json bodies of synthetic-data runs, one per generator: what `python -m core synth --generator G
+    --epsilon E --preset P --seed S` writes (core.runs.jobs.launch takes them; `core job` rebuilds the run from
+    them). A bad setting is a ConfigError; the labelled data are read once (a few seconds), so a data problem shows
+    before a job starts."""
+    import argparse
+    from dataclasses import replace
+
+    from core.synth.command import config_from_args
     from core.synth.job import prepare_job
 
     if not generators:
         raise ConfigError("choose at least one generator")
-    epsilon = parse_number(epsilon_text, "ε")
-    configs = [synth_config(preset, generator=g, epsilon=epsilon, seed=seed) for g in generators]
-    return [prepare_job(cfg).config_dict() for cfg in configs]
+    flags = [argparse.Namespace(config=None, generator=g, epsilon=epsilon_text, preset=preset, seed=seed, corpus=None)
+             for g in generators]
+    settings = [config_from_args(f) for f in flags]  # every setting checked before the data are read
+    job = prepare_job(*settings[0])  # the data do not depend on the generator
+    return [replace(job, cfg=cfg).config_dict() for cfg, _ in settings]

@@ -255,7 +255,8 @@ def _paced(records: list[dict[str, Any]], infos: Sequence[RunInfo]) -> list[dict
             record = {**record, "trains_base": trains, "has_kin": bool(kin), "method_start": method_start(lines),
                       "method_begun": method_began(lines, status.get("started")) is not None}
             if pace is not None:
-                record.update(paced_on=pace.run_id, paced_start=pace.ref_start, paced_took_s=pace.ref_took)
+                record.update(paced_on=pace.run_id, paced_start=pace.ref_start, paced_took_s=pace.ref_took,
+                              paced_from_pseudo=pace.anchor is not None)
                 record["elapsed_s"], record["remaining_s"] = timing(status, profile=pace.profile, origin=pace.origin,
                                                                   anchor=pace.anchor)
         out.append(record)

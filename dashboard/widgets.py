@@ -126,7 +126,7 @@ def _range_error(label: str, number: float, min_value: float | None, max_value: 
         return f"{value:,.{decimals}f}"
 
     keeps = "whole numbers" if decimals == 0 else f"{decimals} decimals"
-    got = shown(number) + (f" (you typed {typed:g}; the box keeps {keeps})" if typed is not None and typed != number
+    got = shown(number) + (f" (you typed {typed:.15g}; the box keeps {keeps})" if typed is not None and typed != number
                            else "")
     if (min_value is not None and number < min_value) or (max_value is not None and number > max_value):
         if min_value is not None and max_value is not None:

@@ -136,9 +136,11 @@ class Workspace:
 
         prefixes = [split_prefix(s.text, self.cfg.data.prefix_words)[0] for s in self.data.public_train]
         self.log("pseudo-data", message=f"completing {len(prefixes)} public prefixes with the base model")
-        return pseudo_sentences(
+        sentences = pseudo_sentences(
             self.base_model, self.tokenizer, prefixes, self.cfg.decode, self.cfg.seed, self.base_key
         )
+        self.log("pseudo-data", sentences=len(sentences))  # where they end: the next stage logs its work's end only
+        return sentences
 
     def pseudo_warm_model(self, stage: str = "warm-up"):
         """A fresh base model fine-tuned on the pseudo data: the warm-up of Pub-GPT+pseudo and the NoisySGD +pseudo

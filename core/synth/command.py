@@ -103,32 +103,42 @@ def cmd_synth(args) -> int:
     return run_to_completion(job, run)
 
 
-def job_from_run_config(run):
-    """The job of a run folder whose config.json is a synthetic-data run's, read as `--config` reads it (the
-    folder the dashboard launches with core.runs.jobs.launch: config.json first, then `python -m core job`)."""
-    from core.synth.job import prepare_job
-
+def settings_of_run(run) -> tuple[SynthConfig, dict]:
+    """(SynthConfig, base overrides) of a run folder whose config.json is a synthetic-data run's, read as `--config`
+    reads it (also the folder the dashboard launches with core.runs.jobs.launch, which `python -m core job` runs)."""
     flags = argparse.Namespace(config=str(run.file("config.json")), preset=None, generator=None, seed=None,
                                corpus=None, epsilon=None)
-    return prepare_job(*config_from_args(flags))
+    return config_from_args(flags)
+
+
+def job_from_run_config(run):
+    """The job of a synthetic-data run folder's config.json (settings_of_run), its data read."""
+    from core.synth.job import prepare_job
+
+    return prepare_job(*settings_of_run(run))
 
 
 def run_launched_job(run) -> int:
-    """`python -m core job` on a launched synthetic-data run: its job rebuilt from config.json (an error there
-    fails the run with it), a slot in the job queue, then the run."""
+    """`python -m core job` on a launched synthetic-data run: its settings checked, a slot in the job queue, then
+    its data read and the run (a queued job holds no data while another trains). A problem fails the run with it."""
     from core.cli import record_failure, stopped
     from core.runs.jobs import JobCancelled, acquire_slot
     from core.runs.pipeline import Cancelled, install_sigterm_handler
+    from core.synth.job import prepare_job
 
     try:
-        job = job_from_run_config(run)
+        settings = settings_of_run(run)
         thread_setting()
         check_device()
-    except Exception as exc:  # a config or data problem: the run says it, as a run that fails later does
+    except Exception as exc:  # a config problem: the run says it, as a run that fails later does
         return record_failure(run, exc)
     install_sigterm_handler()
     try:
         with acquire_slot(run.path.parent, run):
+            try:
+                job = prepare_job(*settings)
+            except Exception as exc:  # a data problem (a labelled file gone since the launch)
+                return record_failure(run, exc)
             return run_to_completion(job, run)
     except (Cancelled, JobCancelled) as exc:  # stopped while waiting for a slot
         return stopped(run, exc)

@@ -10,8 +10,8 @@ import plotly.colors
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.config import ConfigError
-from core.runs import RunError, jobs
+from core.config import ConfigError, device_refusal
+from core.runs import jobs
 from core.runs.store import RunDir
 from core.synth.config import SYNTH_PRESETS
 from dashboard import launch_settings, loading, tables, widgets, wording
@@ -103,26 +103,48 @@ def launch_form(expanded: bool) -> None:
                                     format_func=lambda g: f"{g}: {GENERATORS[g]}")
             row = widgets.wrapping_row()
             eps_text = row.text_input("ε (epsilon)", value="3", key="synth_launch_eps", width=170,
-                                      help="a positive number or inf; δ is 1/|train|, the paper's setting")
+                                      help="a positive number or inf (no noise: not private); δ is 1/|train|, the "
+                                           "paper's setting")
             preset_choice = row.selectbox("Preset", list(SYNTH_PRESETS), key="synth_launch_preset", width=170,
-                                          help="tiny: about a minute a run; quick: 3-4 minutes (its base model, "
-                                               "once: 5-9 minutes more)")
+                                          help="tiny: about a minute a run; quick: 3-4 minutes; the first run of a "
+                                               "preset and seed trains its public base model first (tiny: under a "
+                                               "minute, quick: 5-9 minutes)")
             seed = widgets.count_input(row, "Seed", value=0, min_value=0, key="synth_launch_seed", width=170)
-            submitted = st.form_submit_button("Launch")
+            submitted = st.form_submit_button("Launch", disabled=device_problem is not None)
+        if device_problem:  # jobs inherit SEQPATE_DEVICE from where the dashboard started, as on Launch
+            st.error(f"Nothing can be launched: {device_problem}.", icon=":material/error:")
         st.caption("Or from the command line: `" + COMMAND + "`.")
         if submitted and seed is not None:
+            launched, failed = [], []
             try:
                 with st.spinner("Reading the labelled data…"):
                     configs = launch_settings.synth_job_configs(chosen, eps_text, preset_choice, seed)
-                launched = [jobs.launch(config).run_id for config in configs]
-            except (ConfigError, RunError, OSError, ValueError) as exc:
-                st.error(f"Not launched: {exc}", icon=":material/error:")
+            except (ConfigError, OSError, ValueError) as exc:
+                failed.append(f"Nothing launched: {exc}")
             else:
-                st.success(f"Launched {', '.join(launched)}: they appear here once finished; the Runs page follows "
-                           "them meanwhile.", icon=":material/check:")
-                st.page_link("views/runs.py", label="Go to Runs", icon=":material/list:")
+                for config in configs:
+                    try:
+                        launched.append(jobs.launch(config).run_id)
+                    except Exception as exc:  # noqa: BLE001 (shown to the user, the other jobs still go)
+                        failed.append(f"{config['method']}: could not launch: {exc}")
+            st.session_state["synth_launch_last"], st.session_state["synth_launch_failed"] = launched, failed
+        for message in st.session_state.get("synth_launch_failed", []):
+            st.error(message, icon=":material/error:")
+        if ids := st.session_state.get("synth_launch_last"):
+            st.success(f"Queued {len(ids)} job(s): " + ", ".join(f"`{i}`" for i in ids) + f". Jobs run "
+                       f"{jobs.max_parallel_jobs()} at a time (`SEQPATE_MAX_JOBS`); a finished run shows here (one "
+                       f"with a shipped run's settings in its place once \"{tables.MADE_HERE_TOGGLE}\" is on).",
+                       icon=":material/check:")
+        active = loading.runs_frame()
+        active = active[active["state"].isin(loading.ACTIVE_STATES) & active["method"].map(wording.is_synth_method)] \
+            if not active.empty else active
+        if not active.empty:
+            st.caption("Queued or running: " + ", ".join(f"`{r.run_id}` ({r.state})" for r in active.itertuples()))
+        if ids or not active.empty:
+            st.page_link("views/runs.py", label="Watch them on the Runs page", icon=":material/list:")
 
 
+device_problem = device_refusal()
 df = loading.finished_frame()
 synth = df[df["method"].map(wording.is_synth_method)] if not df.empty else df
 launch_form(expanded=synth.empty)

@@ -183,6 +183,10 @@ def test_the_estimates_help_says_what_paced_it_and_what_each_progress_bar_gives_
     assert "times under 10 s count as 10 s, so the first seconds show about that run's own time" in same
     took = estimate.estimate_help({**running, "paced_on": "ref", "paced_took_s": 225.0})
     assert took.startswith("paced on ref (it took 3m 45s in all), a finished run of this method and preset")
+    # counted from the end of the pseudo data only where they were (Pace.anchor): a run without them is not told so
+    assert "pseudo data" not in took
+    assert "reach it from the end of its pseudo data, which either may have found cached (times under" in \
+        estimate.estimate_help({**running, "paced_on": "ref", "paced_from_pseudo": True})
     other = estimate.estimate_help({**running, "paced_on": "ref", "method_start": 0.5, "paced_start": 0.1})
     assert "gave the base model none of it, this one's gives the base model's training the first half" in other
     assert "method's time alone" in other

@@ -476,14 +476,21 @@ def test_progress_chart_spans_the_run_and_names_its_long_stages():
     assert fig.layout.annotations[0].x == pytest.approx(5.6)  # centred over its band, not at its edge
     assert [t.name for t in fig.data] == ["loss (warm-up)", "loss (student)", "ε spent"]
     assert fig.layout.yaxis2.tickmode == "auto" and fig.layout.yaxis2.range == pytest.approx((0, 3.36))
-    # a stage that logs its start, then nothing until the next stage's one line (SeqPATE's pseudo data, then the
-    # partition): the time between is the pseudo data's (a review saw it shaded as the partition)
+    # SeqPATE's pseudo data log their start and, since a review saw their minutes shaded as the partition (whose one
+    # line follows them), their end: the band is theirs
     pseudo = [{"time": at(0), "stage": "data", "message": "loading"}, {"time": at(0.1), "stage": "data"},
-              {"time": at(0.1), "stage": "pseudo-data", "message": "completing"}, {"time": at(0.5), "stage": "partition"},
+              {"time": at(0.1), "stage": "pseudo-data", "message": "completing"},
+              {"time": at(0.5), "stage": "pseudo-data", "sentences": 2000}, {"time": at(0.5), "stage": "partition"},
               {"time": at(0.6), "stage": "teachers", "teacher": 1}, {"time": at(1), "stage": "warm-up", "loss": 4.7}]
     fig = charts.run_progress_figure(pseudo)
     assert [(s.x0, s.x1) for s in fig.layout.shapes] == pytest.approx([(0, 0.1), (0.1, 0.5), (0.5, 0.6), (0.6, 1)])
     assert [a.text for a in fig.layout.annotations] == ["data", "pseudo-data", "teachers", "warm-up"]
+    # a start line that is a note (a synthetic-data run's privacy line) keeps none of the next stage's work
+    synth = [{"time": at(0), "stage": "privacy", "message": "noise multiplier 1.05"},
+             {"time": at(0.5), "stage": "lm-finetune", "step": 20}, {"time": at(1), "stage": "generate", "loss": 4}]
+    fig = charts.run_progress_figure(synth)
+    assert [(s.x0, s.x1) for s in fig.layout.shapes] == pytest.approx([(0, 0.5), (0.5, 1)])
+    assert [a.text for a in fig.layout.annotations] == ["lm-finetune", "generate"]
 
 
 def test_the_estimate_says_what_paces_a_run_that_trains_its_base_model(roots, app_page):

@@ -46,7 +46,7 @@ def test_the_page_launches_one_job_per_generator_as_the_command_line_configures_
     at = _launch(open_page("synthetic"), ["filter", "multitask"], epsilon="8")
     assert not at.exception and not at.error
     launched = sorted(p for p in roots["live"].iterdir() if (p / "config.json").is_file())
-    assert len(launched) == 2 and "Launched " in " ".join(s.value for s in at.success)
+    assert len(launched) == 2 and "Queued 2 job(s)" in " ".join(s.value for s in at.success)
     configs = {json.loads((p / "config.json").read_text())["config"]["method"]: json.loads(
         (p / "config.json").read_text())["config"] for p in launched}
     expected = prepare_job(synth_config("tiny", generator="multitask", epsilon=8.0, seed=0)).config_dict()
@@ -55,7 +55,7 @@ def test_the_page_launches_one_job_per_generator_as_the_command_line_configures_
     assert configs["synth-filter"]["privacy"]["delta"] == pytest.approx(1 / configs["synth-filter"]["data_stats"]["train"])
     # a bad ε launches nothing and says why
     at = _launch(at, ["pplm"], epsilon="0")
-    assert [e.value for e in at.error] and at.error[0].value.startswith("Not launched: epsilon must be a positive")
+    assert [e.value for e in at.error] and at.error[0].value.startswith("Nothing launched: epsilon must be a positive")
     assert len([p for p in roots["live"].iterdir() if (p / "config.json").is_file()]) == 2
 
 

@@ -95,3 +95,20 @@ def test_progress_logger_stops_a_cancelled_run_before_writing(tmp_path: Path) ->
     with pytest.raises(Cancelled):
         log("teachers", 0.5)
     assert not (run.path / "progress.jsonl").exists()
+
+
+def test_the_pseudo_data_log_their_end_as_well_as_their_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only their start was logged, so the training-progress chart gave their minutes to the partition, whose one
+    line follows them, and the remaining-time estimate could not tell where they ended."""
+    from types import SimpleNamespace
+
+    from core.seqpate import pseudo
+
+    lines: list[tuple[str, dict]] = []
+    monkeypatch.setattr(pseudo, "pseudo_sentences", lambda *args: (lines.append(("computing", {})), ["a b", "c d"])[1])
+    ws = SimpleNamespace(cfg=RunConfig(), base_model=None, tokenizer=None, base_key="key",
+                         data=SimpleNamespace(public_train=[SimpleNamespace(text="one two three four five six")] * 2),
+                         log=lambda stage, **fields: lines.append((stage, fields)))
+    assert pipeline.Workspace.pseudo.func(ws) == ["a b", "c d"]
+    assert [stage for stage, _ in lines] == ["pseudo-data", "computing", "pseudo-data"]
+    assert "message" in lines[0][1] and lines[2][1] == {"sentences": 2}  # a start, then an end line (no message)
