@@ -266,13 +266,20 @@ SECTIONS = {"data": DataConfig, "model": ModelConfig, "decode": DecodeConfig, "p
             "seqpate": SeqPATEConfig, "dpsgd": DPSGDConfig}
 
 
+def field_names(keys) -> str:
+    """Keys of a config file for a one-line error: a name that is blank, padded or not printable (a newline) is
+    quoted, so the error stays one line and shows what the file holds."""
+    return ", ".join(k if isinstance(k, str) and k and k.isprintable() and k == k.strip() else repr(k)
+                     for k in sorted(keys, key=str))
+
+
 def _build(cls, values: dict[str, Any]):
     if not isinstance(values, dict):
         raise ConfigError(f"{cls.__name__} must be a JSON object, got {type(values).__name__}")
     known = {f.name for f in fields(cls)}
     unknown = set(values) - known
     if unknown:
-        raise ConfigError(f"unknown {cls.__name__} field(s): {', '.join(sorted(unknown))}")
+        raise ConfigError(f"unknown {cls.__name__} field(s): {field_names(unknown)}")
     return cls(**values)
 
 

@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from core.config import ConfigError, check_device, parse_number, thread_setting
+from core.config import ConfigError, check_device, field_names, parse_number, thread_setting
 from core.synth.config import GENERATORS, SYNTH_PRESETS, SynthConfig, stored_settings, synth_config
 
 
@@ -46,7 +46,7 @@ def config_from_args(args) -> tuple[SynthConfig, dict]:
         unknown = set(loaded) - {"synth", "base"} - ({"method", "preset", "seed", "privacy", "data_stats"}
                                                      if stored else set())
         if unknown:  # a flat {"generator": ...} used to be ignored, and the default generator ran
-            raise ConfigError(f"config {path}: unknown key(s) {', '.join(sorted(map(str, unknown)))}; put "
+            raise ConfigError(f"config {path}: unknown key(s) {field_names(unknown)}; put "
                               "SynthConfig fields under \"synth\" and core preset overrides under \"base\"")
         for section in ("synth", "base"):
             if not isinstance(loaded.get(section) or {}, dict):
@@ -58,7 +58,7 @@ def config_from_args(args) -> tuple[SynthConfig, dict]:
     known = set(SynthConfig.__dataclass_fields__)
     unknown = set(synth) - known
     if unknown:
-        raise ConfigError(f"unknown synth setting(s): {', '.join(sorted(unknown))}")
+        raise ConfigError(f"unknown synth setting(s): {field_names(unknown)}")
     stored_preset = synth.pop("preset", None)
     if args.preset and stored_preset and args.preset != stored_preset:
         # its settings are the other preset's, so --preset would only have changed the label (as for `run`)

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from core.config import ConfigError, check_epsilon_range, check_seed, check_types
+from core.config import ConfigError, check_epsilon_range, check_seed, check_types, field_names
 
 GENERATORS = ("filter", "pplm", "multitask")
 
@@ -85,7 +85,7 @@ class SynthConfig:
         known = {f.name for f in fields(cls)}
         unknown = set(d) - known
         if unknown:
-            raise ConfigError(f"unknown SynthConfig field(s): {', '.join(sorted(unknown))}")
+            raise ConfigError(f"unknown SynthConfig field(s): {field_names(unknown)}")
         return validate(cls(**{**d, "epsilon": float(d.get("epsilon", 3.0))}))
 
 

@@ -80,6 +80,8 @@ CONFIGS = [
     ({"data": {"private_train": True}}, "data.private_train must be int or null, got True"),
     ({"seed": "x"}, "seed must be int, got 'x'"),
     ({"seqpate": {"teachrs": 5}}, "unknown SeqPATEConfig field(s): teachrs"),
+    # a name with a newline broke the one-line error (found by the run-file fuzz test): quoted as the file holds it
+    ({"data": {"\n": None, "": 1}}, "unknown DataConfig field(s): '', '\\n'"),
     ({"seqpate": 5}, "config section seqpate must be a JSON object, got 5"),
     ({"bogus": {"a": 1}}, "unknown config section 'bogus'"),
     ({"bogus": 1}, "unknown config field 'bogus'"),
