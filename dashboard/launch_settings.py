@@ -211,7 +211,6 @@ def save_launch_settings() -> dict[str, Any]:
     return settings
 
 
-
 def synth_job_configs(generators: list[str], epsilon_text: str, preset: str, seed: int) -> list[dict[str, Any]]:
     """The config.json bodies of synthetic-data runs, one per generator: what `python -m core synth --generator G
     --epsilon E --preset P --seed S` writes (core.runs.jobs.launch takes them; `core job` rebuilds the run from

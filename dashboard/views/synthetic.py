@@ -94,9 +94,10 @@ def eps_label(eps: float | None) -> str:
     return "∞ (not private)" if eps is not None and math.isinf(eps) else wording.fmt_eps(eps)
 
 
-def launch_form(expanded: bool) -> None:
+def launch_form(all_runs: pd.DataFrame, expanded: bool) -> None:
     """Synthetic-data runs launched as background jobs, one per generator, as the Launch page launches the others
-    (the Runs page follows them); the command line does the same with `python -m core synth`."""
+    (the Runs page follows them; those of all_runs queued or running are named); the command line does the same
+    with `python -m core synth`."""
     with st.expander("Launch synthetic-data runs", expanded=expanded, icon=":material/rocket_launch:"):
         with st.form("synth_launch_form"):
             chosen = st.multiselect("Generator(s)", list(GENERATORS), default=["multitask"], key="synth_launch_gen",
@@ -135,9 +136,8 @@ def launch_form(expanded: bool) -> None:
                        f"{jobs.max_parallel_jobs()} at a time (`SEQPATE_MAX_JOBS`); a finished run shows here (one "
                        f"with a shipped run's settings in its place once \"{tables.MADE_HERE_TOGGLE}\" is on).",
                        icon=":material/check:")
-        active = loading.runs_frame()
-        active = active[active["state"].isin(loading.ACTIVE_STATES) & active["method"].map(wording.is_synth_method)] \
-            if not active.empty else active
+        active = all_runs[all_runs["state"].isin(loading.ACTIVE_STATES)
+                          & all_runs["method"].map(wording.is_synth_method)] if not all_runs.empty else all_runs
         if not active.empty:
             st.caption("Queued or running: " + ", ".join(f"`{r.run_id}` ({r.state})" for r in active.itertuples()))
         if ids or not active.empty:
@@ -145,9 +145,10 @@ def launch_form(expanded: bool) -> None:
 
 
 device_problem = device_refusal()
-df = loading.finished_frame()
+all_runs = loading.runs_frame()  # read once: the form names the active ones, the page shows the finished ones
+df = loading.finished_frame(all_runs)
 synth = df[df["method"].map(wording.is_synth_method)] if not df.empty else df
-launch_form(expanded=synth.empty)
+launch_form(all_runs, expanded=synth.empty)
 if synth.empty:
     st.info("No synthetic-data runs yet: launch one above (about a minute on the tiny preset), then reload this "
             "page once it has finished.", icon=":material/hourglass_empty:")
