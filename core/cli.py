@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -164,9 +165,9 @@ def cmd_run(args) -> int:
     check_device_executor(cfg.method, cfg.seqpate.executor, device_setting())
 
     run = RunDir.create(run_dir, cfg.to_dict(), cfg.seed)
-    from core.runs.pipeline import Cancelled, execute, install_sigterm_handler
+    from core.runs.pipeline import install_sigterm_handler
     install_sigterm_handler()
-    return run_to_completion(cfg, run, execute, Cancelled)
+    return execute_run(cfg, run)
 
 
 def record_failure(run, exc: Exception) -> int:
@@ -190,33 +191,55 @@ def stopped(run, exc: BaseException) -> int:
     return 130
 
 
-def run_to_completion(cfg: RunConfig, run, execute, cancelled_type) -> int:
-    from core.runs.jobs import cancel_requested
-
-    run.set_status(pid=_pid())
+@contextlib.contextmanager
+def failing_on_config_error(run):
+    """A launched run whose settings are refused: the run fails with the reason, and the job exits as any command
+    on a ConfigError (main: one line, exit 2)."""
     try:
-        metrics = execute(cfg, run, should_stop=lambda: cancel_requested(run.path))
-    except (cancelled_type, KeyboardInterrupt) as exc:
+        yield
+    except ConfigError as exc:
+        run.set_status(state="failed", error=str(exc))
+        raise
+
+
+def run_to_completion(run, execute, summary) -> int:
+    """Execute a run (execute(should_stop) returns its metrics), recording a stop or a failure; print one JSON line,
+    the run folder and summary(metrics); the exit status. Text-generation and synthetic-data runs alike."""
+    from core.runs.jobs import cancel_requested
+    from core.runs.pipeline import Cancelled  # loaded by the engine already
+
+    run.set_status(pid=os.getpid())
+    try:
+        metrics = execute(should_stop=lambda: cancel_requested(run.path))
+    except (Cancelled, KeyboardInterrupt) as exc:
         return stopped(run, exc)
     except Exception as exc:
         return record_failure(run, exc)
-    summary = {k: metrics[k] for k in ("ppl", "bleu1", "bleu2", "bleu3", "bleu4") if k in metrics}
-    privacy = run.privacy() or {}
-    heuristic = {"heuristic": privacy["heuristic"]} if "heuristic" in privacy else {}  # that epsilon is no guarantee
-    print(json.dumps({"run_dir": str(run.path), **summary, "epsilon": privacy.get("epsilon"), **heuristic}))
+    print(json.dumps({"run_dir": str(run.path), **summary(metrics)}))
     return 0
 
 
-def _pid() -> int:
-    import os
+def run_summary(run, metrics: dict) -> dict:
+    """A text-generation run's line: utility and the epsilon spent (labelled where it is a heuristic's)."""
+    summary = {k: metrics[k] for k in ("ppl", "bleu1", "bleu2", "bleu3", "bleu4") if k in metrics}
+    privacy = run.privacy() or {}
+    heuristic = {"heuristic": privacy["heuristic"]} if "heuristic" in privacy else {}  # that epsilon is no guarantee
+    return {**summary, "epsilon": privacy.get("epsilon"), **heuristic}
 
-    return os.getpid()
+
+def execute_run(cfg: RunConfig, run) -> int:
+    """The engine on a text-generation run folder made for cfg, to its end (run_to_completion)."""
+    from functools import partial
+
+    from core.runs.pipeline import execute
+
+    return run_to_completion(run, partial(execute, cfg, run), partial(run_summary, run))
 
 
 def cmd_job(args) -> int:
     """Run a queued run directory created by core.runs.jobs.launch (waits for a free slot first)."""
     from core.runs.jobs import JobCancelled, acquire_slot, cancel_requested
-    from core.runs.pipeline import Cancelled, execute, install_sigterm_handler
+    from core.runs.pipeline import Cancelled, install_sigterm_handler
     from core.runs.store import TERMINAL, RunDir, RunError, is_synth
 
     run = RunDir(Path(args.run_dir))
@@ -230,15 +253,12 @@ def cmd_job(args) -> int:
         from core.synth.command import run_launched_job  # launched from the Synthetic data page
 
         return run_launched_job(run)
-    try:
+    with failing_on_config_error(run):
         cfg = validate(run.run_config())
-    except ConfigError as exc:
-        run.set_status(state="failed", error=str(exc))
-        raise
     install_sigterm_handler()
     try:
         with acquire_slot(run.path.parent, run):
-            return run_to_completion(cfg, run, execute, Cancelled)
+            return execute_run(cfg, run)
     except (Cancelled, JobCancelled) as exc:  # stopped while waiting for a slot
         return stopped(run, exc)
 

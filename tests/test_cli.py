@@ -478,6 +478,17 @@ def test_job_on_a_folder_that_was_never_launched_is_one_line(tmp_path):
         assert out.returncode == 2 and out.stderr == f"error: not a launched run folder (no config.json): {folder}\n"
 
 
+def test_a_launched_run_whose_config_is_refused_fails_with_the_reason(tmp_path):
+    from core.runs.store import RunDir
+
+    stored = preset_config("tiny", method="seqpate").to_dict()
+    stored["seqpate"]["teachers"] = "x"
+    run = RunDir.create(tmp_path / "launched", stored, 0)  # as the Launch page writes it, its settings hand-edited
+    out = cli("job", str(run.path))
+    assert out.returncode == 2 and out.stderr == "error: seqpate.teachers must be int, got 'x'\n", out.stderr
+    assert run.state() == "failed" and run.status()["error"] == "seqpate.teachers must be int, got 'x'"
+
+
 def test_a_ray_config_rerun_on_another_executor_drops_the_cluster_address(tmp_path, capsys):
     from core.cli import build_parser, config_from_args
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 
 from core.config import ConfigError, check_device, field_names, parse_number, thread_setting
@@ -100,7 +99,7 @@ def cmd_synth(args) -> int:
     from core.runs.pipeline import install_sigterm_handler
 
     install_sigterm_handler()
-    return run_to_completion(job, run)
+    return execute_run(job, run)
 
 
 def settings_of_run(run) -> tuple[SynthConfig, dict]:
@@ -121,17 +120,15 @@ def job_from_run_config(run):
 def run_launched_job(run) -> int:
     """`python -m core job` on a launched synthetic-data run: its settings checked, a slot in the job queue, then
     its data read and the run (a queued job holds no data while another trains). A problem fails the run with it."""
-    from core.cli import record_failure, stopped
+    from core.cli import failing_on_config_error, record_failure, stopped
     from core.runs.jobs import JobCancelled, acquire_slot
     from core.runs.pipeline import Cancelled, install_sigterm_handler
     from core.synth.job import prepare_job
 
-    try:
+    with failing_on_config_error(run):  # as a text-generation job's settings
         settings = settings_of_run(run)
         thread_setting()
         check_device()
-    except Exception as exc:  # a config problem: the run says it, as a run that fails later does
-        return record_failure(run, exc)
     install_sigterm_handler()
     try:
         with acquire_slot(run.path.parent, run):
@@ -139,30 +136,18 @@ def run_launched_job(run) -> int:
                 job = prepare_job(*settings)
             except Exception as exc:  # a data problem (a labelled file gone since the launch)
                 return record_failure(run, exc)
-            return run_to_completion(job, run)
+            return execute_run(job, run)
     except (Cancelled, JobCancelled) as exc:  # stopped while waiting for a slot
         return stopped(run, exc)
 
 
-def run_to_completion(job, run) -> int:
-    """Execute the run, recording a stop or a failure; print its summary line; the exit status."""
-    from core.runs.jobs import cancel_requested
-    from core.runs.pipeline import Cancelled
+def execute_run(job, run) -> int:
+    """core.cli.run_to_completion on a synthetic-data run: its line gives accuracy, separability and epsilon."""
+    from functools import partial
+
+    from core.cli import run_to_completion
     from core.synth.run import execute
 
-    cfg = job.cfg
-    run.set_status(pid=os.getpid())
-    try:
-        metrics = execute(job, run, should_stop=lambda: cancel_requested(run.path))
-    except (Cancelled, KeyboardInterrupt) as exc:
-        from core.cli import stopped
-
-        return stopped(run, exc)
-    except Exception as exc:
-        from core.cli import record_failure
-
-        return record_failure(run, exc)
     keys = ("accuracy_synthetic", "accuracy_real", "separability", "epsilon")
-    print(json.dumps({"run_dir": str(run.path), "method": cfg.method, **{k: metrics.get(k) for k in keys},
-                      "ngram_ratios": metrics.get("ngram_ratios")}))
-    return 0
+    return run_to_completion(run, partial(execute, job, run), lambda metrics: {
+        "method": job.cfg.method, **{k: metrics.get(k) for k in keys}, "ngram_ratios": metrics.get("ngram_ratios")})

@@ -162,14 +162,14 @@ def test_a_sigterm_from_outside_is_not_recorded_as_a_cancel(roots: dict[str, Pat
     job_script(
         """
         from core.cli import run_to_completion
-        from core.runs.pipeline import Cancelled, install_sigterm_handler
+        from core.runs.pipeline import install_sigterm_handler
 
-        def execute(cfg, run, should_stop):
+        def execute(should_stop):
             run.set_status(state="running", stage="teachers")
             time.sleep(60)
 
         install_sigterm_handler()
-        raise SystemExit(run_to_completion(None, run, execute, Cancelled))
+        raise SystemExit(run_to_completion(run, execute, dict))
         """
     )
     killed = launch(_config(), roots["live"])

@@ -104,7 +104,9 @@ def test_a_launched_job_runs_the_same_run_as_the_command_line(micro_run):
     broken = RunDir.create(root / "runs" / "broken", {**RunDir(run_dir).config()["config"], "synth": {"lr": "x"}}, 0)
     out = subprocess.run([sys.executable, "-m", "core", "job", str(broken.path)], capture_output=True, text=True,
                          timeout=120, env=env)
-    assert out.returncode == 1 and broken.state() == "failed" and "lr" in broken.status()["error"]
+    # as a text-generation job's config error: one line, exit 2 (it was exit 1 with a traceback.txt)
+    assert out.returncode == 2 and out.stderr == "error: lr must be a number, got 'x'\n", out.stderr
+    assert broken.state() == "failed" and broken.status()["error"] == "lr must be a number, got 'x'"
 
 
 @pytest.mark.parametrize("args, message", [
