@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -62,9 +62,11 @@ def read_text(path: Path) -> str:
         raise CorpusError(f"{path} line {line}: not valid UTF-8 (byte 0x{data[e.start]:02x})") from None
 
 
-def _json_lines(path: Path, text: str) -> Iterator[tuple[int, Any]]:
-    """(line number, parsed value) for every non-blank line of a JSON-lines file."""
-    for number, line in enumerate(text.splitlines(), start=1):
+def json_lines(path: Path, text: str) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed value) for every non-blank line of a JSON-lines file. Lines end at "\n" alone:
+    str.splitlines also splits at U+2028, U+2029 and U+0085, which json.dumps(ensure_ascii=False) leaves raw inside
+    a string, so a valid file was refused as "Unterminated string" (a review)."""
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
@@ -131,7 +133,7 @@ def _airdialog_entries(path: Path, text: str) -> Iterator[tuple[str, Any]]:
         for i, item in enumerate(items):
             yield f"item {i}", item
     else:
-        for number, item in _json_lines(path, text):
+        for number, item in json_lines(path, text):
             yield f"line {number}", item
 
 
@@ -198,7 +200,7 @@ def _table_record(row: dict[str, Any], n: int) -> Record | None:
 
 
 def _jsonl_rows(path: Path, text: str) -> Iterator[dict[str, Any]]:
-    for number, row in _json_lines(path, text):
+    for number, row in json_lines(path, text):
         if not isinstance(row, dict):
             raise CorpusError(f"{path} line {number}: expected a JSON object, got {type(row).__name__}")
         if not isinstance(row.get("text"), str):
@@ -213,17 +215,26 @@ def check_csv_header(path: Path, header: list[str]) -> None:
         raise CorpusError(f"{path} line 1: column(s) named twice: {', '.join(repr(n)[1:-1] for n in repeated)}")
 
 
-def _csv_rows(path: Path, text: str) -> Iterator[dict[str, Any]]:
-    reader = csv.DictReader(io.StringIO(text, newline=""))
+def csv_header(path: Path, reader: csv.DictReader, required: Sequence[str]) -> list[str]:
+    """The header of a csv file being read, refused (one line) if a required column is missing or a name is
+    repeated or blank (check_csv_header)."""
     try:
         header = reader.fieldnames or []
     except csv.Error as e:  # e.g. a header cell over the csv module's field size limit
         raise CorpusError(f"{path} line 1: {e}") from None
-    if "text" not in header:
+    missing = [c for c in required if c not in header]
+    if missing:
         # repr() of each name: a header cell may hold a newline, and the message must stay one line
         columns = ", ".join(repr(h)[1:-1] for h in header)
-        raise CorpusError(f"{path}: no 'text' column (columns: {columns or 'none'})")
+        raise CorpusError(f"{path}: no {' or '.join(repr(c) for c in missing)} column "
+                          f"(columns: {columns or 'none'})")
     check_csv_header(path, header)
+    return header
+
+
+def _csv_rows(path: Path, text: str) -> Iterator[dict[str, Any]]:
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    header = csv_header(path, reader, required=("text",))
     try:
         for row in reader:
             if None in row or any(v is None for v in row.values()):  # DictReader's marks for a ragged row

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.data.corpora import CorpusError, Record, check_csv_header, normalise, read_text
+from core.data.corpora import CorpusError, Record, csv_header, json_lines, normalise, read_text
 from core.synth.config import CHITCHAT_TOPICS, SynthConfig
 
 
@@ -97,12 +97,7 @@ def _example(path: Path, where: str, text, label) -> Example | None:
 
 def _csv_examples(path: Path, content: str) -> list[Example]:
     reader = csv.DictReader(io.StringIO(content, newline=""))
-    header = reader.fieldnames or []
-    missing = [c for c in ("text", "label") if c not in header]
-    if missing:
-        raise CorpusError(f"{path}: no {' or '.join(repr(c) for c in missing)} column "
-                          f"(columns: {', '.join(header) or 'none'})")
-    check_csv_header(path, header)
+    header = csv_header(path, reader, required=("text", "label"))
     out = []
     try:
         for row in reader:
@@ -118,13 +113,7 @@ def _csv_examples(path: Path, content: str) -> list[Example]:
 
 def _jsonl_examples(path: Path, content: str) -> list[Example]:
     out = []
-    for number, line in enumerate(content.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise CorpusError(f"{path} line {number}: not valid JSON ({e.msg})") from None
+    for number, row in json_lines(path, content):
         if not isinstance(row, dict):
             raise CorpusError(f"{path} line {number}: expected a JSON object, got {type(row).__name__}")
         for column in ("text", "label"):

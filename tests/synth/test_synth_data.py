@@ -81,12 +81,22 @@ def test_csv_and_jsonl_files_load(tmp_path):
     jsonl.write_text(json.dumps({"text": "stocks fell", "label": 2}) + "\n\n"
                      + json.dumps({"text": "a goal", "label": "sports"}) + "\n")
     assert load_labelled(jsonl) == [Example("stocks fell", "2"), Example("a goal", "sports")]
+    # json.dumps(ensure_ascii=False) writes U+2028, U+2029 and U+0085 raw inside a string: still one line each
+    # (str.splitlines split there, and the file was refused as "Unterminated string")
+    raw = tmp_path / "raw.jsonl"
+    raw.write_text("\n".join(json.dumps({"text": f"one\u2028two{c}three", "label": label}, ensure_ascii=False)
+                             for c, label in (("\u2029", "a"), ("\x85", "b"))) + "\n", encoding="utf-8")
+    assert load_labelled(raw) == [Example("one two three", "a"), Example("one two three", "b")]
 
 
 @pytest.mark.parametrize("name, content, message", [
     ("d.csv", "text,topic\nhello,a\n", "d.csv: no 'label' column (columns: text, topic)"),
     ("d.csv", "sentence,label\nhello,a\n", "d.csv: no 'text' column (columns: sentence, label)"),
     ("d.csv", "text,label\nhello,a\nbye,b,extra\n", "d.csv line 3: expected 2 fields"),
+    # a header cell with a newline is named with it escaped; one over the csv module's limit is a CorpusError too
+    ("d.csv", '"sen\ntence",label\nhello,a\n', "d.csv: no 'text' column (columns: sen\\ntence, label)"),
+    pytest.param("d.csv", "x" * 200_000 + ",label\nhello,a\n", "d.csv line 1: field larger than field limit",
+                 id="header-cell-over-the-field-limit"),
     ("d.csv", "text,label\nhello,a\nbye,\n", "d.csv line 3: empty label"),
     ("d.jsonl", '{"text": "hi", "label": "a"}\n{"text": "yo"}\n', "d.jsonl line 2: no 'label' field"),
     ("d.jsonl", '{"text": "hi", "label": "a"}\n{"text": "yo", \n', "d.jsonl line 2: not valid JSON"),
