@@ -33,7 +33,7 @@ def test_by_user_keeps_small_users_in_one_teacher_and_balances_sizes():
     m = 20
     teacher = partition_by_user(users, m, seed=0)
     sizes = np.bincount(teacher, minlength=m)
-    assert sizes.max() <= math.ceil(len(users) / m)
+    assert len(users) % m and sizes.max() - sizes.min() <= 1  # as balanced as n sentences in m teachers can be
     spans = defaultdict(set)
     for u, t in zip(users, teacher, strict=True):
         spans[u].add(int(t))
@@ -47,6 +47,16 @@ def test_by_user_keeps_small_users_in_one_teacher_and_balances_sizes():
     hist = teachers_per_user(users, teacher)
     assert hist["1"] + hist["2"] + hist["3"] + hist[">3"] == len(spans)
     assert hist["1"] / len(spans) > 0.9
+
+
+def test_by_user_leaves_no_teacher_empty_when_the_teachers_do_not_divide_the_sentences():
+    """Every teacher had room for ceil(n / M): the spare room gathered in the last teachers, which got nothing
+    (2,000 sentences in 300 teachers: 14 empty), each contributing the base model's distribution in silence."""
+    users = [f"u{i // 5}" for i in range(2000)]  # 400 users of 5 sentences
+    sizes = np.bincount(partition_by_user(users, 300, seed=0), minlength=300)
+    assert sizes.sum() == 2000 and (sizes.min(), sizes.max()) == (6, 7)
+    sizes = np.bincount(partition_by_user(skewed_users(), 7, seed=0), minlength=7)
+    assert sizes.max() - sizes.min() <= 1
 
 
 def test_by_user_beats_random_on_teachers_per_user():
