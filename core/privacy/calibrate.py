@@ -134,17 +134,28 @@ def gaussian_noise_multiplier(epsilon: float, delta: float, count: int) -> float
     if epsilon == math.inf:
         return 0.0
     z = math.sqrt(count) / _gaussian_mu_for(float(epsilon), float(delta))
-    step = z * 1e-9
-    while epsilon_from_events([GaussianEvent(z, 1.0, count)], delta).epsilon > epsilon:
-        z += step  # rounding left us a hair above the target
+    return _raised_to_target(z, lambda x: epsilon_from_events([GaussianEvent(x, 1.0, count)], delta).epsilon, epsilon)
+
+
+def _raised_to_target(noise: float, epsilon_of: Callable[[float], float], epsilon: float) -> float:
+    """noise, raised by the smallest doubling step that brings epsilon_of(noise) to the target or below (float
+    rounding can leave a calibrated noise a hair short)."""
+    step = noise * 1e-15
+    while epsilon_of(noise) > epsilon:
+        noise += step
         step *= 2
-    return z
+    return noise
 
 
 def gaussian_std(epsilon: float, delta: float, count: int, sensitivity: float = SEQPATE_L2_SENSITIVITY) -> float:
-    """Noise std for `count` releases of a query with this L2 sensitivity (sqrt(2): one teacher changes)."""
+    """Noise std for `count` releases of a query with this L2 sensitivity (sqrt(2): one teacher changes), checked
+    as the run records it (std, sensitivity): z * sqrt(2) / sqrt(2) is not always z in floating point, and the
+    recorded epsilon came out up to 4e-12 above the target (a review)."""
     check_positive_finite("sensitivity", sensitivity)
-    return gaussian_noise_multiplier(epsilon, delta, count) * sensitivity
+    std = gaussian_noise_multiplier(epsilon, delta, count) * sensitivity
+    if std == 0.0:
+        return std
+    return _raised_to_target(std, lambda x: epsilon_for_gaussian(x, count, delta, sensitivity), epsilon)
 
 
 def epsilon_for_gaussian(noise_std: float, count: int, delta: float, sensitivity: float = SEQPATE_L2_SENSITIVITY) -> float:

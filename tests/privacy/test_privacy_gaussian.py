@@ -12,6 +12,7 @@ from core.privacy import (
     ACCOUNTANT_EXACT_GAUSSIAN,
     ACCOUNTANT_NONE,
     ACCOUNTANT_NOT_PRIVATE,
+    SEQPATE_L2_SENSITIVITY,
     GaussianEvent,
     LaplaceEvent,
     SubsampledGaussianEvent,
@@ -183,3 +184,12 @@ def test_two_gaussian_releases_on_one_batch_are_one_release_at_z_over_sqrt2():
     assert ours < pair and ours == pytest.approx(opacus_prv(joint, q, steps, delta), abs=0.05)
     with pytest.raises(ValueError):
         per_release_noise_multiplier(joint, 0)
+
+
+@pytest.mark.parametrize("eps, delta, count", [(4.0, 1e-8, 5000), (4.0, 1e-9, 1), (4.0, 1e-9, 1000), (20.0, 1e-9, 1)])
+def test_seqpate_noise_recomputes_to_at_most_the_target_as_the_run_records_it(eps, delta, count):
+    """A run records GaussianEvent(std, sqrt(2), spent); calibrated as (z, 1), these came out 3e-15 to 4e-12
+    above the target once z * sqrt(2) / sqrt(2) rounded (found by a review; the cases are the ones it found)."""
+    std = gaussian_std(eps, delta, count)
+    assert epsilon_from_events([GaussianEvent(std, SEQPATE_L2_SENSITIVITY, count)], delta).epsilon <= eps
+    assert std == pytest.approx(gaussian_noise_multiplier(eps, delta, count) * SEQPATE_L2_SENSITIVITY, rel=1e-12)
