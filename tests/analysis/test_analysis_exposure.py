@@ -99,11 +99,18 @@ def test_model_scorer_matches_the_full_sentence_nll(tiny_lm):
 
 
 def test_canary_exposures_per_insertion_count(tiny_lm):
+    """Each canary's detail is its own exposure under the model (canary_exposure with the LM scorer, called here
+    canary by canary), and an insertion count shared by two canaries reports the mean of their two exposures."""
     model, tokenizer = tiny_lm
-    out = canary_exposures(model, tokenizer, [canary("17", 1), canary("83", 10)], max_tokens=40)
-    assert set(out["exposure"]) == {"1", "10"}
-    assert all(0 <= v <= math.log2(100) for v in out["exposure"].values())
-    assert [d["method"] for d in out["exposure_detail"]] == ["exact", "exact"]
+    canaries = [canary("17", 1), canary("83", 10), canary("42", 10)]
+    out = canary_exposures(model, tokenizer, canaries, max_tokens=40)
+    score = model_scorer(model, tokenizer, max_tokens=40)
+    assert out["exposure_detail"] == [canary_exposure(score, c, seed=i).to_dict() for i, c in enumerate(canaries)]
+    assert [d["method"] for d in out["exposure_detail"]] == ["exact"] * 3
+    once, *tenfold = [d["exposure"] for d in out["exposure_detail"]]
+    assert tenfold[0] != tenfold[1]  # so the mean differs from either one (the first, the last, the largest)
+    assert out["exposure"] == {"1": once, "10": pytest.approx((tenfold[0] + tenfold[1]) / 2, rel=1e-12)}
+    assert list(out["exposure"]) == ["1", "10"]  # in order of insertion count
 
 
 def test_the_cached_prefix_path_itself_matches_the_full_pass(tiny_lm):

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -22,8 +23,9 @@ def audited(tmp_path_factory):
                        decode__max_new_tokens=8, data__public_train=120, data__public_valid=20,
                        data__private_train=150, data__private_valid=20, data__private_test=30,
                        model__pretrain_epochs=1,
-                       # canary digits 2: |R| = 100 candidates per canary, ranked exactly (a second, not minutes)
-                       data__canaries="1,10,30", data__canary_digits=2)
+                       # canary digits 2: |R| = 100 candidates per canary, ranked exactly (a second, not minutes);
+                       # two canaries inserted 10 times, so metrics' exposure of "10" is a mean of two
+                       data__canaries="1,10,10,30", data__canary_digits=2)
     run = RunDir.create(tmp_path_factory.mktemp("audit") / "seqpate", cfg.to_dict(), cfg.seed)
     metrics = pipeline.execute(cfg, run)
     return cfg, run, metrics
@@ -42,7 +44,7 @@ def test_phrase_epsilons_follow_from_the_recorded_noise_and_partition(audited):
     cfg, run, metrics = audited
     privacy, rows = run.privacy(), run.phrases()
     canaries = [r for r in rows if r["kind"] == "canary"]
-    assert sorted(r["inserted"] for r in canaries) == [1, 10, 30]
+    assert sorted(r["inserted"] for r in canaries) == [1, 10, 10, 30]
     assert all(r["occurrences"] == r["inserted"] and r["users"] == 1 for r in canaries)
     for r in rows:
         assert 1 <= r["teachers"] <= min(r["occurrences"], cfg.seqpate.teachers)
@@ -54,12 +56,42 @@ def test_phrase_epsilons_follow_from_the_recorded_noise_and_partition(audited):
 
 
 def test_r_name_exposure_and_statement(audited):
-    _, run, metrics = audited
-    assert 0.0 <= metrics["r_name"] <= 1.0
-    assert metrics["r_name_counts"]["completions"] == metrics["n_completions"]
-    assert set(metrics["exposure"]) == {"1", "10", "30"}
-    assert all(0.0 <= v <= 6.65 for v in metrics["exposure"].values())  # log2(100) = 6.64
+    cfg, run, metrics = audited
+    # R_name recounted from the run's completions.jsonl and the private names in its phrases.csv with a plain
+    # whole-word search, not the audit's matcher (as tests/runs/test_cached_runs.py does for the shipped runs);
+    # this micro run's 150 private sentences may hold no name at all, and then no completion can leak one
+    names = list(dict.fromkeys(row["phrase"] for row in run.phrases() if row["kind"] == "name"))
+    completions = run.completions()
+    assert len(completions) == metrics["n_completions"]
+    with_name = 0
+    if names:
+        spelled = ["\\W+".join(map(re.escape, re.findall(r"\w+", name))) for name in names]
+        named = re.compile(r"(?<!\w)(?:" + "|".join(spelled) + r")(?!\w)", re.IGNORECASE)
+        with_name = sum(bool(named.search(row["completion"])) for row in completions)
+    assert metrics["r_name"] == with_name / len(completions)
+    counts = metrics["r_name_counts"]
+    assert (counts["completions"], counts["names"], counts["completions_with_name"]) == (len(completions),
+                                                                                          len(names), with_name)
+
+    # every canary's exposure is recomputed from the weights the run kept (the exact rank among all 100
+    # candidates, as core.analysis.exposure.canary_exposure gives it), and a count's exposure is the mean over
+    # the canaries inserted that often
+    from core.analysis.exposure import canary_exposure, model_scorer
+    from core.data.secrets import canary_from_dict
+    from core.runs.live import saved_model
+
+    recorded = [canary_from_dict(d) for d in json.loads(run.read_text("canaries.json"))["canaries"]]
+    model, tokenizer = saved_model(run)
+    score = model_scorer(model, tokenizer, max_tokens=cfg.data.max_tokens)
+    assert metrics["exposure_detail"] == [canary_exposure(score, c, seed=cfg.seed + i).to_dict()
+                                          for i, c in enumerate(recorded)]
     assert all(d["method"] == "exact" and d["candidates"] == 100 for d in metrics["exposure_detail"])
+    by_count = {}
+    for d in metrics["exposure_detail"]:
+        by_count.setdefault(str(d["inserted"]), []).append(d["exposure"])
+    assert {n: len(v) for n, v in by_count.items()} == {"1": 1, "10": 2, "30": 1}
+    assert by_count["10"][0] != by_count["10"][1]  # so their mean is neither one of them
+    assert metrics["exposure"] == {n: pytest.approx(sum(v) / len(v), rel=1e-12) for n, v in by_count.items()}
     saved = run.metrics()
     assert saved["exposure"] == metrics["exposure"] and saved["r_name"] == metrics["r_name"]
     statement = run.read_text("statement.md")

@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+from core.privacy import ACCOUNTANT_PLD, epsilon_from_events, events_from_dicts
 from core.runs.pipeline import execute
 from core.runs.store import RunDir
 from tests.conftest import (
@@ -44,11 +45,24 @@ def run_method(tmp_path, method, **overrides):
     return cfg, privacy, metrics
 
 
+def check_recomputed(epsilon, accountant, events, delta):
+    """The epsilon written is what core.privacy's accountant computes from the events written beside it (not typed
+    in, not from other events), and it names that accountant (ADP's label adds how its events were chosen)."""
+    today = epsilon_from_events(events_from_dicts(events), delta)
+    assert epsilon == pytest.approx(today.epsilon, rel=1e-6)
+    assert accountant.startswith(today.accountant)
+    return today
+
+
 def check_dp(privacy, metrics, target=3.0):
     for key in ("epsilon", "delta", "accountant", "unit", "events"):
         assert key in privacy
     assert math.isfinite(privacy["epsilon"]) and 0 < privacy["epsilon"] <= target
     assert privacy["unit"] == "sample" and privacy["events"]
+    check_recomputed(privacy["epsilon"], privacy["accountant"], privacy["events"], privacy["delta"])
+    # every run here is calibrated to the target before training and takes all its steps, so it spends nearly
+    # all of it (calibration stops within 1e-3 of the target: tests/privacy); much less means noise was wasted
+    assert privacy["epsilon"] >= 0.99 * target
     for key in ("steps", "noise_multiplier", "sampling_rate", "dp_timings"):
         assert key in metrics
     assert metrics["steps"] > 0 and metrics["noise_multiplier"] > 0
@@ -86,6 +100,9 @@ def test_adp_reports_valid_and_claimed_epsilon(tmp_path):
     assert multipliers.min() == pytest.approx(privacy["events"][0]["noise_multiplier"], rel=1e-12)
     assert multipliers.mean() == pytest.approx(privacy["events_claimed"][0]["noise_multiplier"], rel=1e-9)
     assert privacy["epsilon_claimed"] <= privacy["epsilon"]
+    # the claimed epsilon too is the PLD accountant's number for the claimed (mean-multiplier) events it records
+    check_recomputed(privacy["epsilon_claimed"], ACCOUNTANT_PLD, privacy["events_claimed"], privacy["delta"])
+    assert privacy["accountant_claimed"].endswith("(PLD)")
     assert "statement" in privacy and "accountant_claimed" in privacy
     # read alone, privacy.json says its epsilon is a heuristic (noise chosen from the private sentences)
     assert privacy["target"] == "sample" and "perplexity" in privacy["heuristic"]

@@ -66,8 +66,7 @@ def test_micro_run_writes_a_complete_run(micro_run):
     assert f"delta = 1/|train| = 1/{n_train}" in statement and "Released outside the epsilon" in statement
 
     metrics = run.metrics()
-    for key in ("accuracy_synthetic", "accuracy_real", "separability"):
-        assert 0.0 <= metrics[key] <= 1.0
+    assert 0.0 <= metrics["separability"] <= 1.0  # needs the fine-tuned model's embeddings, which the run drops
     assert set(metrics["ngram_ratios"]) == {"3", "4", "5", "6", "7"}
     assert summary["accuracy_synthetic"] == metrics["accuracy_synthetic"]
     assert metrics["torch_threads"] == thread_setting()  # the subprocess saw this environment
@@ -84,6 +83,38 @@ def test_micro_run_writes_a_complete_run(micro_run):
     assert stages[-1] == "done" and "multitask-finetune" in stages and "generate" in stages
     # training the base model moves the progress bar per epoch (1 epoch here: from 0.02 to 0.1)
     assert [p.get("progress") for p in run.progress() if p.get("epochs") and p["stage"] == "base-model"] == [0.1]
+
+
+def test_micro_runs_utility_and_memorisation_recompute_from_its_samples_and_data(micro_run, monkeypatch):
+    """accuracy_synthetic is the classifier trained on samples.jsonl and tested on the REAL test set, accuracy_real
+    the same classifier trained on the real train set, and ngram_ratios the synthetic n-grams found in the train
+    set: recomputed here from the written samples and the run's labelled data (read again from its config.json),
+    so a metric computed from the wrong texts (train for synthetic, test for train) does not pass."""
+    from core.synth.command import job_from_run_config
+    from core.synth.evaluate import classifier_accuracy, ngram_ratios
+
+    run_dir, _ = micro_run
+    monkeypatch.setenv("SEQPATE_CACHE", str(run_dir.parent.parent / "cache"))  # the data the run prepared
+    run = RunDir(run_dir)
+    data = job_from_run_config(run).data
+    assert data.stats() == run.config()["config"]["data_stats"]  # the same data the run saw
+    train, train_labels = [e.text for e in data.train], [e.label for e in data.train]
+    test, test_labels = [e.text for e in data.test], [e.label for e in data.test]
+    samples = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
+    synthetic, synthetic_labels = [s["text"] for s in samples], [s["label"] for s in samples]
+
+    metrics = run.metrics()
+    real, reference = classifier_accuracy(train, train_labels, test, test_labels)
+    assert metrics["accuracy_synthetic"] == classifier_accuracy(synthetic, synthetic_labels, test, test_labels)[0]
+    assert metrics["accuracy_real"] == real
+    agreement = sum(reference.predict(synthetic) == synthetic_labels) / len(samples)
+    assert metrics["synthetic_label_agreement"] == pytest.approx(agreement, abs=1e-12)
+    assert metrics["ngram_ratios"] == ngram_ratios(synthetic, train)
+    assert metrics["ngram_ratios_real_test"] == ngram_ratios(test, train)
+    # and they are two texts' numbers: the unseen real test text is the yardstick the synthetic overlap is read
+    # against, so the same dict under both keys would be no comparison at all
+    assert metrics["ngram_ratios_real_test"] != metrics["ngram_ratios"]
+    assert metrics["n_synthetic"] == len(samples)
 
 
 def test_a_launched_job_runs_the_same_run_as_the_command_line(micro_run):

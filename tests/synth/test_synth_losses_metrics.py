@@ -69,3 +69,24 @@ def test_classifier_and_separability_on_separable_toy_data():
     rng = np.random.default_rng(0)
     x = np.concatenate([rng.normal(0, 0.1, (10, 3)), rng.normal(5, 0.1, (10, 3))])
     assert separability(x, ["a"] * 10 + ["b"] * 10, trees=10, folds=5, seed=0) == 1.0
+
+
+def test_separability_of_noise_is_chance():
+    """Embeddings that carry no label information separate at chance (1/2 for two balanced labels), which only
+    held-out folds show: a forest scored on the points it was fitted on would call noise separable (near 1.0).
+    200 points: a fold-averaged chance accuracy has a standard deviation of about 0.035, so [0.25, 0.75] is
+    about 7 of them either side (seeded, so the number does not move anyway)."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 8))
+    labels = list(rng.permutation(["a", "b"] * 100))
+    assert 0.25 <= separability(x, labels, trees=10, folds=5, seed=0) <= 0.75
+
+
+def test_classifier_cannot_know_words_it_never_saw_in_training():
+    """Test texts made only of words absent from the training texts carry nothing the classifier learned, so it
+    gives them all the same answer: right on exactly one of two balanced labels. Higher would mean the test set
+    reached the classifier (e.g. its vocabulary or labels)."""
+    train = ["good great fine"] * 5 + ["bad awful poor"] * 5
+    labels = ["pos"] * 5 + ["neg"] * 5
+    acc, _ = classifier_accuracy(train, labels, ["superb film", "dreadful film"], ["pos", "neg"])
+    assert acc == 0.5
