@@ -44,7 +44,8 @@ def plain_stepper(model, seqs, pad_id):
 
 
 def dp_stepper(model, seqs, pad_id, ghost: bool):
-    model, optimizer, _ = make_private(model, len(seqs), len(seqs), 1.0, 1.0, 1e-3, ghost, poisson=False)
+    model, optimizer, _ = make_private(model, len(seqs), len(seqs), 1.0, 1.0, 1e-3, ghost, poisson=False,
+                                      seed=0, stream="benchmark")
     return lambda: dp_step(model, optimizer, seqs, pad_id)
 
 

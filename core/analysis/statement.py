@@ -67,6 +67,35 @@ SEEDED_NOISE = ("- Randomness: the noise and the sampling were drawn from pseudo
                 "noise, so no epsilon covers two such runs released together. Before a model trained here leaves the "
                 "lab, train it with a secret seed of its own and keep its config.json private.")
 
+KIND_SYNTH = "synthetic data"  # DP-Adam of a synthetic-data run (its own statement, synth_statement)
+
+
+def shared_stream_lines(kind: str, privacy: dict[str, Any], seed: int, teachers: int = 0) -> list[str]:
+    """What a run made before its mechanism drew from streams of its own (core.privacy.streams; its privacy.json
+    has no `random_streams`) shared its noise with: nothing for a run that has them, or in which nothing was
+    shared (SeqPATE's noise stream was seed + 7: teacher 7's batch order at seed 0, nobody's at another seed)."""
+    if "random_streams" in privacy:
+        return []
+    if kind == KIND_SEQPATE and seed == 0 and teachers > 7:
+        shared = "its noise was drawn from the numbers that ordered teacher 7's training batches (numpy, seed 7)"
+    elif kind in (KIND_DPSGD, KIND_USER_BATCHES):
+        what = "Poisson batches and noise were" if kind == KIND_DPSGD else "noise was"
+        shared = (f"its {what} drawn from torch's generator seeded with the run's seed, as the public base "
+                  "model's training had been (its dropout, and its initial weights where seeded), and that model "
+                  "is the released model's starting point")
+    elif kind == KIND_SYNTH:
+        shared = ("its first Poisson batches were drawn from torch's generator seeded with the run's seed, as the "
+                  "public base model's training had been and the discriminator head's initial weights were (both "
+                  "part of the released model), and the random tokens with which the head scores the samples came "
+                  "from the same seed")
+    else:
+        return []
+    return [f"- Made before the noise had random streams of its own (2026-11-27): {shared}. The epsilon assumes "
+            "the noise and the sampling independent of everything else the run releases, so for this run it is a "
+            "measurement at its noise level, not a proven bound, even with a secret seed; a rerun draws them from "
+            "streams of their own (core.privacy.streams)."]
+
+
 # Wall-clock time is measured, not noised: how long a private step took depends on the private data.
 TIMED_FILES = ("each line's time in progress.jsonl and (a job's) log.txt, the start, progress and end times in "
                "status.json and the durations in metrics.json")
@@ -178,6 +207,7 @@ def _guarantee_lines(cfg, privacy: dict[str, Any], kind: str) -> list[str]:
             "the guarantee is about the prepared set: a sentence put into or taken out of the raw corpus can "
             "change which other sentences were selected.",
             SEEDED_NOISE,
+            *shared_stream_lines(kind, privacy, cfg.seed, cfg.seqpate.teachers),
             timing_channel(kind),
         ]
         if kind == KIND_SEQPATE:
@@ -386,6 +416,7 @@ def synth_statement(synth: dict[str, Any], privacy: dict[str, Any], metrics: dic
             "a group of k (group privacy), at an epsilon that grows quickly with k; in the chitchat corpus a user "
             "writes many utterances.",
             SEEDED_NOISE,
+            *shared_stream_lines(KIND_SYNTH, privacy, int(synth.get("seed", 0))),
         ]
     private = isinstance(eps, (int, float)) and math.isfinite(eps)
     chosen_here = synth.get("corpus", "chitchat") == "chitchat"

@@ -31,6 +31,7 @@ from core.privacy import (
     events_to_dicts,
     poisson_shape,
 )
+from core.privacy.streams import DPSGD, dp_sgd_streams
 from core.runs.pipeline import MethodResult, Workspace
 from core.train import pad_batch, token_nll
 
@@ -120,7 +121,7 @@ def adp(ws: Workspace) -> MethodResult:
     q, steps = poisson_shape(len(seqs), batch_size, dp.epochs)
     z_dpsgd = dpsgd_noise_multiplier(eps, delta, q, steps)
     model, optimizer, loader = make_private(ws.fresh_base(), len(seqs), batch_size, z_dpsgd, dp.max_grad_norm,
-                                            dp.lr, ghost=False, poisson=True)
+                                            dp.lr, ghost=False, poisson=True, seed=cfg.seed, stream=DPSGD)
     schedule = poisson_schedule(loader, dp.epochs)
     assert len(schedule) == steps, (len(schedule), steps)  # z_dpsgd is calibrated for the steps it runs
     gammas = batch_gammas(schedule, rho)
@@ -174,4 +175,5 @@ def adp_privacy(acc: dict | None, target: float, delta: float, sigma: float, q: 
         "steps": steps,
         "rho": "min-max normalised perplexity under the public base model, over the private train set",
         "statement": STATEMENT,
+        "random_streams": list(dp_sgd_streams(DPSGD).values()),
     }

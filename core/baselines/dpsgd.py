@@ -38,6 +38,7 @@ from core.privacy import (
     gaussian_noise_multiplier,
     poisson_shape,
 )
+from core.privacy.streams import DPSGD, dp_sgd_streams, stream_seed
 from core.runs.pipeline import MethodResult, Workspace
 from core.train import on_model_device, pad_batch
 
@@ -144,15 +145,23 @@ def dp_step(model, optimizer, seqs: Sequence[Sequence[int]], pad_id: int, physic
 
 
 def make_private(model, n: int, batch_size: int, noise_multiplier: float, max_grad_norm: float, lr: float,
-                 ghost: bool, poisson: bool, optimizer_cls=torch.optim.Adam):
-    """opacus-wrapped (model, DP optimizer (DP-Adam by default), data loader over sentence indices)."""
+                 ghost: bool, poisson: bool, seed: int, stream: str, optimizer_cls=torch.optim.Adam):
+    """opacus-wrapped (model, DP optimizer (DP-Adam by default), data loader over sentence indices).
+
+    The Poisson sampling and the noise draw from generators of their own, seeded from the run's seed and the
+    stream's name (core.privacy.streams), never from torch's global one, which the run seeds for everything else."""
+    names = dp_sgd_streams(stream)
+    sampling = torch.Generator().manual_seed(stream_seed(seed, names["sampling"]))  # opacus samples on the CPU
+    device = next(model.parameters()).device
+    noise = torch.Generator(device=device).manual_seed(stream_seed(seed, names["noise"]))  # where the grads are
     model.train()  # opacus refuses a model in eval mode
-    loader = DataLoader(TensorDataset(torch.arange(n)), batch_size=batch_size)
+    loader = DataLoader(TensorDataset(torch.arange(n)), batch_size=batch_size, generator=sampling)
     optimizer = optimizer_cls(model.parameters(), lr=lr)
     out = PrivacyEngine().make_private(
         module=model, optimizer=optimizer, data_loader=loader, noise_multiplier=noise_multiplier,
         max_grad_norm=max_grad_norm, poisson_sampling=poisson, grad_sample_mode="ghost" if ghost else "hooks",
         loss_reduction="sum", criterion=torch.nn.CrossEntropyLoss(reduction="sum"),  # criterion: unused
+        noise_generator=noise,
     )
     model, optimizer, loader = (out[0], out[1], out[-1])  # ghost mode also returns a criterion we do not use
     # Backward runs on the SUM of per-sentence losses, so the hooks see each sentence's own gradient as is
@@ -269,13 +278,13 @@ def train_dp(ws: Workspace, model, *, ghost: bool, batch_size: int, stage: str) 
         z = calibrate(ws, None, dp.epochs * len(batches), owner)
         plan = Plan(users_schedule(batches, dp.epochs, cfg.seed), len(batches), z, None, owner)
         model, optimizer, _ = make_private(model, len(seqs), batch_size, z, dp.max_grad_norm, dp.lr, ghost,
-                                           poisson=False)
+                                           poisson=False, seed=cfg.seed, stream=DPSGD)
         optimizer.expected_batch_size = batch_size  # fixed divisor: the sum's sensitivity stays C
     else:
         q, steps = poisson_shape(len(seqs), batch_size, dp.epochs)
         z = calibrate(ws, q, steps, None)
         model, optimizer, loader = make_private(model, len(seqs), batch_size, z, dp.max_grad_norm, dp.lr, ghost,
-                                                poisson=True)
+                                                poisson=True, seed=cfg.seed, stream=DPSGD)
         assert math.isclose(loader.sample_rate, q), (loader.sample_rate, q)
         plan = Plan(poisson_schedule(loader, dp.epochs), len(loader), z, q)
         assert len(plan.schedule) == steps, (len(plan.schedule), steps)  # z is calibrated for the steps it runs
@@ -303,6 +312,7 @@ def train_dp(ws: Workspace, model, *, ghost: bool, batch_size: int, stage: str) 
         "batching": dp.batching,
         "clipping": "ghost (opacus)" if ghost else "per-sample (opacus hooks)",
         "note": privacy_note(plan, eps, cfg.privacy.target),
+        "random_streams": list(dp_sgd_streams(DPSGD).values()),
     }
     metrics = {
         "steps": taken,

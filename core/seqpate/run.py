@@ -16,6 +16,7 @@ from core.privacy import (
     gaussian_std,
     laplace_scale,
 )
+from core.privacy.streams import SEQPATE_NOISE, stream_seed
 from core.runs.pipeline import MethodResult, Workspace
 from core.seqpate.aggregate import TeacherOracle
 from core.seqpate.partition import assign_teachers, crowding_note, teachers_per_user
@@ -90,7 +91,9 @@ def run_seqpate(ws: Workspace) -> MethodResult:
              on_epoch=lambda e, loss: ws.log("warm-up", ws.method_progress(0.72), epoch=e + 1, loss=round(loss, 4)))
     timings["warmup_s"] = time.time() - t
 
-    oracle = TeacherOracle(teacher_sum, noise, scale, sp.query_budget, seed=cfg.seed + 7, teacher_votes=teacher_votes)
+    # the noise's own stream: seeded cfg.seed + 7 it was the stream of teacher 7's batch order at seed 0
+    oracle = TeacherOracle(teacher_sum, noise, scale, sp.query_budget, seed=stream_seed(cfg.seed, SEQPATE_NOISE),
+                           teacher_votes=teacher_votes)
     kind, value = parse_filter(sp.filter)
     settings = DistillSettings(
         filter_kind=kind, filter_value=value, rank_threshold=sp.rank_threshold, kd_lambda=sp.kd_lambda,
@@ -119,7 +122,7 @@ def run_seqpate(ws: Workspace) -> MethodResult:
         "sensitivity": SEQPATE_L1_SENSITIVITY if noise == "laplace" else SEQPATE_L2_SENSITIVITY,
         "query_budget": sp.query_budget, "queries_spent": oracle.spent, "vanished_answers": oracle.vanished,
         "teachers": sp.teachers, "partition": sp.partition, "teachers_per_user": histogram,
-        "non_private": noise == "none",
+        "non_private": noise == "none", "random_streams": [SEQPATE_NOISE],
     }
     metrics = {"queries_spent": oracle.spent, "query_budget": sp.query_budget, **stats,
                "distill_positions": n_rows, "teachers": sp.teachers, "seqpate_timings": timings}

@@ -122,7 +122,7 @@ def teacher_group_sum(
             break
         model.load_state_dict(job.base_state)
         train_lm(model, seqs, pad_id=job.pad_id, epochs=job.epochs, lr=job.lr, batch_size=job.batch_size,
-                 seed=job.seed * 100_003 + index)
+                 seed=teacher_seed(job.seed, index))
         add_teacher_output(model, job, *on_device)
         if on_teacher is not None:
             on_teacher(index)
@@ -130,6 +130,11 @@ def teacher_group_sum(
         if target is not None and source is not target:
             target.copy_(source)
     return total, votes
+
+
+def teacher_seed(seed: int, index: int) -> int:
+    """The seed of teacher `index`'s training (its batch order, its dropout): one per teacher and run seed."""
+    return seed * 100_003 + index
 
 
 def teacher_groups(teacher_data: TeacherData, max_groups: int = TEACHER_GROUPS) -> list[list]:

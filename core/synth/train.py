@@ -39,6 +39,7 @@ from core.privacy import (
     per_release_noise_multiplier,
     poisson_shape,
 )
+from core.privacy.streams import dp_sgd_streams, stream_seed
 from core.synth.config import SynthConfig
 from core.synth.model import (
     TEXT_START,
@@ -110,6 +111,8 @@ def privacy_record(cfg: SynthConfig, plan: dict, lm_taken: int, head_taken: int)
         "clipping": "ghost (opacus)" + (", LM and discriminator gradients clipped separately (Algorithm 1)"
                                          if releases > 1 else ""),
         "delta_rule": "1 / |train|",
+        "random_streams": [name for stage in training_stages(cfg)
+                           for name in dp_sgd_streams(training_stream(stage)).values()],
         "note": ("epsilon=inf: clipped but no noise, NOT private" if not private else
                  "DP-Adam with Poisson sampling; one noise multiplier for every step (LM and discriminator head "
                  "alike), calibrated before training; generated samples are post-processing" + per_step),
@@ -147,12 +150,23 @@ def disc_losses(model, rows: Sequence[Sequence[int]], labels: torch.Tensor, pad:
     return weight * weighted_prefix_loss(model.head(feats), labels, weights) + 0.0 * logits.sum(dim=(1, 2))
 
 
+def training_stages(cfg: SynthConfig) -> list[str]:
+    """The DP training stages of the generator, in order (their progress lines' stage names)."""
+    if cfg.generator == "multitask":
+        return ["multitask-finetune"]
+    return ["conditional-finetune", "discriminator-head"]
+
+
+def training_stream(stage: str) -> str:
+    """The name of a DP training stage's streams (core.privacy.streams): its Poisson sampling's and its noise's."""
+    return f"synth {stage}"
+
+
 def label_token_seed(seed: int) -> int:
-    """Seed of the random tokens that stand in for the label: a stream of its own. The Poisson sampling and the
-    noise draw from torch's global generator after torch.manual_seed(seed); seeded with `seed` too, the tokens
-    replayed that stream, so an example's token came from the same random word as another example's inclusion
-    in a batch, a dependence the accounting does not allow for (found by a privacy review)."""
-    return int(np.random.SeedSequence([seed, 1]).generate_state(1, dtype=np.uint64)[0] >> 1)
+    """Seed of the random tokens that stand in for the label: a stream of its own. Seeded with `seed`, they
+    replayed the stream that then drew the Poisson batches, so an example's token came from the same random word
+    as another example's inclusion in a batch, a dependence the accounting does not allow for (a privacy review)."""
+    return stream_seed(seed, "synth label tokens")
 
 
 class Batches:
@@ -224,7 +238,8 @@ def _run(model, n: int, cfg: SynthConfig, z: float, epochs: int, lr: float, ghos
          optimizer_cls: Callable = torch.optim.Adam) -> tuple[object, int, list[float]]:
     """DP-Adam over the Poisson schedule: per sampled batch, one noisy step per release, noise multiplier z each."""
     model, optimizer, loader = make_private(model, n, cfg.batch_size, z, cfg.max_grad_norm, lr, ghost,
-                                            poisson=True, optimizer_cls=optimizer_cls)
+                                            poisson=True, seed=cfg.seed, stream=training_stream(stage),
+                                            optimizer_cls=optimizer_cls)
     schedule = poisson_schedule(loader, epochs)
     q, steps = poisson_shape(n, cfg.batch_size, epochs)  # what plan_privacy calibrated z for and accounts
     if not (math.isclose(loader.sample_rate, q) and len(schedule) == steps):  # as dpsgd.train_dp checks its own
@@ -278,7 +293,7 @@ def train_lm(model: SynthLM, batches: Batches, cfg: SynthConfig, z: float, log: 
         releases = [Release(lm, unread=tuple(model.head.parameters())), Release(disc, unread=lm_head)]
     assert len(releases) == releases_per_step(cfg)
     z_release = per_release_noise_multiplier(z, len(releases))
-    stage = "multitask-finetune" if multitask else "conditional-finetune"
+    stage = training_stages(cfg)[0]
     model, taken, losses = _run(model, len(batches.labels), cfg, z_release, cfg.epochs, cfg.lr, True, releases,
                                 stage, log, should_stop,
                                 adam_with_fast_head(list(model.head.parameters()), cfg.head_lr))
@@ -312,13 +327,12 @@ def train_head(model: SynthLM, batches: Batches, cfg: SynthConfig, z: float, log
     labels = torch.tensor(batches.labels, dtype=torch.long, device=feats.device)
     head = model.head
     head.requires_grad_(True)
-    torch.manual_seed(cfg.seed + 1)
 
     def loss_of(h, idx):
         return weighted_prefix_loss(h(feats[idx]), labels[idx], weights[idx])
 
     head, taken, losses = _run(head, n, cfg, z, cfg.head_epochs, cfg.head_lr, False, [Release(loss_of)],
-                               "discriminator-head", log, should_stop)
+                               training_stages(cfg)[-1], log, should_stop)
     head.requires_grad_(False)
     model.head = head
     return model, taken, losses
@@ -332,8 +346,9 @@ def train_head(model: SynthLM, batches: Batches, cfg: SynthConfig, z: float, log
 @torch.no_grad()
 def text_embeddings(model: SynthLM, fmt: Formatter, text_ids: Sequence[Sequence[int]], seed: int,
                     batch: int = 128) -> torch.Tensor:
-    """(N, H) mean hidden state of each text under "BOS rand SEP text" (the label never shown), on the CPU."""
-    rand = fmt.random_tokens(len(text_ids), torch.Generator().manual_seed(seed))
+    """(N, H) mean hidden state of each text under "BOS rand SEP text" (the label never shown), on the CPU; the
+    random tokens from a stream of their own (seeded `seed` they were the first Poisson batch's numbers)."""
+    rand = fmt.random_tokens(len(text_ids), torch.Generator().manual_seed(stream_seed(seed, "synth scoring tokens")))
     rows = [fmt.disc_row(r, t) for r, t in zip(rand, text_ids, strict=True)]
     model.eval()
     out = []

@@ -249,3 +249,32 @@ def test_the_audit_refuses_a_finished_run_whose_record_was_emptied(tmp_path):
     (run_dir / "metrics.json").write_text("null")
     with pytest.raises(ValueError, match=r"not a finished run \(state done, but metrics.json empty\)"):
         audit_run_dir(run_dir)
+
+
+def test_a_run_made_before_its_noise_had_streams_of_its_own_says_what_the_noise_shared():
+    """Runs made before core.privacy.streams drew their noise (and sampling) from numbers other parts of the run
+    drew too; their privacy.json has no random_streams. The statement says what, and only where it happened."""
+    dpsgd = {"epsilon": 2.9, "delta": 1e-6, "accountant": "pld (dp_accounting)", "unit": "sample",
+             "events": [{"mechanism": "subsampled_gaussian", "noise_multiplier": 0.8, "sampling_rate": 0.02,
+                         "steps": 100}], "noise_multiplier": 0.8, "sampling_rate": 0.02, "steps": 100}
+    old = privacy_statement(micro_config(method="noisysgd"), dpsgd, {"phrase_summary": SUMMARY})
+    assert "- Made before the noise had random streams of its own (2026-11-27): its Poisson batches and noise were " \
+        "drawn from torch's generator seeded with the run's seed, as the public base model's training had been " \
+        "(its dropout, and its initial weights where seeded)" in old and "not a proven bound, even with a secret seed" in old
+    streams = ["dp-sgd sampling", "dp-sgd noise"]
+    new = privacy_statement(micro_config(method="noisysgd"), {**dpsgd, "random_streams": streams},
+                            {"phrase_summary": SUMMARY})
+    assert "Made before the noise" not in new and "Runs with the same seed on the same data" in new
+
+    seqpate = {"epsilon": 3.0, "delta": 1e-6, "accountant": "analytic-gaussian (exact composition)", "unit": "sample",
+               "mechanism": "gaussian", "noise_scale": 69.0, "query_budget": 1000, "queries_spent": 1000}
+    for seed, teachers, shared in [(0, 10, True), (0, 7, False), (1, 10, False)]:  # seed + 7 was teacher 7's seed
+        cfg = micro_config(method="seqpate", seed=seed, seqpate__teachers=teachers)
+        text = privacy_statement(cfg, {**seqpate, "teachers": teachers}, {"phrase_summary": SUMMARY})
+        assert ("ordered teacher 7's training batches" in text) is shared, (seed, teachers)
+
+    synth_old = synth_statement({"generator": "filter", "seed": 0}, SYNTH_PRIVACY, SYNTH_METRICS)
+    assert "the discriminator head's initial weights were (both part of the released model)" in synth_old
+    synth_new = synth_statement({"generator": "filter", "seed": 0}, {**SYNTH_PRIVACY, "random_streams": streams},
+                                SYNTH_METRICS)
+    assert "Made before the noise" not in synth_new

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from core.baselines.dpsgd import dp_step, make_private, per_sample_loss, unwrap
+from core.baselines.dpsgd import dp_step, make_private, per_sample_loss, poisson_schedule, unwrap
 from core.config import ModelConfig
 from core.models import build_tiny_gpt2
 from core.train import pad_batch
@@ -52,7 +52,7 @@ def naive_update(model, seqs, optimizer_cls, lr):
 def dp_update(model, seqs, optimizer_cls, lr, ghost, physical):
     model.train()
     wrapped, optimizer, _ = make_private(model, len(seqs), len(seqs), 0.0, CLIP, lr, ghost, poisson=False,
-                                         optimizer_cls=optimizer_cls)
+                                         seed=0, stream="test", optimizer_cls=optimizer_cls)
     assert optimizer.expected_batch_size == len(seqs)
     loss = dp_step(wrapped, optimizer, seqs, PAD, physical=physical)
     assert math.isfinite(loss)
@@ -85,7 +85,7 @@ def test_empty_batch_still_adds_noise_of_the_calibrated_size(noise_multiplier):
     before = [p.detach().clone() for p in model.parameters()]
     batch = 4
     wrapped, optimizer, _ = make_private(model, batch, batch, noise_multiplier, CLIP, 1.0, False, poisson=False,
-                                         optimizer_cls=torch.optim.SGD)
+                                         seed=0, stream="test", optimizer_cls=torch.optim.SGD)
     assert optimizer.noise_multiplier == noise_multiplier and optimizer.max_grad_norm == CLIP
     assert math.isnan(dp_step(wrapped, optimizer, [], PAD))
     after = list(unwrap(wrapped).parameters())
@@ -93,3 +93,28 @@ def test_empty_batch_still_adds_noise_of_the_calibrated_size(noise_multiplier):
     assert bool((update != 0).all())
     assert float(update.mean()) == pytest.approx(0.0, abs=0.05 * noise_multiplier * CLIP / batch)
     assert float(update.std()) == pytest.approx(noise_multiplier * CLIP / batch, rel=0.05)
+
+
+def test_the_batches_and_the_noise_come_from_streams_of_their_own():
+    """They drew from torch's global generator after torch.manual_seed(seed), as the public base model's training
+    had (core.base, the same seed: its initial weights, its dropout), so the batches the amplification assumes
+    hidden, and the noise, were functions of the released model's starting point. Now nothing of DP-SGD reads
+    the global generator, and (seed, stream) alone fixes both."""
+
+    def one_epoch(global_seed: int, stream: str = "dp-sgd"):
+        model = tiny_model()
+        torch.manual_seed(global_seed)
+        state = torch.get_rng_state()
+        wrapped, optimizer, loader = make_private(model, 40, 8, 1.0, CLIP, 1.0, False, poisson=True, seed=0,
+                                                  stream=stream, optimizer_cls=torch.optim.SGD)
+        schedule = poisson_schedule(loader, 1)
+        dp_step(wrapped, optimizer, [], PAD)  # an empty batch: the update is the noise alone
+        untouched = torch.equal(torch.get_rng_state(), state)
+        return schedule, torch.cat([p.detach().flatten() for p in unwrap(wrapped).parameters()]), untouched
+
+    schedule, weights, untouched = one_epoch(global_seed=0)
+    assert untouched and sum(map(len, schedule)) > 0
+    again, same_weights, untouched = one_epoch(global_seed=12345)
+    assert untouched and again == schedule and torch.equal(same_weights, weights)
+    other, other_weights, _ = one_epoch(global_seed=0, stream="another stage")
+    assert other != schedule and not torch.equal(other_weights, weights)

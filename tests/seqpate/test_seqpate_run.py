@@ -65,6 +65,9 @@ def test_privacy_is_recomputed_from_released_queries(seqpate_run):
     recomputed = epsilon_from_events(events_from_dicts(privacy["events"]), cfg.privacy.delta).epsilon
     assert privacy["epsilon"] == pytest.approx(recomputed, abs=1e-9)
     assert privacy["epsilon"] <= 3.0 + 1e-9
+    # the noise's own stream (core.privacy.streams), so the statement has no line on what it shared
+    assert privacy["random_streams"] == ["seqpate noise"]
+    assert "Made before the noise" not in run_dir.read_text("statement.md")
 
 
 def test_progress_shows_each_teacher_and_student_epochs(seqpate_run):

@@ -64,6 +64,9 @@ def test_micro_run_writes_a_complete_run(micro_run):
     assert recomputed == pytest.approx(privacy["epsilon"]) and privacy["epsilon"] <= 3.0
     statement = (run_dir / "statement.md").read_text()
     assert f"delta = 1/|train| = 1/{n_train}" in statement and "Released outside the epsilon" in statement
+    # batches and noise from streams of their own (core.privacy.streams), so no line on what they shared
+    assert privacy["random_streams"] == ["synth multitask-finetune sampling", "synth multitask-finetune noise"]
+    assert "Made before the noise" not in statement
 
     metrics = run.metrics()
     assert 0.0 <= metrics["separability"] <= 1.0  # needs the fine-tuned model's embeddings, which the run drops

@@ -53,7 +53,8 @@ def test_each_release_clips_its_own_gradient(release):
     model = tiny_model()
     loss_of = lm_loss if release == "lm" else disc_loss
     expected = clipped_sum(model, loss_of)
-    private, _, _ = make_private(model, len(LM_ROWS), 3, 0.0, C, 1e-3, ghost=True, poisson=False)
+    private, _, _ = make_private(model, len(LM_ROWS), 3, 0.0, C, 1e-3, ghost=True, poisson=False, seed=0,
+                                   stream="test")
     if release == "lm":
         losses = lm_losses(private, LM_ROWS, PAD)
     else:
@@ -78,7 +79,8 @@ def test_a_release_never_moves_the_head_it_does_not_read():
     model = tiny_model()
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     head, lm_head = tuple(model.head.parameters()), tuple(model.lm.lm_head.parameters())
-    private, optimizer, _ = make_private(model, len(LM_ROWS), 3, 1.0, C, 1e-2, ghost=True, poisson=False)
+    private, optimizer, _ = make_private(model, len(LM_ROWS), 3, 1.0, C, 1e-2, ghost=True, poisson=False,
+                                         seed=0, stream="test")
     lm_release = Release(lambda m, idx: lm_losses(m, [LM_ROWS[i] for i in idx], PAD), unread=head)
     disc_release = Release(lambda m, idx: disc_losses(m, [DISC_ROWS[i] for i in idx], LABELS[list(idx)], PAD, 2,
                                                       1.0), unread=lm_head)
