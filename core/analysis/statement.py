@@ -63,7 +63,8 @@ def privacy_labels(cfg) -> dict[str, Any]:
 SEEDED_NOISE = ("- Randomness: the noise and the sampling were drawn from pseudo-random generators seeded with the "
                 "run's seed (config.json), so the run can be reproduced; whoever holds that seed, the code and the "
                 "data could re-derive the noise. Runs with the same seed on the same data draw the same noise, only "
-                "scaled (a sweep over epsilon at one seed, as the shipped runs are): composition assumes independent "
+                "scaled (a sweep over epsilon at one seed, as the shipped runs are; DP-SGD's variants at one seed "
+                "too, and at one batch size the same batches): composition assumes independent "
                 "noise, so no epsilon covers two such runs released together. Before a model trained here leaves the "
                 "lab, train it with a secret seed of its own and keep its config.json private.")
 
@@ -80,14 +81,14 @@ def shared_stream_lines(kind: str, privacy: dict[str, Any], seed: int, teachers:
         shared = "its noise was drawn from the numbers that ordered teacher 7's training batches (numpy, seed 7)"
     elif kind in (KIND_DPSGD, KIND_USER_BATCHES):
         what = "Poisson batches and noise were" if kind == KIND_DPSGD else "noise was"
-        shared = (f"its {what} drawn from torch's generator seeded with the run's seed, as the public base "
-                  "model's training had been (its dropout, and its initial weights where seeded), and that model "
-                  "is the released model's starting point")
+        shared = (f"its {what} drawn from torch's generator seeded with the run's seed, as the public models "
+                  "it starts from had been: the base model's training (its dropout, and its initial weights where "
+                  "seeded) and, for a method that warms up on pseudo data, their sampling and that warm-up")
     elif kind == KIND_SYNTH:
-        shared = ("its first Poisson batches were drawn from torch's generator seeded with the run's seed, as the "
-                  "public base model's training had been and the discriminator head's initial weights were (both "
-                  "part of the released model), and the random tokens with which the head scores the samples came "
-                  "from the same seed")
+        shared = ("its Poisson batches and noise were drawn from torch's generator seeded with the run's seed, as "
+                  "the public base model's training had been and the discriminator head's initial weights were "
+                  "(both part of the released model), and the random tokens with which the head scores the samples "
+                  "came from the same seed")
     else:
         return []
     return [f"- Made before the noise had random streams of its own (2026-11-27): {shared}. The epsilon assumes "

@@ -312,7 +312,8 @@ def train_dp(ws: Workspace, model, *, ghost: bool, batch_size: int, stage: str) 
         "batching": dp.batching,
         "clipping": "ghost (opacus)" if ghost else "per-sample (opacus hooks)",
         "note": privacy_note(plan, eps, cfg.privacy.target),
-        "random_streams": list(dp_sgd_streams(DPSGD).values()),
+        "random_streams": [name for kind, name in dp_sgd_streams(DPSGD).items()
+                           if kind == "noise" or plan.sampling_rate is not None],  # fixed user batches: no sampling
     }
     metrics = {
         "steps": taken,

@@ -29,5 +29,5 @@ def stream_seed(seed: int, stream: str) -> int:
 
 def dp_sgd_streams(stream: str) -> dict[str, str]:
     """The names of a DP-SGD training's two streams, its Poisson sampling's and its noise's (privacy.json
-    `streams`, so a statement can tell a run made before they had their own)."""
+    `random_streams`, so a statement can tell a run made before they had their own)."""
     return {"sampling": f"{stream} sampling", "noise": f"{stream} noise"}

@@ -259,8 +259,8 @@ def test_a_run_made_before_its_noise_had_streams_of_its_own_says_what_the_noise_
                          "steps": 100}], "noise_multiplier": 0.8, "sampling_rate": 0.02, "steps": 100}
     old = privacy_statement(micro_config(method="noisysgd"), dpsgd, {"phrase_summary": SUMMARY})
     assert "- Made before the noise had random streams of its own (2026-11-27): its Poisson batches and noise were " \
-        "drawn from torch's generator seeded with the run's seed, as the public base model's training had been " \
-        "(its dropout, and its initial weights where seeded)" in old and "not a proven bound, even with a secret seed" in old
+        "drawn from torch's generator seeded with the run's seed, as the public models it starts from had been: the " \
+        "base model's training (its dropout, and its initial weights where seeded)" in old and "not a proven bound, even with a secret seed" in old
     streams = ["dp-sgd sampling", "dp-sgd noise"]
     new = privacy_statement(micro_config(method="noisysgd"), {**dpsgd, "random_streams": streams},
                             {"phrase_summary": SUMMARY})
@@ -274,6 +274,7 @@ def test_a_run_made_before_its_noise_had_streams_of_its_own_says_what_the_noise_
         assert ("ordered teacher 7's training batches" in text) is shared, (seed, teachers)
 
     synth_old = synth_statement({"generator": "filter", "seed": 0}, SYNTH_PRIVACY, SYNTH_METRICS)
+    assert "its Poisson batches and noise were drawn" in synth_old
     assert "the discriminator head's initial weights were (both part of the released model)" in synth_old
     synth_new = synth_statement({"generator": "filter", "seed": 0}, {**SYNTH_PRIVACY, "random_streams": streams},
                                 SYNTH_METRICS)

@@ -95,7 +95,8 @@ def test_empty_batch_still_adds_noise_of_the_calibrated_size(noise_multiplier):
     assert float(update.std()) == pytest.approx(noise_multiplier * CLIP / batch, rel=0.05)
 
 
-def test_the_batches_and_the_noise_come_from_streams_of_their_own():
+@pytest.mark.parametrize("ghost", [False, True], ids=["hooks", "ghost"])
+def test_the_batches_and_the_noise_come_from_streams_of_their_own(ghost):
     """They drew from torch's global generator after torch.manual_seed(seed), as the public base model's training
     had (core.base, the same seed: its initial weights, its dropout), so the batches the amplification assumes
     hidden, and the noise, were functions of the released model's starting point. Now nothing of DP-SGD reads
@@ -105,8 +106,10 @@ def test_the_batches_and_the_noise_come_from_streams_of_their_own():
         model = tiny_model()
         torch.manual_seed(global_seed)
         state = torch.get_rng_state()
-        wrapped, optimizer, loader = make_private(model, 40, 8, 1.0, CLIP, 1.0, False, poisson=True, seed=0,
+        wrapped, optimizer, loader = make_private(model, 40, 8, 1.0, CLIP, 1.0, ghost, poisson=True, seed=0,
                                                   stream=stream, optimizer_cls=torch.optim.SGD)
+        # opacus draws the noise where each parameter is: a generator elsewhere fails (a CUDA model, a CPU one)
+        assert optimizer.generator.device == next(model.parameters()).device
         schedule = poisson_schedule(loader, 1)
         dp_step(wrapped, optimizer, [], PAD)  # an empty batch: the update is the noise alone
         untouched = torch.equal(torch.get_rng_state(), state)
