@@ -192,13 +192,16 @@ def stopped(run, exc: BaseException) -> int:
 
 
 @contextlib.contextmanager
-def failing_on_config_error(run):
-    """A launched run whose settings are refused: the run fails with the reason, and the job exits as any command
-    on a ConfigError (main: one line, exit 2)."""
+def failing_the_run(run):
+    """A launched run whose settings cannot be taken: the run fails with the reason, and the error goes on to main
+    (a ConfigError: one line, exit 2; anything else, a traceback), so a job never stays queued after it."""
     try:
         yield
     except ConfigError as exc:
         run.set_status(state="failed", error=str(exc))
+        raise
+    except Exception as exc:
+        run.set_status(state="failed", error=f"{type(exc).__name__}: {exc}")
         raise
 
 
@@ -253,7 +256,7 @@ def cmd_job(args) -> int:
         from core.synth.command import run_launched_job  # launched from the Synthetic data page
 
         return run_launched_job(run)
-    with failing_on_config_error(run):
+    with failing_the_run(run):
         cfg = validate(run.run_config())
     install_sigterm_handler()
     try:

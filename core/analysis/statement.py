@@ -63,12 +63,13 @@ def privacy_labels(cfg) -> dict[str, Any]:
 SEEDED_NOISE = ("- Randomness: the noise and the sampling were drawn from pseudo-random generators seeded with the "
                 "run's seed (config.json), so the run can be reproduced; whoever holds that seed, the code and the "
                 "data could re-derive the noise. Runs with the same seed on the same data draw the same noise, only "
-                "scaled (a sweep over epsilon at one seed, as the shipped runs are; DP-SGD's variants at one seed "
-                "too, and at one batch size the same batches): composition assumes independent "
+                "scaled: a sweep over epsilon at one seed, as the shipped runs are, and the methods of one mechanism "
+                "at one seed (DP-SGD's variants; the filter and PPLM generators), with the same batches where their "
+                "batch sizes agree. Composition assumes independent "
                 "noise, so no epsilon covers two such runs released together. Before a model trained here leaves the "
                 "lab, train it with a secret seed of its own and keep its config.json private.")
 
-KIND_SYNTH = "synthetic data"  # DP-Adam of a synthetic-data run (its own statement, synth_statement)
+KIND_SYNTH = "synthetic-data"  # a synthetic-data run's DP-Adam (synth_statement; not a mechanism_kind of text runs)
 
 
 def shared_stream_lines(kind: str, privacy: dict[str, Any], seed: int, teachers: int = 0) -> list[str]:

@@ -63,10 +63,12 @@ def read_text(path: Path) -> str:
 
 
 def json_lines(path: Path, text: str) -> Iterator[tuple[int, Any]]:
-    """(line number, parsed value) for every non-blank line of a JSON-lines file. Lines end at "\n" alone:
-    str.splitlines also splits at U+2028, U+2029 and U+0085, which json.dumps(ensure_ascii=False) leaves raw inside
-    a string, so a valid file was refused as "Unterminated string" (a review)."""
-    for number, line in enumerate(text.split("\n"), start=1):
+    """(line number, parsed value) for every non-blank line of a JSON-lines file. Lines end at "\n", "\r\n" or
+    "\r" (JSON escapes both inside a string) and nowhere else: str.splitlines also splits at U+2028, U+2029 and
+    U+0085, which json.dumps(ensure_ascii=False) leaves raw inside a string, so a valid file was refused as
+    "Unterminated string" (a review)."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
@@ -217,7 +219,7 @@ def check_csv_header(path: Path, header: list[str]) -> None:
 
 def csv_header(path: Path, reader: csv.DictReader, required: Sequence[str]) -> list[str]:
     """The header of a csv file being read, refused (one line) if a required column is missing or a name is
-    repeated or blank (check_csv_header)."""
+    repeated (check_csv_header)."""
     try:
         header = reader.fieldnames or []
     except csv.Error as e:  # e.g. a header cell over the csv module's field size limit

@@ -18,6 +18,11 @@ import numpy as np
 
 SEQPATE_NOISE = "seqpate noise"  # the teacher aggregation's Gaussian or Laplace noise
 DPSGD = "dp-sgd"  # DP-SGD and ADP (one stream each for the sampling and the noise)
+# A synthetic-data run's DP stages are named "synth <stage>" (core.synth.train.training_stream); its other draws:
+SYNTH_HEAD_INIT = "synth head init"  # the discriminator head's initial weights (released with the model)
+SYNTH_LABEL_TOKENS = "synth label tokens"  # the random tokens standing in for the label in training
+SYNTH_SCORING_TOKENS = "synth scoring tokens"  # the same when the head scores texts (filter, embeddings)
+SYNTH_GENERATION = "synth generation"  # sampling the synthetic texts
 
 
 def stream_seed(seed: int, stream: str) -> int:

@@ -99,7 +99,7 @@ def cmd_synth(args) -> int:
     from core.runs.pipeline import install_sigterm_handler
 
     install_sigterm_handler()
-    return execute_run(job, run)
+    return execute_job(job, run)
 
 
 def settings_of_run(run) -> tuple[SynthConfig, dict]:
@@ -120,12 +120,12 @@ def job_from_run_config(run):
 def run_launched_job(run) -> int:
     """`python -m core job` on a launched synthetic-data run: its settings checked, a slot in the job queue, then
     its data read and the run (a queued job holds no data while another trains). A problem fails the run with it."""
-    from core.cli import failing_on_config_error, record_failure, stopped
+    from core.cli import failing_the_run, record_failure, stopped
     from core.runs.jobs import JobCancelled, acquire_slot
     from core.runs.pipeline import Cancelled, install_sigterm_handler
     from core.synth.job import prepare_job
 
-    with failing_on_config_error(run):  # as a text-generation job's settings
+    with failing_the_run(run):  # as a text-generation job's settings
         settings = settings_of_run(run)
         thread_setting()
         check_device()
@@ -136,12 +136,12 @@ def run_launched_job(run) -> int:
                 job = prepare_job(*settings)
             except Exception as exc:  # a data problem (a labelled file gone since the launch)
                 return record_failure(run, exc)
-            return execute_run(job, run)
+            return execute_job(job, run)
     except (Cancelled, JobCancelled) as exc:  # stopped while waiting for a slot
         return stopped(run, exc)
 
 
-def execute_run(job, run) -> int:
+def execute_job(job, run) -> int:
     """core.cli.run_to_completion on a synthetic-data run: its line gives accuracy, separability and epsilon."""
     from functools import partial
 

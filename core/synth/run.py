@@ -22,7 +22,7 @@ from core.analysis.audit import STATEMENT
 from core.analysis.statement import synth_statement
 from core.base import load_or_train_base
 from core.models import clone, compute_device, cpu_info, set_threads
-from core.privacy.streams import stream_seed
+from core.privacy.streams import SYNTH_GENERATION, SYNTH_HEAD_INIT, stream_seed
 from core.runs.pipeline import progress_logger
 from core.runs.store import RunDir
 from core.synth.config import SynthConfig
@@ -57,7 +57,7 @@ def _decode(tokenizer, ids: list[int]) -> str:
 def synthesize(cfg: SynthConfig, model: SynthLM, fmt: Formatter, tokenizer, per_label: int,
                log: Callable[..., None]) -> tuple[list[dict], dict]:
     """per_label samples of every label; returns (rows with label, text, disc_prob, kept) and statistics."""
-    generator = torch.Generator().manual_seed(stream_seed(cfg.seed, "synth generation"))
+    generator = torch.Generator().manual_seed(stream_seed(cfg.seed, SYNTH_GENERATION))
     settings = PPLMSettings(cfg.pplm_iterations, cfg.pplm_stepsize, cfg.pplm_kl_scale, cfg.pplm_gm_scale,
                             cfg.pplm_gamma)
     rows: list[dict] = []
@@ -199,7 +199,7 @@ def execute(job: SynthJob, run: RunDir, should_stop: Callable[[], bool] = lambda
     model = SynthLM(clone(base), len(data.labels))
     # on the CPU (the same initial head on any device), from a stream of its own: seeded `cfg.seed`, its initial
     # weights were the numbers that then drew the first Poisson batch (core.privacy.streams)
-    torch.manual_seed(stream_seed(cfg.seed, "synth head init"))
+    torch.manual_seed(stream_seed(cfg.seed, SYNTH_HEAD_INIT))
     model.head.reset_parameters()
     model = model.to(device)
     model, lm_taken, lm_losses = train_lm(model, batches, cfg, plan["noise_multiplier"], span(0.1, 0.5),

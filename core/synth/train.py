@@ -39,7 +39,7 @@ from core.privacy import (
     per_release_noise_multiplier,
     poisson_shape,
 )
-from core.privacy.streams import dp_sgd_streams, stream_seed
+from core.privacy.streams import SYNTH_LABEL_TOKENS, SYNTH_SCORING_TOKENS, dp_sgd_streams, stream_seed
 from core.synth.config import SynthConfig
 from core.synth.model import (
     TEXT_START,
@@ -166,7 +166,7 @@ def label_token_seed(seed: int) -> int:
     """Seed of the random tokens that stand in for the label: a stream of its own. Seeded with `seed`, they
     replayed the stream that then drew the Poisson batches, so an example's token came from the same random word
     as another example's inclusion in a batch, a dependence the accounting does not allow for (a privacy review)."""
-    return stream_seed(seed, "synth label tokens")
+    return stream_seed(seed, SYNTH_LABEL_TOKENS)
 
 
 class Batches:
@@ -348,7 +348,7 @@ def text_embeddings(model: SynthLM, fmt: Formatter, text_ids: Sequence[Sequence[
                     batch: int = 128) -> torch.Tensor:
     """(N, H) mean hidden state of each text under "BOS rand SEP text" (the label never shown), on the CPU; the
     random tokens from a stream of their own (seeded `seed` they were the first Poisson batch's numbers)."""
-    rand = fmt.random_tokens(len(text_ids), torch.Generator().manual_seed(stream_seed(seed, "synth scoring tokens")))
+    rand = fmt.random_tokens(len(text_ids), torch.Generator().manual_seed(stream_seed(seed, SYNTH_SCORING_TOKENS)))
     rows = [fmt.disc_row(r, t) for r, t in zip(rand, text_ids, strict=True)]
     model.eval()
     out = []

@@ -108,8 +108,6 @@ def test_the_batches_and_the_noise_come_from_streams_of_their_own(ghost):
         state = torch.get_rng_state()
         wrapped, optimizer, loader = make_private(model, 40, 8, 1.0, CLIP, 1.0, ghost, poisson=True, seed=0,
                                                   stream=stream, optimizer_cls=torch.optim.SGD)
-        # opacus draws the noise where each parameter is: a generator elsewhere fails (a CUDA model, a CPU one)
-        assert optimizer.generator.device == next(model.parameters()).device
         schedule = poisson_schedule(loader, 1)
         dp_step(wrapped, optimizer, [], PAD)  # an empty batch: the update is the noise alone
         untouched = torch.equal(torch.get_rng_state(), state)

@@ -2,13 +2,16 @@
 
 import numpy as np
 
+from core.privacy import streams
 from core.privacy.streams import SEQPATE_NOISE, dp_sgd_streams, stream_seed
 from core.seqpate.teachers import teacher_seed
 
 
 def test_a_stream_seed_is_fixed_by_the_run_seed_and_the_name_and_differs_otherwise():
-    seeds = {(seed, name): stream_seed(seed, name) for seed in range(3)
-             for name in (SEQPATE_NOISE, *dp_sgd_streams("dp-sgd").values())}
+    names = [value for key, value in vars(streams).items() if key.isupper()]  # every named stream
+    names += [*dp_sgd_streams(streams.DPSGD).values(), *dp_sgd_streams("synth conditional-finetune").values()]
+    assert len(set(names)) == len(names) >= 9
+    seeds = {(seed, name): stream_seed(seed, name) for seed in range(3) for name in names}
     assert len(set(seeds.values())) == len(seeds)  # another seed or another name: another stream
     assert all(0 <= s < 2**63 for s in seeds.values())  # a seed for torch.Generator and numpy alike
     assert np.random.default_rng(stream_seed(0, SEQPATE_NOISE)).normal() != np.random.default_rng(0).normal()

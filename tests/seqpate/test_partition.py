@@ -52,7 +52,7 @@ def test_by_user_keeps_small_users_in_one_teacher_and_balances_sizes():
 def test_by_user_leaves_no_teacher_empty_when_the_teachers_do_not_divide_the_sentences():
     """Every teacher had room for ceil(n / M): the spare room gathered in the last teachers, which got nothing
     (2,000 sentences in 300 teachers: 14 empty), each contributing the base model's distribution in silence."""
-    users = [f"u{i // 5}" for i in range(2000)]  # 400 users of 5 sentences
+    users = [f"u{i}" for i in range(2000)]  # 2,000 users of one sentence: 286 teachers of 7, then 14 of none
     sizes = np.bincount(partition_by_user(users, 300, seed=0), minlength=300)
     assert sizes.sum() == 2000 and (sizes.min(), sizes.max()) == (6, 7)
     sizes = np.bincount(partition_by_user(skewed_users(), 7, seed=0), minlength=7)

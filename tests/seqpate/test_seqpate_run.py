@@ -7,8 +7,10 @@ import math
 import pytest
 
 from core.privacy import epsilon_from_events, events_from_dicts, gaussian_std
+from core.privacy.streams import SEQPATE_NOISE, stream_seed
 from core.runs.pipeline import execute
 from core.runs.store import RunDir
+from core.seqpate.teachers import teacher_seed
 from tests.conftest import micro_config
 
 
@@ -21,6 +23,7 @@ def run(tmp_path, name, **overrides):
 
 TEACHER_DATA: dict[str, list] = {}  # what the run handed its executor, recorded by seqpate_run
 ENCODED: list[tuple[list[str], list]] = []  # (texts, token ids) of every Workspace.encode call of that run
+ORACLE_SEEDS: list[int] = []  # the seed of the teacher oracle's noise in that run
 
 
 @pytest.fixture(scope="module")
@@ -30,6 +33,11 @@ def seqpate_run(tmp_path_factory):
 
     real = seqpate_module.get_executor
     real_encode = Workspace.encode
+    real_oracle = seqpate_module.TeacherOracle
+
+    def oracle_recorded(*args, seed, **kwargs):
+        ORACLE_SEEDS.append(seed)
+        return real_oracle(*args, seed=seed, **kwargs)
 
     def encode_recorded(self, texts):
         out = real_encode(self, texts)
@@ -50,6 +58,7 @@ def seqpate_run(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(seqpate_module, "get_executor", recording)
         patch.setattr(Workspace, "encode", encode_recorded)
+        patch.setattr(seqpate_module, "TeacherOracle", oracle_recorded)
         return run(tmp_path_factory.mktemp("seqpate"), "eps3", privacy__epsilon=3.0)
 
 
@@ -65,8 +74,11 @@ def test_privacy_is_recomputed_from_released_queries(seqpate_run):
     recomputed = epsilon_from_events(events_from_dicts(privacy["events"]), cfg.privacy.delta).epsilon
     assert privacy["epsilon"] == pytest.approx(recomputed, abs=1e-9)
     assert privacy["epsilon"] <= 3.0 + 1e-9
-    # the noise's own stream (core.privacy.streams), so the statement has no line on what it shared
-    assert privacy["random_streams"] == ["seqpate noise"]
+    # the noise's own stream (core.privacy.streams), so the statement has no line on what it shared; seeded
+    # cfg.seed + 7 it was teacher 7's at seed 0 (the micro run's 2 teachers make no collision here to see)
+    assert ORACLE_SEEDS == [stream_seed(cfg.seed, SEQPATE_NOISE)]
+    assert ORACLE_SEEDS[0] not in {cfg.seed} | {teacher_seed(cfg.seed, i) for i in range(2000)}
+    assert privacy["random_streams"] == [SEQPATE_NOISE]
     assert "Made before the noise" not in run_dir.read_text("statement.md")
 
 

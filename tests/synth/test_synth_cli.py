@@ -6,6 +6,7 @@ import csv
 import json
 import math
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -288,3 +289,18 @@ def test_preset_against_a_config_of_another_preset_is_refused(tmp_path, capsys):
     path.write_text(json.dumps({"synth": {"preset": "quick", "generator": "filter"}}))
     assert main(["synth", "--config", str(path), "--preset", "tiny", "--run-dir", str(tmp_path / "run")]) == 2
     assert "--preset tiny with a config of preset quick" in capsys.readouterr().err
+
+
+def test_a_launched_job_whose_settings_raise_anything_fails_the_run(tmp_path, monkeypatch):
+    """Only a ConfigError failed the run; any other error while its settings were read left it queued for good."""
+    from core.synth import command
+
+    def broken(run):
+        raise ValueError("a config.json no reader expected")
+
+    monkeypatch.setattr(command, "settings_of_run", broken)
+    shipped = RunDir(pathlib.Path(__file__).parents[2] / "cached_runs" / "synth-tiny-filter-eps3")
+    run = RunDir.create(tmp_path / "launched", shipped.config()["config"], 0)
+    with pytest.raises(ValueError):
+        command.run_launched_job(run)
+    assert run.state() == "failed" and run.status()["error"] == "ValueError: a config.json no reader expected"

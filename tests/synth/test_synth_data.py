@@ -87,6 +87,9 @@ def test_csv_and_jsonl_files_load(tmp_path):
     raw.write_text("\n".join(json.dumps({"text": f"one\u2028two{c}three", "label": label}, ensure_ascii=False)
                              for c, label in (("\u2029", "a"), ("\x85", "b"))) + "\n", encoding="utf-8")
     assert load_labelled(raw) == [Example("one two three", "a"), Example("one two three", "b")]
+    mac = tmp_path / "mac.jsonl"  # lines ended by a carriage return alone, or by both
+    mac.write_bytes(b'{"text": "x y", "label": "a"}\r{"text": "z w", "label": "b"}\r\n')
+    assert load_labelled(mac) == [Example("x y", "a"), Example("z w", "b")]
 
 
 @pytest.mark.parametrize("name, content, message", [
