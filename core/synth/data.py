@@ -86,6 +86,10 @@ def _example(path: Path, where: str, text, label) -> Example | None:
         raise CorpusError(f"{path} {where}: 'text' must be a string, got {type(text).__name__}")
     if label is None or isinstance(label, (dict, list)):
         raise CorpusError(f"{path} {where}: 'label' must be a string or number, got {json.dumps(label)}")
+    if isinstance(label, float) and not math.isfinite(label):  # pandas writes a missing label as NaN
+        raise CorpusError(f"{path} {where}: missing label ({label})")
+    if isinstance(label, float) and label.is_integer():
+        label = int(label)  # 1.0 (pandas writes an int column with gaps as floats) is the label 1, not "1.0"
     label = normalise(str(label))
     text = normalise(text)
     if not text:

@@ -81,6 +81,9 @@ def test_csv_and_jsonl_files_load(tmp_path):
     jsonl.write_text(json.dumps({"text": "stocks fell", "label": 2}) + "\n\n"
                      + json.dumps({"text": "a goal", "label": "sports"}) + "\n")
     assert load_labelled(jsonl) == [Example("stocks fell", "2"), Example("a goal", "sports")]
+    floats = tmp_path / "floats.jsonl"  # a whole float is its integer's label: 1 and 1.0 were two labels
+    floats.write_text("\n".join(json.dumps({"text": t, "label": y}) for t, y in [("a b", 1), ("c d", 1.0), ("e f", 0.5)]))
+    assert [e.label for e in load_labelled(floats)] == ["1", "1", "0.5"]
     # json.dumps(ensure_ascii=False) writes U+2028, U+2029 and U+0085 raw inside a string: still one line each
     # (str.splitlines split there, and the file was refused as "Unterminated string")
     raw = tmp_path / "raw.jsonl"
@@ -104,6 +107,7 @@ def test_csv_and_jsonl_files_load(tmp_path):
     ("d.jsonl", '{"text": "hi", "label": "a"}\n{"text": "yo"}\n', "d.jsonl line 2: no 'label' field"),
     ("d.jsonl", '{"text": "hi", "label": "a"}\n{"text": "yo", \n', "d.jsonl line 2: not valid JSON"),
     ("d.jsonl", '["hi", "a"]\n', "d.jsonl line 1: expected a JSON object, got list"),
+    ("d.jsonl", '{"text": "hi", "label": 1}\n{"text": "yo", "label": NaN}\n', "d.jsonl line 2: missing label (nan)"),
     ("d.jsonl", '{"text": "hi", "label": "a"}\n{"text": "yo", "label": "a"}\n', "needs at least 2 labels"),
     ("d.csv", "", "d.csv: file is empty"),
     ("d.txt", "hello\n", "must be a .csv or .jsonl file"),
