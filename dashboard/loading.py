@@ -282,6 +282,21 @@ def runs_frame(infos: Sequence[RunInfo] | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def runs_with_settings(runs: pd.DataFrame, config: dict[str, Any]) -> pd.DataFrame:
+    """The runs of `runs` queued, running or done with these settings (fields the method never reads aside,
+    core.config.effective_hash): launching the config again adds a copy of them."""
+    if runs.empty:
+        return runs
+    return runs[(runs["effective_hash"] == effective_hash(config)) & runs["state"].isin(["queued", "running", "done"])]
+
+
+def copies_listed(same: pd.DataFrame, most: int = 4) -> str:
+    """Run ids of runs_with_settings, shipped or in their state: "`a` (shipped), `b` (done) and 3 more"."""
+    listed = ", ".join(f"`{r.run_id}` ({'shipped' if r.source == 'cached' else r.state})"
+                       for r in same.head(most).itertuples())
+    return listed + (f" and {len(same) - most} more" if len(same) > most else "")
+
+
 def finished_frame(df: pd.DataFrame | None = None) -> pd.DataFrame:
     df = runs_frame() if df is None else df
     if df.empty:

@@ -16,7 +16,6 @@ from core.config import (
     device_refusal,
     device_setting,
     dpsgd_batch_size,
-    effective_hash,
     fixed_epsilon,
     parse_number,
     preset_value,
@@ -249,14 +248,10 @@ for message in errors:
 if configs and not errors:  # a second click, or settings a shipped run has: say so before computing them again
     runs = loading.runs_frame()
     for method, cfg in configs.items():
-        same = runs[(runs["effective_hash"] == effective_hash(cfg.to_dict()))
-                    & runs["state"].isin(["queued", "running", "done"])] if not runs.empty else runs
+        same = loading.runs_with_settings(runs, cfg.to_dict())
         if not same.empty:
-            listed = ", ".join(f"`{r.run_id}` ({'shipped' if r.source == 'cached' else r.state})"
-                               for r in same.head(4).itertuples())
-            st.info(f"{wording.method_label(method)}: these settings have been run already: {listed}"
-                    + (f" and {len(same) - 4} more" if len(same) > 4 else "")
-                    + ". Launching adds another copy.", icon=":material/content_copy:")
+            st.info(f"{wording.method_label(method)}: these settings have been run already: "
+                    f"{loading.copies_listed(same)}. Launching adds another copy.", icon=":material/content_copy:")
 
 n_jobs = len(configs)
 label = f"Launch {n_jobs} job{'s' if n_jobs != 1 else ''}" if n_jobs else "Launch"

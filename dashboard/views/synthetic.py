@@ -116,7 +116,7 @@ def launch_form(all_runs: pd.DataFrame, expanded: bool) -> None:
             st.error(f"Nothing can be launched: {device_problem}.", icon=":material/error:")
         st.caption("Or from the command line: `" + COMMAND + "`.")
         if submitted and seed is not None:
-            launched, failed = [], []
+            launched, failed, copies = [], [], []
             try:
                 with st.spinner("Reading the labelled data…"):
                     configs = launch_settings.synth_job_configs(chosen, eps_text, preset_choice, seed)
@@ -124,11 +124,17 @@ def launch_form(all_runs: pd.DataFrame, expanded: bool) -> None:
                 failed.append(f"Nothing launched: {exc}")
             else:
                 for config in configs:
+                    same = loading.runs_with_settings(all_runs, config)  # read before this launch
                     try:
                         launched.append(jobs.launch(config).run_id)
                     except Exception as exc:  # noqa: BLE001 (shown to the user, the other jobs still go)
                         failed.append(f"{config['method']}: could not launch: {exc}")
+                        continue
+                    if not same.empty:  # as Launch says before launching; a form says it once submitted
+                        copies.append(f"{config['method']}: these settings had been run already: "
+                                      f"{loading.copies_listed(same)}; `{launched[-1]}` is another copy.")
             st.session_state["synth_launch_last"], st.session_state["synth_launch_failed"] = launched, failed
+            st.session_state["synth_launch_copies"] = copies
         for message in st.session_state.get("synth_launch_failed", []):
             st.error(message, icon=":material/error:")
         if ids := st.session_state.get("synth_launch_last"):
@@ -136,6 +142,8 @@ def launch_form(all_runs: pd.DataFrame, expanded: bool) -> None:
                        f"{jobs.max_parallel_jobs()} at a time (`SEQPATE_MAX_JOBS`); a finished run shows here (one "
                        f"with a shipped run's settings in its place once \"{tables.MADE_HERE_TOGGLE}\" is on).",
                        icon=":material/check:")
+        for message in st.session_state.get("synth_launch_copies", []) if ids else []:
+            st.info(message, icon=":material/content_copy:")
         active = all_runs[all_runs["state"].isin(loading.ACTIVE_STATES)
                           & all_runs["method"].map(wording.is_synth_method)] if not all_runs.empty else all_runs
         if not active.empty:

@@ -59,6 +59,24 @@ def test_the_page_launches_one_job_per_generator_as_the_command_line_configures_
     assert len([p for p in roots["live"].iterdir() if (p / "config.json").is_file()]) == 2
 
 
+def test_launching_a_shipped_runs_settings_names_the_run_it_copies(roots, tmp_path, monkeypatch):
+    """Launch says so before launching settings a run already has; the form said nothing of it."""
+    import shutil
+
+    from core.runs import jobs
+
+    shutil.copytree(ROOT / "cached_runs" / "synth-tiny-multitask-eps8", roots["cached"] / "synth-tiny-multitask-eps8")
+    script = tmp_path / "fake_job.py"
+    script.write_text("import sys\n")
+    monkeypatch.setattr(jobs, "JOB_COMMAND", [str(script)])
+    at = _launch(open_page("synthetic"), ["filter", "multitask"], epsilon="8")
+    assert not at.exception and not at.error
+    [copy] = [p.name for p in roots["live"].iterdir() if "multitask" in p.name]
+    notes = [i.value for i in at.info if "had been run already" in i.value]
+    assert notes == [f"synth-multitask: these settings had been run already: `synth-tiny-multitask-eps8` (shipped); "
+                     f"`{copy}` is another copy."]  # none for the filter: no run has its settings
+
+
 def test_page_shows_table_ngrams_umap_and_samples(roots):
     write_synth_run(roots["live"], "s-multitask-3", "multitask", 3.0, 0.55, separability=0.3125)
     write_synth_run(roots["live"], "s-filter-3", "filter", 3.0, 0.40)
