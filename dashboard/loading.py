@@ -287,7 +287,7 @@ def runs_with_settings(runs: pd.DataFrame, config: dict[str, Any]) -> pd.DataFra
     core.config.effective_hash): launching the config again adds a copy of them."""
     if runs.empty:
         return runs
-    return runs[(runs["effective_hash"] == effective_hash(config)) & runs["state"].isin(["queued", "running", "done"])]
+    return runs[(runs["effective_hash"] == effective_hash(config)) & runs["state"].isin([*ACTIVE_STATES, "done"])]
 
 
 def copies_listed(same: pd.DataFrame, most: int = 4) -> str:
