@@ -3,7 +3,8 @@
 A position is "hard" when the pseudo label's rank under the student exceeds the threshold (efficient KD); hard
 positions get a teacher answer while the budget lasts. Loss per batch:
     mean NLL(pseudo label) + lambda * mean over answered positions of KL(p_agg || p_student restricted to C),
-with the KL summed over the candidate set C (not divided by |V| as the published code does).
+with the KL summed over the candidate set C (not divided by |V| as the published code does). The -KL ablation
+replaces the KL by cross-entropy over the vocabulary on the teachers' noisy top-1.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ class DistillSettings:
     lr: float
     batch_size: int
     seed: int
-    teacher_loss: str = "kl"  # kl | ce (cross-entropy on the noisy top-1: the -KL ablation)
+    teacher_loss: str = "kl"  # kl | ce (cross-entropy over V on the noisy top-1: the -KL ablation)
     pseudo_loss: bool = True  # False: the -L_pseudo ablation
     efficient_kd: bool = True  # False: query every position (the -Effi KD ablation)
     use_votes: bool = False  # True: aggregate votes instead of distributions (the -Merge_P ablation)
@@ -40,11 +41,15 @@ def pseudo_label_rank(probs: torch.Tensor, targets: torch.Tensor) -> torch.Tenso
     return (probs > target_p).sum(-1) + 1
 
 
-def teacher_term(logits_c: torch.Tensor, dist: torch.Tensor, kind: str) -> torch.Tensor:
-    """Loss between a released distribution over C and the student renormalised over C."""
-    log_student = torch.log_softmax(logits_c, dim=-1)
+def teacher_term(logits: torch.Tensor, candidates: torch.Tensor, dist: torch.Tensor, kind: str) -> torch.Tensor:
+    """Loss of one answered position, from the student's (V,) logits and the distribution released over C.
+
+    `kl`: KL(dist || student renormalised over C). `ce` (the -KL ablation): the usual next-token cross-entropy
+    over the whole vocabulary, with the teachers' noisy top-1 as the label (as PATE trains its student). Over C
+    alone it would be 0 whenever C holds one token (`--filter top-k:1`), while the answer's budget is spent."""
     if kind == "ce":
-        return -log_student[int(dist.argmax())]
+        return -torch.log_softmax(logits, dim=-1)[candidates[int(dist.argmax())]]
+    log_student = torch.log_softmax(logits[candidates], dim=-1)
     return (torch.xlogy(dist, dist) - dist * log_student).sum()
 
 
@@ -60,10 +65,11 @@ def teacher_terms(logits: torch.Tensor, positions: list[int], answers: list, kin
         k = len(a.candidates)
         cands[i, :k], dist[i, :k], valid[i, :k] = a.candidates, a.distribution, True
     rows, cands, dist, valid = (t.to(logits.device) for t in (torch.as_tensor(positions), cands, dist, valid))
+    if kind == "ce":
+        top1 = cands.gather(1, dist.argmax(1, keepdim=True)).squeeze(1)
+        return torch.nn.functional.cross_entropy(logits[rows], top1, reduction="none")
     picked = logits[rows[:, None], cands].masked_fill(~valid, float("-inf"))
     log_student = torch.log_softmax(picked, dim=-1).masked_fill(~valid, 0.0)
-    if kind == "ce":
-        return -log_student.gather(1, dist.argmax(1, keepdim=True)).squeeze(1)
     return (torch.xlogy(dist, dist) - dist * log_student).sum(1)
 
 

@@ -27,7 +27,7 @@ from dashboard import launch_settings, loading, privacy_math, widgets, wording
 ABLATION_HELP = {
     "none": "full SeqPATE",
     "-merge_p": "teachers vote for their top candidate instead of averaging their distributions",
-    "-kl": "cross-entropy on the noisy answer's top candidate instead of KL to it",
+    "-kl": "cross-entropy over the vocabulary on the noisy answer's top candidate instead of KL to it",
     "-pseudo": "no loss on the pseudo labels",
     "-effi_kd": "every position queried, not only the hard ones",
     "-gaussian": "Laplace noise instead of Gaussian (L1 sensitivity 2)",

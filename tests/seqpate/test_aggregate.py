@@ -10,8 +10,8 @@ from scipy.stats import norm
 from core.config import ModelConfig
 from core.models import build_tiny_gpt2
 from core.privacy import epsilon_from_events
-from core.seqpate.aggregate import TeacherOracle, candidate_set, to_distribution
-from core.seqpate.student import pseudo_label_rank, row_offsets, teacher_term
+from core.seqpate.aggregate import Answer, TeacherOracle, candidate_set, to_distribution
+from core.seqpate.student import pseudo_label_rank, row_offsets, teacher_term, teacher_terms
 from core.seqpate.teachers import TeacherJob, add_teacher_output, count_rows
 
 
@@ -139,9 +139,23 @@ def test_pseudo_label_rank_and_kl_term():
     assert pseudo_label_rank(probs, torch.tensor([1])).tolist() == [1]
     assert pseudo_label_rank(probs, torch.tensor([0])).tolist() == [3]
     dist = torch.tensor([0.25, 0.75])
-    logits = torch.log(dist)
-    assert teacher_term(logits, dist, "kl").item() == pytest.approx(0.0, abs=1e-6)
+    cands = torch.tensor([2, 3])
+    logits = torch.tensor([5.0, -1.0, *torch.log(dist).tolist()])  # tokens outside C do not enter the KL
+    assert teacher_term(logits, cands, dist, "kl").item() == pytest.approx(0.0, abs=1e-6)
     # KL summed over C, not divided by |V|: KL((.25,.75) || (.5,.5))
     expected = 0.25 * math.log(0.5) + 0.75 * math.log(1.5)
-    assert teacher_term(torch.zeros(2), dist, "kl").item() == pytest.approx(expected, rel=1e-5)
-    assert teacher_term(torch.zeros(2), dist, "ce").item() == pytest.approx(math.log(2))
+    assert teacher_term(torch.zeros(4), cands, dist, "kl").item() == pytest.approx(expected, rel=1e-5)
+
+
+def test_the_minus_kl_ablation_is_cross_entropy_over_the_vocabulary_on_the_noisy_top1():
+    """-KL (Table 3): the student's usual next-token loss with the teachers' top-1 as the label, over all of V;
+    over C alone it was log |C| at uniform logits and exactly 0 for a one-token C (top-k:1)."""
+    dist, cands = torch.tensor([0.25, 0.75]), torch.tensor([2, 3])
+    assert teacher_term(torch.zeros(4), cands, dist, "ce").item() == pytest.approx(math.log(4))
+    logits = torch.tensor([2.0, 0.5, -1.0, 3.0])
+    one_token = teacher_term(logits, torch.tensor([1]), torch.tensor([1.0]), "ce")
+    assert one_token.item() == pytest.approx(torch.nn.functional.cross_entropy(logits, torch.tensor(1)).item())
+    log_partition = 3.0 + math.log(1 + math.exp(-1.0) + math.exp(-2.5) + math.exp(-4.0))  # max logit 3
+    assert one_token.item() == pytest.approx(log_partition - 0.5, rel=1e-6)
+    batched = teacher_terms(logits[None], [0], [Answer(torch.tensor([1]), torch.tensor([1.0]))], "ce")
+    assert batched.item() == pytest.approx(log_partition - 0.5, rel=1e-6)  # the loss distillation uses

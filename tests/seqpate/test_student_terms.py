@@ -19,7 +19,7 @@ def test_batched_teacher_terms_equal_the_one_at_a_time_terms(kind):
         cands = torch.randperm(30, generator=g)[:size]
         dist = torch.rand(size, generator=g)
         answers.append(Answer(cands, dist / dist.sum()))
-    one_by_one = torch.stack([teacher_term(logits[j, a.candidates], a.distribution, kind)
+    one_by_one = torch.stack([teacher_term(logits[j], a.candidates, a.distribution, kind)
                               for j, a in zip(positions, answers, strict=True)])
     (expected_grad,) = torch.autograd.grad(one_by_one.mean(), logits)
     batched = teacher_terms(logits, positions, answers, kind)
