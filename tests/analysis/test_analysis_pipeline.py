@@ -12,12 +12,16 @@ import core.runs.pipeline as pipeline
 from core.cli import main
 from core.privacy import seqpate_phrase_epsilon
 from core.runs.store import PHRASE_COLUMNS, RunDir
+from tests.analysis.test_phrase_avg_runs import write_corpus
 from tests.conftest import micro_config
 
 
 @pytest.fixture(scope="module")
 def audited(tmp_path_factory):
-    # smaller than the micro preset (about a minute on two cores): the audit, not SeqPATE, is under test here
+    # smaller than the micro preset (about a minute on two cores): the audit, not SeqPATE, is under test here;
+    # on a written corpus whose users introduce themselves by name (chitchat's first 150 private sentences hold
+    # none, so R_name was 0 of 0 names and its recount could not catch a miscount)
+    folder = tmp_path_factory.mktemp("audit")
     cfg = micro_config(method="seqpate", seqpate__partition="by-user", seqpate__teachers=2,
                        seqpate__distill_sentences=30, seqpate__query_budget=30, decode__n_completions=15,
                        decode__max_new_tokens=8, data__public_train=120, data__public_valid=20,
@@ -25,8 +29,9 @@ def audited(tmp_path_factory):
                        model__pretrain_epochs=1,
                        # canary digits 2: |R| = 100 candidates per canary, ranked exactly (a second, not minutes);
                        # two canaries inserted 10 times, so metrics' exposure of "10" is a mean of two
-                       data__canaries="1,10,10,30", data__canary_digits=2)
-    run = RunDir.create(tmp_path_factory.mktemp("audit") / "seqpate", cfg.to_dict(), cfg.seed)
+                       data__canaries="1,10,10,30", data__canary_digits=2,
+                       data__corpus=str(write_corpus(folder / "named.jsonl")))
+    run = RunDir.create(folder / "seqpate", cfg.to_dict(), cfg.seed)
     metrics = pipeline.execute(cfg, run)
     return cfg, run, metrics
 
@@ -58,16 +63,15 @@ def test_phrase_epsilons_follow_from_the_recorded_noise_and_partition(audited):
 def test_r_name_exposure_and_statement(audited):
     cfg, run, metrics = audited
     # R_name recounted from the run's completions.jsonl and the private names in its phrases.csv with a plain
-    # whole-word search, not the audit's matcher (as tests/runs/test_cached_runs.py does for the shipped runs);
-    # this micro run's 150 private sentences may hold no name at all, and then no completion can leak one
+    # whole-word search, not the audit's matcher (as tests/runs/test_cached_runs.py does for the shipped runs)
     names = list(dict.fromkeys(row["phrase"] for row in run.phrases() if row["kind"] == "name"))
     completions = run.completions()
     assert len(completions) == metrics["n_completions"]
-    with_name = 0
-    if names:
-        spelled = ["\\W+".join(map(re.escape, re.findall(r"\w+", name))) for name in names]
-        named = re.compile(r"(?<!\w)(?:" + "|".join(spelled) + r")(?!\w)", re.IGNORECASE)
-        with_name = sum(bool(named.search(row["completion"])) for row in completions)
+    spelled = ["\\W+".join(map(re.escape, re.findall(r"\w+", name))) for name in names]
+    named = re.compile(r"(?<!\w)(?:" + "|".join(spelled) + r")(?!\w)", re.IGNORECASE)
+    with_name = sum(bool(named.search(row["completion"])) for row in completions)
+    # names to find, and completions that name one (3 of 15 on this machine): a miscount would show
+    assert len(names) >= 10 and with_name > 0
     assert metrics["r_name"] == with_name / len(completions)
     counts = metrics["r_name_counts"]
     assert (counts["completions"], counts["names"], counts["completions_with_name"]) == (len(completions),
