@@ -26,6 +26,7 @@ from core.config import (
     VARIANT_FIELDS,
     ConfigError,
     RunConfig,
+    ablation_label,
     effective_config,
     effective_hash,
     fixed_epsilon,
@@ -182,6 +183,8 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
         "filter": as_str(sp.get("filter")),
         "partition": as_str(sp.get("partition")),
         "ablation": (as_str(sp.get("ablation")) or "none") if sp else None,  # None: not a SeqPATE run
+        # its name in result tables (core.config.ablation_label: says which -KL loss a run was made with)
+        "ablation_label": ablation_label(as_str(sp.get("ablation")) or "none", metrics) if sp else None,
         "variant": variant_label(varied),
         "varied": tuple(varied),  # the names only, for only_varies
         "query_budget": as_int(privacy.get("query_budget", sp.get("query_budget"))),
@@ -267,7 +270,7 @@ RECORD_COLUMNS = (
     "run_id", "source", "state", "stage", "progress", "error", "method", "preset", "seed", "epsilon",
     "epsilon_target", "privacy_target", "delta", "accountant", "unit", "has_privacy", "ppl", "bleu1", "bleu2", "bleu3", "bleu4",
     "r_name", "r_name_names", "r_name_references",
-    "teachers", "filter", "partition", "ablation", "variant", "varied", "query_budget", "queries_spent",
+    "teachers", "filter", "partition", "ablation", "ablation_label", "variant", "varied", "query_budget", "queries_spent",
     "teachers_per_user", "has_phrases", "has_completions", "config_hash", "effective_hash", "created", "started", "finished",
     "elapsed_s", "remaining_s", "total_s", "device", "base_weights", "base_cached",
 )

@@ -131,3 +131,16 @@ def test_adp_takes_no_phrase_target_and_reads_no_batching():
     with pytest.raises(ConfigError, match="privacy target phrase-avg is for seqpate and the noisysgd methods"):
         preset_config("tiny", method="adp", privacy__target="phrase-avg")
     assert hash_of("adp", dpsgd__batching="users") == hash_of("adp")
+
+
+def test_ablation_label_names_the_runs_made_with_the_earlier_minus_kl_loss():
+    """Until 2026-11-27 the -KL cross-entropy (in -kl and -all) was over the candidate set; a finished run made
+    since records its teacher_loss, so result tables can tell the two apart."""
+    from core.config import TEACHER_LOSSES, ablation_label
+
+    before = {"ppl": 900.0}
+    assert ablation_label("-kl", before) == "-kl (cross-entropy over the candidate set: made before 2026-11-27)"
+    assert ablation_label("-all", before).startswith("-all (cross-entropy over the candidate set")
+    assert ablation_label("-kl", {**before, "teacher_loss": TEACHER_LOSSES["ce"]}) == "-kl"
+    assert ablation_label("-merge_p", before) == "-merge_p" and ablation_label("none", before) == "none"
+    assert ablation_label("-kl", {}) == "-kl"  # not finished: nothing to say yet

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.config import VARIANT_FIELDS, effective_hash, preset_value, varied_settings
+from core.config import VARIANT_FIELDS, ablation_label, effective_hash, preset_value, varied_settings
 from core.runs.compare import NotComparableError, PerplexityComparison, compare_runs, compare_runs_bleu
 from core.runs.store import RunDir, is_synth
 
@@ -420,7 +420,8 @@ def seqpate_section(rows: list[Row]) -> str:
     if abl:
         parts.append("## Ablations at epsilon 3 (Table 3)\n\n" + table(
             ["ablation", "PPL", "BLEU-4", "queries spent", "epsilon spent"],
-            [[r.ablation, r.ppl, r.bleu4, r.metrics.get("queries_spent"), r.spent] for r in abl]))
+            [[ablation_label(r.ablation, r.metrics), r.ppl, r.bleu4, r.metrics.get("queries_spent"), r.spent]
+             for r in abl]))
     filt = sorted((r for r in rows if r.method == "seqpate" and r.epsilon == 3.0 and r.ablation == "none"
                    and r.target == "sample" and not r.canaries and r.teachers == m and r.partition == "random"),
                   key=lambda r: (r.filter.startswith("top-k"), _float(r.filter.split(":")[1]) or 0))

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from core.config import ABLATION_SWITCHES, parse_filter
+from core.config import ABLATION_SWITCHES, TEACHER_LOSSES, parse_filter
 from core.privacy import (
     SEQPATE_L1_SENSITIVITY,
     SEQPATE_L2_SENSITIVITY,
@@ -125,5 +125,6 @@ def run_seqpate(ws: Workspace) -> MethodResult:
         "non_private": noise == "none", "random_streams": [SEQPATE_NOISE],
     }
     metrics = {"queries_spent": oracle.spent, "query_budget": sp.query_budget, **stats,
-               "distill_positions": n_rows, "teachers": sp.teachers, "seqpate_timings": timings}
+               "distill_positions": n_rows, "teachers": sp.teachers,
+               "teacher_loss": TEACHER_LOSSES[settings.teacher_loss], "seqpate_timings": timings}
     return MethodResult(student, privacy, metrics)

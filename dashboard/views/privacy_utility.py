@@ -113,7 +113,7 @@ def show_ablations() -> None:
         return
     noise_dominance_note()
     rows = at_varied_epsilons(pool, ablations)
-    names = rows["ablation"].fillna("none").replace({"none": "SeqPATE (full)"})
+    names = rows["ablation_label"].fillna("none").replace({"none": "SeqPATE (full)"})
     st.dataframe(small_table(rows, "ablation", names), hide_index=True, width="stretch", column_config=metric_cols)
 
 

@@ -11,7 +11,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from core.config import preset_config
+from core.config import ABLATION_SWITCHES, TEACHER_LOSSES, preset_config
 from core.runs.store import RunDir
 
 PREFIXES = [
@@ -123,6 +123,8 @@ def write_run(
                "n_completions": len(PREFIXES), "timings": {"total_s": 61.5}}
     if r_name is not None:
         metrics["r_name"] = r_name
+    if method == "seqpate":  # its student's loss on answers, as core.seqpate.run records it
+        metrics["teacher_loss"] = TEACHER_LOSSES[ABLATION_SWITCHES[cfg.seqpate.ablation].get("teacher_loss", "kl")]
     run.write_metrics(metrics)
     texts = completions or [f"{method} says something about item {i}" for i in range(len(PREFIXES))]
     run.write_completions([

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -88,6 +89,12 @@ def test_privacy_utility_chart_has_points_and_reference_lines(results, app_page)
     ablation = open_tab(at, "pu_tab", "Ablations (Table 3)").dataframe[0].value
     assert sorted(ablation["ablation"]) == ["-kl", "SeqPATE (full)"]  # the shared baseline once
     assert set(ablation["run"]) == {"seq-eps3", "seq-kl"}  # of the two copies, the run id that sorts first
+    # a -kl run made before its cross-entropy was over the vocabulary (its metrics record no teacher_loss)
+    old = results / "seq-kl" / "metrics.json"
+    old.write_text(json.dumps({k: v for k, v in json.loads(old.read_text()).items() if k != "teacher_loss"}))
+    ablation = open_tab(at, "pu_tab", "Ablations (Table 3)").dataframe[0].value
+    assert sorted(ablation["ablation"]) == ["-kl (cross-entropy over the candidate set: made before 2026-11-27)",
+                                            "SeqPATE (full)"]
     filters = open_tab(at, "pu_tab", "Candidate filters (Table 4)").dataframe[0].value
     assert set(filters["filter"]) == {"top-p:0.95", "top-k:50"}
     assert len(filters) == 2 and "seq-topk" in set(filters["run"])  # at the ε of the varied run, others default

@@ -139,6 +139,8 @@ def test_laplace_ablation_is_accounted_with_pld(tmp_path):
     assert privacy["sensitivity"] == SEQPATE_L1_SENSITIVITY == 2
     # the micro run has more hard positions than 50: the whole budget is spent, at its epsilon, not far below it
     assert privacy["queries_spent"] == 50 and privacy["epsilon"] >= 0.99 * 3.0
+    # its student learned from the answers by KL (only -kl and -all switch that), and says so
+    assert run_dir.metrics()["teacher_loss"] == "KL to the noisy answer over the candidate set"
 
 
 def test_infinite_epsilon_is_labelled_non_private(tmp_path):
