@@ -505,6 +505,8 @@ ABLATION_SWITCHES: dict[str, dict[str, Any]] = {
     "-all": {"use_votes": True, "teacher_loss": "ce", "pseudo_loss": False, "efficient_kd": False, "noise": "laplace"},
 }
 ABLATIONS = tuple(ABLATION_SWITCHES)
+# those releasing Laplace noise (L1 sensitivity 2) instead of Gaussian
+LAPLACE_ABLATIONS = tuple(a for a, switches in ABLATION_SWITCHES.items() if switches.get("noise") == "laplace")
 # the student's loss on an answered position, as metrics.json records it ("teacher_loss")
 TEACHER_LOSSES = {"kl": "KL to the noisy answer over the candidate set",
                   "ce": "cross-entropy over the vocabulary on the noisy answer's top candidate"}
@@ -517,8 +519,6 @@ def ablation_label(ablation: str, metrics: dict[str, Any]) -> str:
     if uses_ce and metrics.get("ppl") is not None and "teacher_loss" not in metrics:
         return f"{ablation} (cross-entropy over the candidate set: made before 2026-11-27)"
     return ablation
-# those releasing Laplace noise (L1 sensitivity 2) instead of Gaussian
-LAPLACE_ABLATIONS = tuple(a for a, switches in ABLATION_SWITCHES.items() if switches.get("noise") == "laplace")
 
 
 def preset_value(preset: str, section: str, name: str) -> Any:
