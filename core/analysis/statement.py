@@ -150,6 +150,22 @@ def privacy_statement(
     return "\n".join(lines)
 
 
+def adp_mechanism_line(privacy: dict[str, Any]) -> str:
+    """ADP's noise multiplier changes every step (gamma_t times a base sigma); every step is accounted at the
+    smallest, which its recorded event holds. Runs made before 2026-11-27 recorded the base sigma as
+    noise_multiplier (up to ~100 times the noise any step added) and no range of per-step multipliers."""
+    events = privacy.get("events") or [{}]
+    accounted = events[0].get("noise_multiplier")
+    base = privacy.get("base_sigma", privacy.get("noise_multiplier"))
+    low, high = privacy.get("noise_multiplier_range") or (accounted, None)
+    largest = f", the largest {_num(high, 4)}" if high is not None else ""
+    return (f"- Mechanism: DP-SGD with Poisson sampling (rate {_num(privacy.get('sampling_rate'), 4)}), "
+            "per-sentence gradient clipping and Gaussian noise whose multiplier changes every step: gamma_t "
+            f"(in (0, 1], from the batch's perplexities) times a base sigma of {_num(base, 4)}. Every step is "
+            f"accounted at the smallest multiplier any step used, {_num(low, 4)}{largest}, over "
+            f"{privacy.get('steps')} steps.")
+
+
 def _guarantee_lines(cfg, privacy: dict[str, Any], kind: str) -> list[str]:
     """## What is protected, and how strongly."""
     method = cfg.method
@@ -223,6 +239,8 @@ def _guarantee_lines(cfg, privacy: dict[str, Any], kind: str) -> list[str]:
                 "so it moves one teacher's distribution: sensitivity "
                 + ("2 in L1" if privacy.get("mechanism") == "laplace" else "sqrt(2)") + " per answer.",
             ]
+        elif kind == KIND_DPSGD and method == "adp":
+            lines += [adp_mechanism_line(privacy)]
         elif kind == KIND_DPSGD:
             lines += [
                 f"- Mechanism: DP-SGD with Poisson sampling (rate {_num(privacy.get('sampling_rate'), 4)}), "
@@ -238,9 +256,9 @@ def _guarantee_lines(cfg, privacy: dict[str, Any], kind: str) -> list[str]:
             lines += ["", "**ADP caveat.** " + str(privacy.get("statement", "")).strip(),
                       f"- The ADP paper's own accounting would claim epsilon "
                       f"{_num(privacy.get('epsilon_claimed'), 4)}; that number is not a guarantee.",
-                      "- metrics.json (the rho and gamma summaries) and the run's log (the range of per-step noise "
-                      "multipliers) are statistics of the private sentences' perplexities, released outside any "
-                      "epsilon."]
+                      "- metrics.json (the rho and gamma summaries), the base sigma and the range of per-step noise "
+                      "multipliers (the run's log, and privacy.json since 2026-11-27) are statistics of the private "
+                      "sentences' perplexities, released outside any epsilon."]
         if heuristic and cfg.privacy.target == "phrase-avg":
             lines += [
                 "",

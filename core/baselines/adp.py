@@ -127,7 +127,7 @@ def adp(ws: Workspace) -> MethodResult:
     gammas = batch_gammas(schedule, rho)
     sigma = z_dpsgd / float(np.min(gammas)) * (1 + 1e-12)  # hair of slack: min(gamma)*sigma never rounds below
     timings["calibrate_s"] = time.time() - t0
-    ws.log("adp-train", ws.method_progress(0.0), noise_multiplier=sigma,
+    ws.log("adp-train", ws.method_progress(0.0), noise_multiplier=float(np.min(gammas)) * sigma,
            message=f"base sigma {sigma:.4g}; per-step multipliers {float(np.min(gammas)) * sigma:.4g}.."
                    f"{float(np.max(gammas)) * sigma:.4g}")
 
@@ -140,11 +140,13 @@ def adp(ws: Workspace) -> MethodResult:
 
     used = gammas[:taken]
     acc = adp_accounting(sigma, used, q, delta) if taken else None
-    privacy = adp_privacy(acc, eps, delta, sigma, q, taken)
+    privacy = adp_privacy(acc, eps, delta, sigma, used, q, taken)
     metrics = {
         "steps": taken,
         "planned_steps": len(schedule),
-        "noise_multiplier": sigma,
+        # the multiplier every step is accounted at (the smallest used); sigma is only the base gamma_t scales
+        "noise_multiplier": privacy.get("noise_multiplier"),
+        "base_sigma": sigma,
         "sampling_rate": q,
         "batching": "samples",
         "gamma": {"min": float(np.min(used)), "mean": float(np.mean(used)), "max": float(np.max(used))} if taken else {},
@@ -156,7 +158,8 @@ def adp(ws: Workspace) -> MethodResult:
     return MethodResult(unwrap(model), privacy, metrics)
 
 
-def adp_privacy(acc: dict | None, target: float, delta: float, sigma: float, q: float, steps: int) -> dict:
+def adp_privacy(acc: dict | None, target: float, delta: float, sigma: float, gammas: np.ndarray, q: float,
+                steps: int) -> dict:
     if acc is None:  # stopped before the first step: nothing released
         return {"epsilon": 0.0, "delta": delta, "accountant": "none (no step taken)", "unit": "sample",
                 "events": [], "epsilon_claimed": 0.0, "statement": STATEMENT}
@@ -170,7 +173,10 @@ def adp_privacy(acc: dict | None, target: float, delta: float, sigma: float, q: 
         "epsilon_claimed": acc["claimed"].epsilon,
         "accountant_claimed": ACCOUNTANT_CLAIMED,
         "events_claimed": events_to_dicts(acc["claimed_events"]),
-        "noise_multiplier": sigma,
+        # what the steps added: gamma_t * sigma, accounted at the smallest (the valid events hold it)
+        "noise_multiplier": acc["valid_events"][0].noise_multiplier,
+        "noise_multiplier_range": [float(np.min(gammas)) * sigma, float(np.max(gammas)) * sigma],
+        "base_sigma": sigma,
         "sampling_rate": q,
         "steps": steps,
         "rho": "min-max normalised perplexity under the public base model, over the private train set",

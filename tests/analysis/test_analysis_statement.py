@@ -83,6 +83,23 @@ def test_dpsgd_and_adp_runs():
     assert "how many sentences each sampled batch holds" in text
 
 
+def test_adp_states_the_multiplier_its_steps_are_accounted_at():
+    """ADP's steps add gamma_t * sigma; a run made before 2026-11-27 recorded the base sigma as its noise
+    multiplier (shipped quick-adp-eps3: 63.0, while its steps were accounted at 0.591): the statement reads the
+    accounted one from the events, and names the base for what it is."""
+    old = {"epsilon": 3.0, "delta": 1e-6, "accountant": "pld (dp_accounting)", "unit": "sample",
+           "events": [{"mechanism": "subsampled_gaussian", "noise_multiplier": 0.591, "sampling_rate": 0.004,
+                       "steps": 750}], "noise_multiplier": 63.0, "sampling_rate": 0.004, "steps": 750,
+           "statement": "Treat the ADP run as a heuristic.", "epsilon_claimed": 0.01}
+    text = privacy_statement(micro_config(method="adp"), old, {})
+    assert ("times a base sigma of 63. Every step is accounted at the smallest multiplier any step used, 0.591, "
+            "over 750 steps.") in text
+    assert "Gaussian noise (multiplier 63)" not in text
+    new = {**old, "noise_multiplier": 0.591, "base_sigma": 63.0, "noise_multiplier_range": [0.591, 2.96]}
+    assert "any step used, 0.591, the largest 2.96, over 750 steps" in privacy_statement(micro_config(method="adp"),
+                                                                                         new, {})
+
+
 def test_user_batches_state_zero_out_neighbours():
     """Fixed batches are packed by which user wrote each sentence: sensitivity C holds when a sentence's content is
     removed but its place kept (zero-out); replacing it by another would move the batch's sum by up to 2C."""

@@ -102,6 +102,15 @@ def test_adp_reports_valid_and_claimed_epsilon(tmp_path):
     assert len(multipliers) == metrics["steps"] and multipliers.max() > multipliers.min()
     assert multipliers.min() == pytest.approx(privacy["events"][0]["noise_multiplier"], rel=1e-12)
     assert multipliers.mean() == pytest.approx(privacy["events_claimed"][0]["noise_multiplier"], rel=1e-9)
+    # the multiplier it states is the accounted one, not the base sigma (which no step used: a review found the
+    # statement saying 63.0 for a run whose steps added 0.59 to 2.96), and the range is what the steps added
+    assert privacy["noise_multiplier"] == metrics["noise_multiplier"] == privacy["events"][0]["noise_multiplier"]
+    assert privacy["noise_multiplier_range"] == pytest.approx([multipliers.min(), multipliers.max()], rel=1e-12)
+    assert privacy["base_sigma"] == metrics["base_sigma"] > multipliers.max()
+    from core.analysis.statement import adp_mechanism_line
+
+    line = adp_mechanism_line(privacy)
+    assert f"smallest multiplier any step used, {multipliers.min():.4g}, the largest {multipliers.max():.4g}" in line
     assert privacy["epsilon_claimed"] <= privacy["epsilon"]
     # the claimed epsilon too is the PLD accountant's number for the claimed (mean-multiplier) events it records
     check_recomputed(privacy["epsilon_claimed"], ACCOUNTANT_PLD, privacy["events_claimed"], privacy["delta"])
