@@ -2,8 +2,10 @@
 
 The blacklist holds the sensitive items found in the private train set: capitalised words that are not
 sentence-initial and do not occur in public text (names, places), digit strings (numbers, dates, IDs) and
-month names. It is a heuristic filter with no formal guarantee: it only covers these types, only the items
-that were found, and it cannot say how strong the protection is (App. P).
+month names, matched as written; and, as App. P's holds "the user name", every private user's name that
+core.data.secrets finds (the names R_name counts), matched in any case, as R_name matches them. It is a
+heuristic filter with no formal guarantee: it only covers these types, only the items that were found, and it
+cannot say how strong the protection is (App. P).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from core.baselines.reference import pri_gpt
 from core.runs.pipeline import MethodResult, Workspace
@@ -50,19 +53,39 @@ def sensitive_items(text: str, public_vocab: frozenset[str]) -> set[str]:
     return found
 
 
-def build_blacklist(private_texts: Iterable[str], public_texts: Iterable[str]) -> frozenset[str]:
+@dataclass(frozen=True)
+class Blacklist:
+    items: frozenset[str]  # matched exactly: "May" the month, not "may" the verb
+    name_words: frozenset[str] = frozenset()  # lower case; a word holding one in any case is blocked
+
+    def __contains__(self, word: str) -> bool:
+        # word parts as R_name's matcher splits them, so "Mireya's" and "MIREYA" are blocked with "Mireya"
+        return word in self.items or any(part in self.name_words for part in re.findall(r"\w+", word.lower()))
+
+
+def build_blacklist(private_texts: Iterable[str], public_texts: Iterable[str], names: Iterable[str] = ()
+                    ) -> Blacklist:
+    """names: the private users' names, blocked even where public text uses their words (a public user called
+    Ben does not make the private Ben's name public)."""
     vocab = public_vocabulary(public_texts)
-    return frozenset(item for t in private_texts for item in sensitive_items(t, vocab))
+    return Blacklist(frozenset(item for t in private_texts for item in sensitive_items(t, vocab)),
+                     frozenset(w for name in names for w in re.findall(r"\w+", name.lower())))
 
 
-def apply_blacklist(text: str, blacklist: frozenset[str] | set[str]) -> str:
-    """Replace every whole word on the blacklist (exact, case-sensitive) by PLACEHOLDER."""
+def apply_blacklist(text: str, blacklist: Blacklist) -> str:
+    """Replace every whole word on the blacklist by PLACEHOLDER."""
     return WORD.sub(lambda m: PLACEHOLDER if m.group() in blacklist else m.group(), text)
 
 
 def pri_gpt_blacklist(ws: Workspace) -> MethodResult:
-    blacklist = build_blacklist((s.text for s in ws.data.private_train), (s.text for s in ws.data.public_train))
-    ws.log("blacklist", ws.method_progress(0.0), message=f"{len(blacklist)} blacklisted items")
+    from core.analysis.audit import load_private_records
+    from core.data.secrets import find_names
+
+    names = find_names(ws.data, load_private_records(ws.cfg))
+    blacklist = build_blacklist((s.text for s in ws.data.private_train), (s.text for s in ws.data.public_train),
+                                names)
+    ws.log("blacklist", ws.method_progress(0.0),
+           message=f"{len(blacklist.items)} blacklisted items and {len(names)} private users' names")
     base = pri_gpt(ws)
     privacy = {
         "epsilon": float("inf"),
@@ -72,9 +95,9 @@ def pri_gpt_blacklist(ws: Workspace) -> MethodResult:
         "events": [],
         "note": ("Pri-GPT (fine-tuned on private data without protection) whose completions have blacklisted "
                  "words (names and places absent from public text, digit strings, months found in the private "
-                 "train set) replaced by " + PLACEHOLDER + ". Only the listed types and items are filtered; the "
+                 "train set, and the private users' names in any case) replaced by " + PLACEHOLDER + ". Only the listed types and items are filtered; the "
                  "model itself still memorises private data and the strength of the protection cannot be measured."),
     }
-    metrics = {"postprocess": "blacklist", "blacklist_size": len(blacklist)}
+    metrics = {"postprocess": "blacklist", "blacklist_size": len(blacklist.items), "blacklist_names": len(names)}
     # the pipeline applies the filter to every completion before scoring
     return MethodResult(base.model, privacy, metrics, postprocess=functools.partial(apply_blacklist, blacklist=blacklist))

@@ -141,3 +141,19 @@ def test_pri_gpt_blacklist(tmp_path, monkeypatch):
     assert metrics["postprocess"] == "blacklist" and metrics["blacklist_size"] > 0
     # its completions need the list of private names, which the run does not keep: so no weights either
     assert not (tmp_path / "pri-gpt-blacklist" / "model").exists()
+
+
+def test_pri_gpt_blacklist_leaves_no_private_name_in_its_completions(tmp_path):
+    """On a corpus whose users introduce themselves by name: Pri-GPT's completions name private users, the
+    blacklisted ones name none (R_name, which matches names in any case, is 0 of the same names; 0.05 with the
+    blacklist of capitalised words absent from public text alone)."""
+    from tests.analysis.test_phrase_avg_runs import write_corpus
+
+    corpus = str(write_corpus(tmp_path / "named.jsonl"))
+    sizes = dict(data__corpus=corpus, data__private_train=200, data__private_valid=20, data__private_test=20,
+                 data__public_train=100, data__public_valid=10, decode__n_completions=20, decode__max_new_tokens=12)
+    _, _, plain = run_method(tmp_path, "pri-gpt", **sizes)
+    _, _, filtered = run_method(tmp_path, "pri-gpt-blacklist", **sizes)
+    assert plain["r_name_counts"]["names"] == filtered["r_name_counts"]["names"] >= 10
+    assert plain["r_name"] > 0 and filtered["r_name"] == 0.0
+    assert filtered["blacklist_names"] >= filtered["r_name_counts"]["names"]
