@@ -8,7 +8,8 @@ What this module reports:
 - epsilon_claimed: what the paper's setting would claim on our reading (the paper reports epsilons but states
   no accounting method), every step treated as if it had the AVERAGE effective multiplier mean_t(gamma_t) * sigma (PLD here, so
   the gap to the valid number is the recipe, not the accountant);
-- epsilon (valid as far as a number can be): every step at the SMALLEST multiplier actually used,
+- epsilon (a valid bound only if the noise schedule were public, which it is not: rho comes from the private
+  sentences): every step at the SMALLEST multiplier actually used,
   min_t(gamma_t) * sigma, composed with the same PLD accountant. The base sigma is calibrated before training
   from the pre-drawn batch schedule so that this number meets the target epsilon.
 See STATEMENT for why the claimed number is not a guarantee and why even the valid one leaks.
