@@ -383,6 +383,25 @@ def dpsgd_batch_size(cfg: RunConfig) -> int:
 
 
 # Methods that fine-tune on pseudo data first: they read the pseudo-data sampling and the shared warm-up settings.
+# Until 2026-11-27 these methods' private training drew its Poisson batches and noise from torch's generator
+# re-seeded with the run's seed, as other parts of the run had (core.privacy.streams gives each its own stream now)
+GLOBAL_STREAM_METHODS = ("noisysgd", "noisysgd+pseudo", "noisysgd-gc+pseudo", "adp")
+
+
+def shared_noise_streams(method: str, privacy: dict[str, Any], seed: int, teachers: int = 0) -> bool:
+    """A private run made before its noise had a stream of its own (privacy.json without `random_streams`) whose
+    noise or sampling replayed numbers drawn elsewhere in the run: DP-SGD's, ADP's and a synthetic-data run's
+    (torch's re-seeded generator), and SeqPATE's at seed 0 with more than 7 teachers (its noise stream, seed + 7,
+    was teacher 7's batch order). Its epsilon is a measurement at its noise level, not a proven bound; its
+    statement says what it shared (core.analysis.statement.shared_stream_lines)."""
+    eps = privacy.get("epsilon")
+    if "random_streams" in privacy or not (isinstance(eps, (int, float)) and 0 < eps < math.inf):
+        return False
+    if method == "seqpate":
+        return seed == 0 and teachers > 7
+    return method in GLOBAL_STREAM_METHODS or method.startswith("synth")
+
+
 PSEUDO_METHODS = ("pub-gpt+pseudo", "seqpate", "noisysgd+pseudo", "noisysgd-gc+pseudo")
 PSEUDO_FIELDS = {"decode": ("pseudo_top_k", "pseudo_temperature"),
                  "seqpate": ("warmup_epochs", "student_lr", "batch_size")}

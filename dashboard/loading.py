@@ -32,6 +32,7 @@ from core.config import (
     fixed_epsilon,
     flatten_config,
     parse_filter,
+    shared_noise_streams,
     validate,
     varied_settings,
 )
@@ -170,6 +171,10 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
         "accountant": as_str(privacy.get("accountant")),
         "unit": as_str(privacy.get("unit")),
         "has_privacy": bool(privacy),
+        # made before its noise had a stream of its own, and shared one: its ε is a measurement, not a proven bound
+        "shared_streams": shared_noise_streams(as_str(cfg.get("method")) or "", privacy,
+                                               as_int(cfg.get("seed", stored.get("seed"))) or 0,
+                                               as_int(sp.get("teachers")) or 0),
         "ppl": as_float(metrics.get("ppl")),
         "bleu1": as_float(metrics.get("bleu1")),
         "bleu2": as_float(metrics.get("bleu2")),
@@ -268,7 +273,7 @@ def _paced(records: list[dict[str, Any]], infos: Sequence[RunInfo]) -> list[dict
 
 RECORD_COLUMNS = (
     "run_id", "source", "state", "stage", "progress", "error", "method", "preset", "seed", "epsilon",
-    "epsilon_target", "privacy_target", "delta", "accountant", "unit", "has_privacy", "ppl", "bleu1", "bleu2", "bleu3", "bleu4",
+    "epsilon_target", "privacy_target", "delta", "accountant", "unit", "has_privacy", "shared_streams", "ppl", "bleu1", "bleu2", "bleu3", "bleu4",
     "r_name", "r_name_names", "r_name_references",
     "teachers", "filter", "partition", "ablation", "ablation_label", "variant", "varied", "query_budget", "queries_spent",
     "teachers_per_user", "has_phrases", "has_completions", "config_hash", "effective_hash", "created", "started", "finished",

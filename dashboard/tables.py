@@ -413,6 +413,13 @@ def privacy_cards(df: pd.DataFrame) -> list[dict[str, Any]]:
         caveat = HEURISTIC_PRIVACY.get(method) or (WEAK_DELTA if is_synth_method(method) and kind == "private" else "")
         if not caveat and only_phrase_target:
             caveat = PHRASE_TARGET_HEURISTIC
+        shared = int(described.get("shared_streams", pd.Series(False, index=described.index)).fillna(False)
+                     .astype(bool).sum()) if kind == "private" else 0
+        if shared:  # core.config.shared_noise_streams
+            caveat = " ".join(filter(None, [caveat, (
+                f"{shared} of these {len(described)} runs were made before the noise had a random stream of its own "
+                "(2026-11-27) and replayed numbers drawn elsewhere in the run: their ε is a measurement at their "
+                "noise level, not a proven bound (see their statements).")]))
         cards.append({
             "method": method,
             "label": method_label(method),

@@ -116,9 +116,11 @@ def privacy_kind(epsilon: float | None) -> str:
 
 
 def privacy_statement(epsilon: float | None, delta: float | None, unit: str | None, method: str | None = None,
-                      target: str | None = None) -> str:
+                      target: str | None = None, shared_streams: bool = False) -> str:
     """One line on a run's guarantee; with the method and privacy target, ADP's and a phrase-avg run's are
-    heuristics (noise chosen from the private data) and synthetic data's δ a weak one."""
+    heuristics (noise chosen from the private data) and synthetic data's δ a weak one; shared_streams
+    (core.config.shared_noise_streams): its noise replayed numbers drawn elsewhere in the run, so its ε is a
+    measurement, not a proven bound."""
     kind = privacy_kind(epsilon)
     if kind == "not-private":
         return "NOT PRIVATE: trained on private data without noise (ε = ∞)"
@@ -131,7 +133,14 @@ def privacy_statement(epsilon: float | None, delta: float | None, unit: str | No
         return (f"ε = {fmt_eps(epsilon)}, δ = {fmt_delta(delta)} as accounted for {unit_text}, but a heuristic, "
                 "not a DP guarantee: its noise level is chosen from the private data")
     weak = " (δ = 1/|train|, a weak δ)" if is_synth_method(method) else ""
+    if shared_streams:
+        return (f"ε = {fmt_eps(epsilon)}, δ = {fmt_delta(delta)}{weak} as accounted for {unit_text}, {SHARED_STREAMS}")
     return f"(ε = {fmt_eps(epsilon)}, δ = {fmt_delta(delta)})-DP{weak}, protecting {unit_text}"
+
+
+# runs made before the noise had streams of its own (core.config.shared_noise_streams; their statements say more)
+SHARED_STREAMS = ("a measurement at its noise level, not a proven bound: made before its noise had a random stream "
+                  "of its own (2026-11-27), it replayed numbers drawn elsewhere in the run (see its statement)")
 
 
 # SeqPATE's neighbouring data sets are not DP-SGD's add/remove ones (core.analysis.statement.neighbours)

@@ -17,7 +17,7 @@ from core.analysis.phrases import (
     KIND_USER_BATCHES,
     mechanism_kind,
 )
-from core.config import fixed_epsilon, heuristic_reason
+from core.config import fixed_epsilon, heuristic_reason, shared_noise_streams
 
 PUBLIC_METHODS = ("pub-gpt", "pub-gpt+pseudo")
 
@@ -72,13 +72,12 @@ SEEDED_NOISE = ("- Randomness: the noise and the sampling were drawn from pseudo
 KIND_SYNTH = "synthetic-data"  # a synthetic-data run's DP-Adam (synth_statement; not a mechanism_kind of text runs)
 
 
-def shared_stream_lines(kind: str, privacy: dict[str, Any], seed: int, teachers: int = 0) -> list[str]:
+def shared_stream_lines(method: str, kind: str, privacy: dict[str, Any], seed: int, teachers: int = 0) -> list[str]:
     """What a run made before its mechanism drew from streams of its own (core.privacy.streams; its privacy.json
-    has no `random_streams`) shared its noise with: nothing for a run that has them, or in which nothing was
-    shared (SeqPATE's noise stream was seed + 7: teacher 7's batch order at seed 0, nobody's at another seed)."""
-    if "random_streams" in privacy:
+    has no `random_streams`) shared its noise with, where core.config.shared_noise_streams says it shared any."""
+    if not shared_noise_streams(method, privacy, seed, teachers):
         return []
-    if kind == KIND_SEQPATE and seed == 0 and teachers > 7:
+    if kind == KIND_SEQPATE:
         shared = "its noise was drawn from the numbers that ordered teacher 7's training batches (numpy, seed 7)"
     elif kind in (KIND_DPSGD, KIND_USER_BATCHES):
         what = "Poisson batches and noise were" if kind == KIND_DPSGD else "noise was"
@@ -225,7 +224,7 @@ def _guarantee_lines(cfg, privacy: dict[str, Any], kind: str) -> list[str]:
             "the guarantee is about the prepared set: a sentence put into or taken out of the raw corpus can "
             "change which other sentences were selected.",
             SEEDED_NOISE,
-            *shared_stream_lines(kind, privacy, cfg.seed, cfg.seqpate.teachers),
+            *shared_stream_lines(cfg.method, kind, privacy, cfg.seed, cfg.seqpate.teachers),
             timing_channel(kind),
         ]
         if kind == KIND_SEQPATE:
@@ -436,7 +435,7 @@ def synth_statement(synth: dict[str, Any], privacy: dict[str, Any], metrics: dic
             "a group of k (group privacy), at an epsilon that grows quickly with k; in the chitchat corpus a user "
             "writes many utterances.",
             SEEDED_NOISE,
-            *shared_stream_lines(KIND_SYNTH, privacy, int(synth.get("seed", 0))),
+            *shared_stream_lines(f"synth-{generator}", KIND_SYNTH, privacy, int(synth.get("seed", 0))),
         ]
     private = isinstance(eps, (int, float)) and math.isfinite(eps)
     chosen_here = synth.get("corpus", "chitchat") == "chitchat"

@@ -54,6 +54,7 @@ def privacy_for(method: str, epsilon: float, delta: float = 1e-6, teachers: int 
             "events": [{"mechanism": "gaussian", "noise_std": 60.0, "sensitivity": math.sqrt(2),
                         "count": query_budget}],
             "query_budget": query_budget, "queries_spent": query_budget, "teachers": teachers,
+            "random_streams": ["seqpate noise"],  # as runs record them since 2026-11-27 (core.privacy.streams)
         }
         if teachers_per_user is not None:
             privacy["teachers_per_user"] = teachers_per_user
@@ -61,7 +62,7 @@ def privacy_for(method: str, epsilon: float, delta: float = 1e-6, teachers: int 
     return {"epsilon": epsilon * 0.999, "delta": delta, "accountant": ACCOUNTANTS.get(method, "pld (dp_accounting)"),
             "unit": "sample",
             "events": [{"mechanism": "subsampled_gaussian", "noise_multiplier": 1.1, "sampling_rate": 0.016,
-                        "steps": 125}]}
+                        "steps": 125}], "random_streams": ["dp-sgd sampling", "dp-sgd noise"]}
 
 
 def write_run(
@@ -191,7 +192,7 @@ def write_synth_run(root: Path, run_id: str, generator: str, epsilon: float, acc
     run = RunDir.create(root / run_id, config, 0)
     run.write_privacy({"epsilon": epsilon if math.isinf(epsilon) else epsilon * 0.999, "delta": 1 / 600,
                        "accountant": "pld (dp_accounting)", "unit": "none" if math.isinf(epsilon) else "sample",
-                       "events": []})
+                       "events": [], "random_streams": ["synth lm", "synth head init"]})
     run.write_metrics({"accuracy_synthetic": accuracy, "accuracy_real": 0.6, "separability": separability,
                        "synthetic_label_agreement": 0.5, "n_synthetic": 6, "projection": "umap",
                        "ngram_ratios": {str(n): 0.1 / n for n in range(3, 8)},

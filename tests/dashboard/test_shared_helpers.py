@@ -261,6 +261,30 @@ def test_privacy_cards_describe_a_method_by_its_dp_runs_and_flag_adp():
     assert cards["pri-gpt"]["kind"] == "not-private" and cards["pri-gpt"]["note"] == "" and not cards["pri-gpt"]["caveat"]
 
 
+def test_runs_whose_noise_shared_a_stream_are_measurements_on_every_summary(roots):
+    """A run made before its noise had a stream of its own (privacy.json without random_streams) says in its
+    statement that its ε is a measurement at its noise level, not a proven bound; the one-line summaries (Runs
+    page, HTML report) and the Overview's card said "(ε, δ)-DP" and showed a shield."""
+    old = write_run(roots["cached"], "old-sgd", "noisysgd", epsilon=3.0)
+    old.write_privacy({k: v for k, v in old.privacy().items() if k != "random_streams"})
+    write_run(roots["cached"], "new-sgd", "noisysgd", epsilon=8.0)
+    old_seq = write_run(roots["cached"], "old-seq-seed1", "seqpate", epsilon=3.0, seed=1)  # nothing shared
+    old_seq.write_privacy({k: v for k, v in old_seq.privacy().items() if k != "random_streams"})
+    records = loading.runs_frame().set_index("run_id")
+    assert records.loc["old-sgd", "shared_streams"] and not records.loc["new-sgd", "shared_streams"]
+    assert not records.loc["old-seq-seed1", "shared_streams"]
+    line = wording.privacy_statement(3.0, 1e-6, "sample", "noisysgd", "sample", shared_streams=True)
+    assert "-DP" not in line and "a measurement at its noise level, not a proven bound" in line
+    from dashboard.report import build_report_html
+
+    html = build_report_html(records.loc["old-sgd"].to_dict() | {"run_id": "old-sgd"}, {}, old.privacy(), {}, [])
+    assert "<span class='warn'>ε = 3, δ = 1e-06 as accounted for one training sentence, a measurement" in html
+    card = next(c for c in tables.privacy_cards(loading.finished_frame()) if c["method"] == "noisysgd")
+    assert card["caveat"].startswith("1 of these 2 runs were made before the noise had a random stream of its own")
+    seq = next(c for c in tables.privacy_cards(loading.finished_frame()) if c["method"] == "seqpate")
+    assert not seq["caveat"]
+
+
 def test_own_prefix_completion_failures_are_reported_not_cached(roots, monkeypatch):
     import subprocess
     from types import SimpleNamespace

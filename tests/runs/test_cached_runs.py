@@ -63,6 +63,28 @@ def test_every_shipped_leak_rate_recounts_from_the_runs_own_completions_and_name
     assert {name: pair for name, pair in recounted.items() if pair[0] != pytest.approx(pair[1], abs=1e-12)} == {}
 
 
+def test_the_runs_whose_noise_shared_a_stream_are_the_ones_their_statements_name():
+    """core.config.shared_noise_streams (which the dashboard's summaries and privacy cards read) against the
+    statements, written from the mechanism kinds: the DP-SGD, ADP and synthetic-data runs made before 2026-11-27
+    at a finite epsilon, and SeqPATE's at seed 0 with more than 7 teachers."""
+    from core.config import shared_noise_streams
+
+    flagged = set()
+    for path in ALL_RUNS:
+        stored = RunDir(path).config() or {}
+        cfg = stored.get("config") or {}
+        method = cfg.get("method", "")
+        teachers = (cfg.get("seqpate") or {}).get("teachers", 0) if method == "seqpate" else 0
+        shared = shared_noise_streams(method, RunDir(path).privacy(), int(cfg.get("seed", stored.get("seed", 0))),
+                                      teachers)
+        said = "Made before the noise had random streams of its own" in (path / "statement.md").read_text()
+        assert shared == said, path.name
+        flagged |= {path.name} if shared else set()
+    assert len(flagged) == 89  # of the 94 private runs: SeqPATE's at seeds 1 and 2 and with 1 teacher shared none
+    assert {"quick-seqpate-eps3", "tiny-noisysgd-eps3", "synth-quick-filter-eps3", "tiny-adp-eps3"} <= flagged
+    assert not {"quick-seqpate-eps3-seed1", "tiny-seqpate-teachers1", "tiny-pri-gpt"} & flagged
+
+
 @pytest.mark.parametrize("path", RUNS, ids=[p.name for p in RUNS])
 def test_cached_run_is_complete_and_matches_its_config(path):
     run = RunDir(path, source="cached")
