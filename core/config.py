@@ -531,12 +531,18 @@ TEACHER_LOSSES = {"kl": "KL to the noisy answer over the candidate set",
                   "ce": "cross-entropy over the vocabulary on the noisy answer's top candidate"}
 
 
+OLD_TEACHER_LOSS = "made before 2026-11-27"
+OLD_TEACHER_LOSS_NOTE = (f"Rows {OLD_TEACHER_LOSS} took the -KL cross-entropy over the candidate set; runs made since "
+                         "take it over the vocabulary, as PATE trains its student (cached_runs/NOTES.md measures both).")
+
+
 def ablation_label(ablation: str, metrics: dict[str, Any]) -> str:
     """An ablation's name in result tables. A finished run that records no teacher_loss predates 2026-11-27,
-    when the -KL cross-entropy (in -kl and -all) was taken over the candidate set instead of the vocabulary."""
+    when the -KL cross-entropy (in -kl and -all) was taken over the candidate set instead of the vocabulary;
+    tables showing such a label add OLD_TEACHER_LOSS_NOTE."""
     uses_ce = ABLATION_SWITCHES.get(ablation, {}).get("teacher_loss") == "ce"
     if uses_ce and metrics.get("ppl") is not None and "teacher_loss" not in metrics:
-        return f"{ablation} (cross-entropy over the candidate set: made before 2026-11-27)"
+        return f"{ablation} ({OLD_TEACHER_LOSS})"
     return ablation
 
 

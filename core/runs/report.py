@@ -15,7 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.config import VARIANT_FIELDS, ablation_label, effective_hash, preset_value, varied_settings
+from core.config import (
+    OLD_TEACHER_LOSS,
+    OLD_TEACHER_LOSS_NOTE,
+    VARIANT_FIELDS,
+    ablation_label,
+    effective_hash,
+    preset_value,
+    varied_settings,
+)
 from core.runs.compare import NotComparableError, PerplexityComparison, compare_runs, compare_runs_bleu
 from core.runs.store import RunDir, is_synth
 
@@ -418,10 +426,12 @@ def seqpate_section(rows: list[Row]) -> str:
                   and not r.canaries and r.teachers == m and r.filter == preset_filter(r.preset)
                   and r.partition == "random"), key=lambda r: r.ablation)
     if abl:
+        labels = [ablation_label(r.ablation, r.metrics) for r in abl]
         parts.append("## Ablations at epsilon 3 (Table 3)\n\n" + table(
             ["ablation", "PPL", "BLEU-4", "queries spent", "epsilon spent"],
-            [[ablation_label(r.ablation, r.metrics), r.ppl, r.bleu4, r.metrics.get("queries_spent"), r.spent]
-             for r in abl]))
+            [[label, r.ppl, r.bleu4, r.metrics.get("queries_spent"), r.spent]
+             for label, r in zip(labels, abl, strict=True)])
+            + ("\n\n" + OLD_TEACHER_LOSS_NOTE if any(OLD_TEACHER_LOSS in label for label in labels) else ""))
     filt = sorted((r for r in rows if r.method == "seqpate" and r.epsilon == 3.0 and r.ablation == "none"
                    and r.target == "sample" and not r.canaries and r.teachers == m and r.partition == "random"),
                   key=lambda r: (r.filter.startswith("top-k"), _float(r.filter.split(":")[1]) or 0))

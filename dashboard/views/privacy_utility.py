@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from core.config import OLD_TEACHER_LOSS, OLD_TEACHER_LOSS_NOTE
 from dashboard import charts, loading, tables, widgets, wording
 from dashboard.values import as_float
 
@@ -114,7 +115,10 @@ def show_ablations() -> None:
     noise_dominance_note()
     rows = at_varied_epsilons(pool, ablations)
     names = rows["ablation_label"].fillna("none").replace({"none": "SeqPATE (full)"})
-    st.dataframe(small_table(rows, "ablation", names), hide_index=True, width="stretch", column_config=metric_cols)
+    st.dataframe(small_table(rows, "ablation", names), hide_index=True, width="stretch",
+                 column_config={**metric_cols, "ablation": st.column_config.TextColumn(width="medium")})
+    if names.str.contains(OLD_TEACHER_LOSS, regex=False).any():
+        st.caption(OLD_TEACHER_LOSS_NOTE)
 
 
 def show_filters() -> None:
