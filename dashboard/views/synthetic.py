@@ -99,7 +99,8 @@ def launch_form(all_runs: pd.DataFrame, expanded: bool) -> None:
     (the Runs page follows them; those of all_runs queued or running are named); the command line does the same
     with `python -m core synth`."""
     with st.expander("Launch synthetic-data runs", expanded=expanded, icon=":material/rocket_launch:"):
-        with st.form("synth_launch_form"):
+        # Enter in a field only applies it, as on Launch: launching private training takes the button
+        with st.form("synth_launch_form", enter_to_submit=False):
             chosen = st.multiselect("Generator(s)", list(GENERATORS), default=["multitask"], key="synth_launch_gen",
                                     format_func=lambda g: f"{g}: {GENERATORS[g]}")
             row = widgets.wrapping_row()
