@@ -22,6 +22,7 @@ import pandas as pd
 import streamlit as st
 
 from core.config import (
+    OLD_TEACHER_LOSS,
     PRESETS,
     VARIANT_FIELDS,
     ConfigError,
@@ -299,9 +300,15 @@ def runs_with_settings(runs: pd.DataFrame, config: dict[str, Any]) -> pd.DataFra
 
 
 def copies_listed(same: pd.DataFrame, most: int = 4) -> str:
-    """Run ids of runs_with_settings, shipped or in their state: "`a` (shipped), `b` (done) and 3 more"."""
-    listed = ", ".join(f"`{r.run_id}` ({'shipped' if r.source == 'cached' else r.state})"
-                       for r in same.head(most).itertuples())
+    """Run ids of runs_with_settings, shipped or in their state: "`a` (shipped), `b` (done) and 3 more"; a
+    -kl or -all run made with the earlier -KL loss says so (the same settings train otherwise now)."""
+    def made(r) -> str:
+        older = OLD_TEACHER_LOSS in str(r.ablation_label)
+        return ("shipped" if r.source == "cached" else r.state) + (
+            f"; {OLD_TEACHER_LOSS}, when the -KL cross-entropy was over the candidate set, not the vocabulary as "
+            "now" if older else "")
+
+    listed = ", ".join(f"`{r.run_id}` ({made(r)})" for r in same.head(most).itertuples())
     return listed + (f" and {len(same) - most} more" if len(same) > most else "")
 
 

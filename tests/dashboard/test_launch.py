@@ -357,6 +357,22 @@ def test_settings_that_were_run_already_are_named_before_launching(roots, app_pa
     assert len(notes) == 2 and f"`{seq_id}` (" in notes[0] and "Queued 2 job(s)" in texts(at)
 
 
+def test_a_minus_kl_run_made_with_the_earlier_loss_is_named_as_such_before_launching_its_settings(roots, app_page):
+    """The shipped -kl run's settings are a launch's, but its -KL cross-entropy was over the candidate set; a run
+    launched now takes it over the vocabulary (dashboard review: Launch called it a copy without a word)."""
+    import json
+
+    from fake_runs import write_run
+
+    old = write_run(roots["cached"], "tiny-seqpate-ablation-kl", "seqpate", ablation="-kl")
+    metrics = json.loads((old.path / "metrics.json").read_text())
+    (old.path / "metrics.json").write_text(json.dumps({k: v for k, v in metrics.items() if k != "teacher_loss"}))
+    at = app_page("launch", {"preset": "tiny", "eps": "3", "methods": "seqpate", "ablation": "-kl"})
+    [note] = [i.value for i in at.info if "have been run already" in i.value]
+    assert ("`tiny-seqpate-ablation-kl` (shipped; made before 2026-11-27, when the -KL cross-entropy was over the "
+            "candidate set, not the vocabulary as now)") in note
+
+
 def test_a_job_that_cannot_launch_is_named_and_the_others_still_go(roots, app_page, fake_job, monkeypatch):
     real = jobs.launch
 
