@@ -115,6 +115,10 @@ def privacy_kind(epsilon: float | None) -> str:
     return "private"
 
 
+# where a run comes from (loading's "source"), as the pages say it
+SOURCE_NAMES = {"cached": "shipped", "live": "made here"}
+
+
 def privacy_statement(epsilon: float | None, delta: float | None, unit: str | None, method: str | None = None,
                       target: str | None = None, shared_streams: bool = False) -> str:
     """One line on a run's guarantee; with the method and privacy target, ADP's and a phrase-avg run's are

@@ -21,8 +21,10 @@ TABLES = ["all runs", "headline comparison", "phrases of a run", "completions of
 which = st.selectbox("Table", TABLES, key="export_table")
 table = None
 name = which.replace(" ", "_")
-if which == "all runs":
-    table = df.drop(columns=["teachers_per_user"], errors="ignore")
+if which == "all runs":  # in the pages' words: "shipped" / "made here", the varied settings as text
+    table = df.drop(columns=["teachers_per_user"], errors="ignore").assign(
+        source=df["source"].map(wording.SOURCE_NAMES).fillna(df["source"]),
+        varied=df["varied"].map(lambda v: ", ".join(v) if isinstance(v, tuple) else v))
 elif which == "headline comparison":
     # one preset and, by default, its lowest seed, as the Overview and REPORT.md: runs compare only within a
     # preset, and another seed is another user split and base model

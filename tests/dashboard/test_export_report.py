@@ -43,6 +43,9 @@ def test_all_runs_lists_seqpate_settings_for_seqpate_runs_only(roots, app_page):
     assert rows.loc["seq", "teachers"] == 5 and rows.loc["seq", "filter"] and rows.loc["seq", "partition"] == "random"
     for other in ("pub", "sgd"):
         assert rows.loc[[other], ["teachers", "filter", "partition", "query_budget"]].isna().all(axis=None), other
+    # in the pages' words, not loading's: the CSV said "cached" and "('teachers',)"
+    assert rows.loc["seq", "source"] == "shipped" and rows.loc["seq", "varied"] == "teachers"
+    assert rows.loc["pub", "varied"] == ""
 
 
 def test_report_opens_on_seqpate_at_the_presets_defaults(roots, app_page):

@@ -95,6 +95,10 @@ def test_privacy_utility_chart_has_points_and_reference_lines(results, app_page)
     ablation = open_tab(at, "pu_tab", "Ablations (Table 3)").dataframe[0].value
     assert sorted(ablation["ablation"]) == ["-kl (made before 2026-11-27)", "SeqPATE (full)"]
     assert "took the -KL cross-entropy over the candidate set" in texts(at)  # the label explained
+    from dashboard import loading
+
+    # and wherever the run is named by the setting it varies (the headline export, the Points tab)
+    assert loading.runs_frame().set_index("run_id").loc["seq-kl", "variant"] == "ablation -kl (made before 2026-11-27)"
     filters = open_tab(at, "pu_tab", "Candidate filters (Table 4)").dataframe[0].value
     assert set(filters["filter"]) == {"top-p:0.95", "top-k:50"}
     assert len(filters) == 2 and "seq-topk" in set(filters["run"])  # at the ε of the varied run, others default
