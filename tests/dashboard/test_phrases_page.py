@@ -43,6 +43,27 @@ def test_phrases_open_on_a_private_by_user_run_and_keep_the_users_choice(roots, 
     assert metrics(at)["average ε"] == "∞" and metrics(at)["max ε"] == "∞"  # as REPORT.md's inf
 
 
+def test_the_chosen_run_is_in_the_url_and_a_bad_link_is_named(roots, app_page):
+    """Reloading the page (or sharing its link) went back to the default run, and a link naming a run was ignored
+    without a word (dashboard review). The URL's update on a choice is Streamlit's binding: the browser test."""
+    from apptest_helpers import APP
+    from streamlit.testing.v1 import AppTest
+
+    def opened_by_link(run_id: str) -> AppTest:  # the link's parameters are there from the session's first run
+        at = AppTest.from_file(str(APP), default_timeout=60)
+        at.query_params["phrases_run"] = run_id
+        at.run()
+        return at.switch_page("views/phrases.py").run()
+
+    write_three(roots["cached"])
+    at = opened_by_link("a-seq")
+    assert at.selectbox(key="phrases_run").value == "a-seq" and not at.warning
+    at = opened_by_link("no-such-run")
+    assert at.selectbox(key="phrases_run").value == "b-seq-by-user"
+    assert [w.value for w in at.warning] == ["The link's phrases_run=no-such-run is not a finished run with a phrase "
+                                             "table here: showing b-seq-by-user."]
+
+
 def test_phrases_open_on_a_private_run_when_none_is_by_user(roots, app_page):
     write_run(roots["cached"], "a-seq", "seqpate", phrases=phrase_rows(1.0))
     write_run(roots["cached"], "b-seq-inf", "seqpate", epsilon=math.inf, phrases=names([math.inf]))
