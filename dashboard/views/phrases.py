@@ -33,12 +33,15 @@ private = [i for i, r in records.items() if wording.privacy_kind(r["epsilon"]) =
 by_user = [i for i in private if records[i]["method"] == "seqpate" and records[i]["partition"] == "by-user"]
 preferred = [ids for ids in (by_user, private, list(records)) if ids]
 default_run = next((i for ids in preferred for i in ids if records[i]["preset"] == shown_preset), preferred[0][0])
-linked = widgets.opened_link_value("phrases_run")  # the run is in the URL: a link opens it, a reload keeps it
-if linked in records:
-    default_run = linked
+# the run is in the URL: a link opens it, a reload keeps it. Streamlit writes the option's label there; a link
+# may name the run id alone
+linked = widgets.opened_link_value("phrases_run")
+by_label = {wording.run_option_label(r): i for i, r in records.items()}
+linked_run = linked if linked in records else by_label.get(linked)
+default_run = linked_run or default_run
 run_id = st.selectbox("Run", list(records), index=list(records).index(default_run), key="phrases_run",
                       bind="query-params", format_func=lambda i: wording.run_option_label(records[i]))
-if linked is not None and linked != run_id:  # Streamlit drops a bound value that is not an option, without a word
+if linked is not None and linked_run is None:  # Streamlit drops a bound value that is not an option, without a word
     st.warning(f"The link's phrases_run={linked} is not a finished run with a phrase table here: showing {run_id}.",
                icon=":material/link_off:")
 run = loading.get_run(run_id)

@@ -58,6 +58,11 @@ def test_the_chosen_run_is_in_the_url_and_a_bad_link_is_named(roots, app_page):
     write_three(roots["cached"])
     at = opened_by_link("a-seq")
     assert at.selectbox(key="phrases_run").value == "a-seq" and not at.warning
+    from dashboard import loading, wording
+
+    record = next(r for r in loading.runs_frame().to_dict("records") if r["run_id"] == "c-seq-inf")
+    at = opened_by_link(wording.run_option_label(record))  # what Streamlit writes to the URL on a choice: a reload
+    assert at.selectbox(key="phrases_run").value == "c-seq-inf" and not at.warning
     at = opened_by_link("no-such-run")
     assert at.selectbox(key="phrases_run").value == "b-seq-by-user"
     assert [w.value for w in at.warning] == ["The link's phrases_run=no-such-run is not a finished run with a phrase "
