@@ -95,8 +95,9 @@ def pri_gpt_blacklist(ws: Workspace) -> MethodResult:
         "events": [],
         "note": ("Pri-GPT (fine-tuned on private data without protection) whose completions have blacklisted "
                  "words (names and places absent from public text, digit strings, months found in the private "
-                 "train set, and the private users' names in any case) replaced by " + PLACEHOLDER + ". Only the listed types and items are filtered; the "
-                 "model itself still memorises private data and the strength of the protection cannot be measured."),
+                 "train set, and the private users' names in any case) replaced by " + PLACEHOLDER + ". Only the "
+                 "listed types and items are filtered; the model itself still memorises private data and the "
+                 "strength of the protection cannot be measured."),
     }
     metrics = {"postprocess": "blacklist", "blacklist_size": len(blacklist.items), "blacklist_names": len(names)}
     # the pipeline applies the filter to every completion before scoring
