@@ -228,14 +228,18 @@ def search_key(text: str) -> str:
     return " ".join(text.lower().split())
 
 
+OPTION_SEPARATOR = "  ·  "  # between the parts of a run's label; a run id holds none
+
+
 def run_option_label(record: dict[str, Any], live: bool = False) -> str:
     """Label of a run in a selectbox; live=True leaves out what changes while a run goes on (state, accounted ε),
-    since a selectbox does not redraw the label of the option already chosen."""
-    if live:
-        return f"{record['run_id']}  ·  {method_label(record.get('method'))}"
-    eps = fmt_eps(record.get("epsilon"))
-    seed = f"  ·  {seed_label(record)}" if seed_label(record) else ""
-    return f"{record['run_id']}  ·  {method_label(record.get('method'))}  ·  ε={eps}{seed}  ·  {record.get('state')}"
+    since a selectbox does not redraw the label of the option already chosen. It starts with the run id (a page
+    binding the box to the URL finds the run there)."""
+    parts = [record["run_id"], method_label(record.get("method"))]
+    if not live:
+        parts += [f"ε={fmt_eps(record.get('epsilon'))}", *([seed_label(record)] if seed_label(record) else []),
+                  str(record.get("state"))]
+    return OPTION_SEPARATOR.join(parts)
 
 
 def seed_label(record: dict[str, Any]) -> str:

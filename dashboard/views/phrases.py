@@ -33,11 +33,11 @@ private = [i for i, r in records.items() if wording.privacy_kind(r["epsilon"]) =
 by_user = [i for i in private if records[i]["method"] == "seqpate" and records[i]["partition"] == "by-user"]
 preferred = [ids for ids in (by_user, private, list(records)) if ids]
 default_run = next((i for ids in preferred for i in ids if records[i]["preset"] == shown_preset), preferred[0][0])
-# the run is in the URL: a link opens it, a reload keeps it. Streamlit writes the option's label there; a link
-# may name the run id alone
+# the run is in the URL: a link opens it, a reload keeps it. Streamlit writes the option's label there, which
+# starts with the run id; a link may name the run id alone
 linked = widgets.opened_link_value("phrases_run")
-by_label = {wording.run_option_label(r): i for i, r in records.items()}
-linked_run = linked if linked in records else by_label.get(linked)
+linked_run = linked.split(wording.OPTION_SEPARATOR)[0] if linked else None
+linked_run = linked_run if linked_run in records else None
 default_run = linked_run or default_run
 run_id = st.selectbox("Run", list(records), index=list(records).index(default_run), key="phrases_run",
                       bind="query-params", format_func=lambda i: wording.run_option_label(records[i]))

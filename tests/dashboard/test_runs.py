@@ -61,6 +61,28 @@ def test_lists_every_run_with_state_and_progress(some_runs, app_page):
     assert at.button(key="runs_delete").disabled
 
 
+def test_the_selected_run_is_in_the_url_and_a_bad_link_is_named(some_runs):
+    """A reload lost the run whose details showed (dashboard review). Streamlit writes the option's label to the
+    URL ("run  ·  Method"): the page reads the run id from its start; a link may name the id alone."""
+    from apptest_helpers import APP
+    from streamlit.testing.v1 import AppTest
+
+    def opened_by_link(value: str) -> AppTest:  # the link's parameters are there from the session's first run
+        at = AppTest.from_file(str(APP), default_timeout=60)
+        at.query_params["runs_selected"] = value
+        at.run()
+        return at.switch_page("views/runs.py").run()
+
+    ids = list(loading.runs_frame()["run_id"])
+    for value in (ids[-1], f"{ids[-2]}{wording.OPTION_SEPARATOR}SeqPATE"):
+        at = opened_by_link(value)
+        assert at.selectbox(key="runs_selected").value == value.split(wording.OPTION_SEPARATOR)[0]
+        assert not [w for w in at.warning if "link" in w.value]
+    at = opened_by_link("no-such-run")
+    assert [w.value for w in at.warning if "link" in w.value] == [
+        f"The link's runs_selected=no-such-run is not a run here: showing {at.selectbox(key='runs_selected').value}."]
+
+
 def test_failed_run_shows_its_error_and_log(some_runs, app_page):
     at = app_page("runs")
     at.selectbox(key="runs_selected").set_value("live-failed").run()
