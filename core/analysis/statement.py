@@ -176,13 +176,14 @@ def _guarantee_lines(cfg, privacy: dict[str, Any], kind: str) -> list[str]:
     if method == "pri-gpt-blacklist":
         lines += [
             "**Protected unit: none (no formal guarantee).** The model is Pri-GPT, fine-tuned on the private "
-            "training data without noise; its completions have blacklisted words (names and places absent from "
-            "public text, digit strings, month names found in the private training set) replaced.",
+            "training data without noise; its completions have the private users' names (whole, in any case) and "
+            "blacklisted words (other names and places absent from public text, digit strings, month names found "
+            "in the private training set) replaced.",
             "",
             "What the blacklist does NOT give (SeqPATE App. P):",
             "- it only covers the listed types of item (names, places, digit strings, dates);",
             "- even for those types it only removes the items that were found: the list is finite, and a name "
-            "spelled differently, split over tokens or not capitalised passes through;",
+            "spelled differently or split over tokens passes through, as does any other item not capitalised;",
             "- the model itself still memorises the private data: anyone with the weights, or with access to "
             "its probabilities (as the canary exposure below measures), gets around the filter;",
             "- its strength cannot be measured: there is no epsilon. The epsilon recorded (infinite) says so.",

@@ -3,7 +3,7 @@
 The blacklist holds the sensitive items found in the private train set: capitalised words that are not
 sentence-initial and do not occur in public text (names, places), digit strings (numbers, dates, IDs) and
 month names, matched as written; and, as App. P's holds "the user name", every private user's name that
-core.data.secrets finds (the names R_name counts), matched in any case, as R_name matches them. It is a
+core.data.secrets finds (the names R_name counts), matched whole and in any case, as R_name matches them. It is a
 heuristic filter with no formal guarantee: it only covers these types, only the items that were found, and it
 cannot say how strong the protection is (App. P).
 """
@@ -55,12 +55,16 @@ def sensitive_items(text: str, public_vocab: frozenset[str]) -> set[str]:
 
 @dataclass(frozen=True)
 class Blacklist:
-    items: frozenset[str]  # matched exactly: "May" the month, not "may" the verb
-    name_words: frozenset[str] = frozenset()  # lower case; a word holding one in any case is blocked
+    items: frozenset[str]  # words matched exactly: "May" the month, not "may" the verb
+    names: re.Pattern | None = None  # the private users' names, whole, in any case (name_pattern)
 
-    def __contains__(self, word: str) -> bool:
-        # word parts as R_name's matcher splits them, so "Mireya's" and "MIREYA" are blocked with "Mireya"
-        return word in self.items or any(part in self.name_words for part in re.findall(r"\w+", word.lower()))
+
+def name_pattern(names: Iterable[str]) -> re.Pattern | None:
+    """Each name as R_name's matcher finds it: its words contiguous, in any case, on word boundaries (so
+    "Mireya's" holds "Mireya"). Whole names only: blocking each word of "Mark Young" would blank "young"."""
+    spelled = sorted({r"\W+".join(map(re.escape, re.findall(r"\w+", name))) for name in names}, key=len, reverse=True)
+    spelled = [p for p in spelled if p]
+    return re.compile(r"(?<!\w)(?:" + "|".join(spelled) + r")(?!\w)", re.IGNORECASE) if spelled else None
 
 
 def build_blacklist(private_texts: Iterable[str], public_texts: Iterable[str], names: Iterable[str] = ()
@@ -68,13 +72,14 @@ def build_blacklist(private_texts: Iterable[str], public_texts: Iterable[str], n
     """names: the private users' names, blocked even where public text uses their words (a public user called
     Ben does not make the private Ben's name public)."""
     vocab = public_vocabulary(public_texts)
-    return Blacklist(frozenset(item for t in private_texts for item in sensitive_items(t, vocab)),
-                     frozenset(w for name in names for w in re.findall(r"\w+", name.lower())))
+    return Blacklist(frozenset(item for t in private_texts for item in sensitive_items(t, vocab)), name_pattern(names))
 
 
 def apply_blacklist(text: str, blacklist: Blacklist) -> str:
-    """Replace every whole word on the blacklist by PLACEHOLDER."""
-    return WORD.sub(lambda m: PLACEHOLDER if m.group() in blacklist else m.group(), text)
+    """Replace every private user's name, then every whole word on the list, by PLACEHOLDER."""
+    if blacklist.names is not None:
+        text = blacklist.names.sub(PLACEHOLDER, text)
+    return WORD.sub(lambda m: PLACEHOLDER if m.group() in blacklist.items else m.group(), text)
 
 
 def pri_gpt_blacklist(ws: Workspace) -> MethodResult:
