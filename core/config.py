@@ -382,7 +382,6 @@ def dpsgd_batch_size(cfg: RunConfig) -> int:
     return cfg.dpsgd.ghost_batch_size if cfg.method == "noisysgd-gc+pseudo" else cfg.dpsgd.batch_size
 
 
-# Methods that fine-tune on pseudo data first: they read the pseudo-data sampling and the shared warm-up settings.
 # Until 2026-11-27 these methods' private training drew its Poisson batches and noise from torch's generator
 # re-seeded with the run's seed, as other parts of the run had (core.privacy.streams gives each its own stream now)
 GLOBAL_STREAM_METHODS = ("noisysgd", "noisysgd+pseudo", "noisysgd-gc+pseudo", "adp")
@@ -402,6 +401,7 @@ def shared_noise_streams(method: str, privacy: dict[str, Any], seed: int, teache
     return method in GLOBAL_STREAM_METHODS or method.startswith("synth")
 
 
+# Methods that fine-tune on pseudo data first: they read the pseudo-data sampling and the shared warm-up settings.
 PSEUDO_METHODS = ("pub-gpt+pseudo", "seqpate", "noisysgd+pseudo", "noisysgd-gc+pseudo")
 PSEUDO_FIELDS = {"decode": ("pseudo_top_k", "pseudo_temperature"),
                  "seqpate": ("warmup_epochs", "student_lr", "batch_size")}

@@ -192,8 +192,9 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
         "ablation": (as_str(sp.get("ablation")) or "none") if sp else None,  # None: not a SeqPATE run
         # its name in result tables (core.config.ablation_label: says which -KL loss a run was made with)
         "ablation_label": label,
-        # the setting it varies, shown as the row's name in tables and exports (a -kl run's with its -KL loss's date)
-        "variant": variant_label(varied) + (f" ({OLD_TEACHER_LOSS})" if OLD_TEACHER_LOSS in (label or "") else ""),
+        "variant": variant_label(varied),  # the setting it varies
+        # ... as tables and exports name the row: a -kl or -all run made with the earlier -KL loss says so
+        "variant_shown": variant_label(varied) + (f" ({OLD_TEACHER_LOSS})" if OLD_TEACHER_LOSS in (label or "") else ""),
         "varied": tuple(varied),  # the names only, for only_varies
         "query_budget": as_int(privacy.get("query_budget", sp.get("query_budget"))),
         "queries_spent": as_int(privacy.get("queries_spent")),
@@ -278,7 +279,7 @@ RECORD_COLUMNS = (
     "run_id", "source", "state", "stage", "progress", "error", "method", "preset", "seed", "epsilon",
     "epsilon_target", "privacy_target", "delta", "accountant", "unit", "has_privacy", "shared_streams", "ppl", "bleu1", "bleu2", "bleu3", "bleu4",
     "r_name", "r_name_names", "r_name_references",
-    "teachers", "filter", "partition", "ablation", "ablation_label", "variant", "varied", "query_budget", "queries_spent",
+    "teachers", "filter", "partition", "ablation", "ablation_label", "variant", "variant_shown", "varied", "query_budget", "queries_spent",
     "teachers_per_user", "has_phrases", "has_completions", "config_hash", "effective_hash", "created", "started", "finished",
     "elapsed_s", "remaining_s", "total_s", "device", "base_weights", "base_cached",
 )

@@ -95,7 +95,7 @@ def build_report_html(record: dict[str, Any], config: dict[str, Any], privacy: d
                                   record.get("method"), record.get("privacy_target"), bool(record.get("shared_streams")))
     # green only for a guarantee: no record is as bad as none, and a heuristic's or a measurement's ε is not one
     kind_class = ("bad" if "NOT PRIVATE" in statement or statement == "no privacy record"
-                  else "warn" if "heuristic" in statement or "not a proven bound" in statement else "ok")
+                  else "warn" if "heuristic" in statement or record.get("shared_streams") else "ok")
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>",

@@ -152,7 +152,7 @@ def headline_table(df: pd.DataFrame, include_variants: bool = False) -> pd.DataF
     several_presets = main["preset"].nunique() > 1
     if several_presets:
         columns = ["preset", *columns]
-    main["setting"] = main["variant"].fillna("")
+    main["setting"] = main["variant_shown"].fillna("") if "variant_shown" in main else main["variant"].fillna("")
     main["eps_key"] = main.apply(epsilon_group, axis=1)
     rows = []
     groups = main.groupby(["preset", "method", "setting", "eps_key"], dropna=False, sort=False)

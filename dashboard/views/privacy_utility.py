@@ -57,7 +57,7 @@ def show_points() -> None:
         "method": main["method"].map(wording.method_label),
         "ε": main["epsilon"],
         "δ": main["delta"].map(wording.fmt_delta),
-        "setting": main["variant"].fillna("") if not main.empty else [],
+        "setting": main["variant_shown"].fillna("") if not main.empty else [],
         "PPL": main["ppl"],
         "BLEU-4": main["bleu4"],
         "seed": main["seed"],
