@@ -14,6 +14,7 @@ import streamlit as st
 from core.config import PRESETS, ConfigError, check_delta_range, check_epsilon_range, parse_number
 from core.runs import registry
 from dashboard.loading import main_preset, seeds_of
+from dashboard.wording import OPTION_SEPARATOR
 
 # The last preset and seed chosen on any page (session-wide), which the other pages' pickers open on.
 LAST_PRESET = "_last_preset"  # also followed by Launch (launch_settings.init_launch_settings)
@@ -43,6 +44,27 @@ def opened_link_value(key: str) -> str | None:
     if _OPENED_LINK not in st.session_state:
         st.session_state[_OPENED_LINK] = st.query_params.to_dict()
     return st.session_state[_OPENED_LINK].pop(key, None)
+
+
+def linked_run_picker(label: str, ids: list[str], key: str, default: str, format_func: Callable[[str], str],
+                      what: str, first: str | None = None) -> str:
+    """A run selectbox bound to the URL, so a reload or a shared link keeps the run: `first` (a run to show now)
+    where given, else the run the opening link names, else the one chosen in this session, else `default`.
+    Streamlit writes the option's label to the URL, which starts with the run id (wording.OPTION_SEPARATOR); a
+    link may name the id alone. Seeded through session state, not `index`: Streamlit drops a bound parameter
+    equal to the default from the URL. A link naming no run of `ids` is said to be `what` is not, not dropped."""
+    linked = opened_link_value(key)
+    linked_id = linked.split(OPTION_SEPARATOR)[0] if linked else None
+    if first in ids:
+        st.session_state[key] = first
+    elif linked_id in ids:
+        st.session_state[key] = linked_id
+    elif st.session_state.get(key) not in ids:
+        st.session_state[key] = default
+    run_id = st.selectbox(label, ids, key=key, bind="query-params", format_func=format_func)
+    if linked is not None and linked_id not in ids:
+        st.warning(f"The link's {key}={linked} is not {what} here: showing {run_id}.", icon=":material/link_off:")
+    return run_id
 
 
 def carried_picker(label: str, options: list, default: Any, key: str, shared: str, help: str) -> Any:

@@ -33,21 +33,8 @@ private = [i for i, r in records.items() if wording.privacy_kind(r["epsilon"]) =
 by_user = [i for i in private if records[i]["method"] == "seqpate" and records[i]["partition"] == "by-user"]
 preferred = [ids for ids in (by_user, private, list(records)) if ids]
 default_run = next((i for ids in preferred for i in ids if records[i]["preset"] == shown_preset), preferred[0][0])
-# the run is in the URL: a link opens it, a reload keeps it. Streamlit writes the option's label there, which
-# starts with the run id; a link may name the run id alone
-# (seeded through session state, not `index`: Streamlit drops a bound parameter equal to the default from the URL)
-linked = widgets.opened_link_value("phrases_run")
-linked_run = linked.split(wording.OPTION_SEPARATOR)[0] if linked else None
-linked_run = linked_run if linked_run in records else None
-if linked_run:
-    st.session_state["phrases_run"] = linked_run
-elif st.session_state.get("phrases_run") not in records:
-    st.session_state["phrases_run"] = default_run
-run_id = st.selectbox("Run", list(records), key="phrases_run", bind="query-params",
-                      format_func=lambda i: wording.run_option_label(records[i]))
-if linked is not None and linked_run is None:  # Streamlit drops a bound value that is not an option, without a word
-    st.warning(f"The link's phrases_run={linked} is not a finished run with a phrase table here: showing {run_id}.",
-               icon=":material/link_off:")
+run_id = widgets.linked_run_picker("Run", list(records), "phrases_run", default_run,
+                                  lambda i: wording.run_option_label(records[i]), "a finished run with a phrase table")
 run = loading.get_run(run_id)
 chosen = records[run_id]
 if heuristic_reason(chosen["method"], chosen["privacy_target"], chosen["epsilon"]):  # noise chosen from private data

@@ -195,21 +195,9 @@ def chosen_run(ids: list[str], records: dict[str, dict]) -> str:
     Streamlit writes the option's label, which starts with the run id: its state and progress move on), else the
     first active one."""
     default = next((i for i in ids if records[i]["state"] in loading.ACTIVE_STATES), ids[0])
-    pending = st.session_state.pop("runs_select_next", None)
-    linked = widgets.opened_link_value("runs_selected")
-    linked_id = linked.split(wording.OPTION_SEPARATOR)[0] if linked else None
-    if pending in ids:
-        st.session_state["runs_selected"] = pending
-    elif linked_id in ids:
-        st.session_state["runs_selected"] = linked_id
-    elif st.session_state.get("runs_selected") not in ids:
-        st.session_state["runs_selected"] = default
-    run_id = st.selectbox("Run", ids, key="runs_selected", bind="query-params",
-                          format_func=lambda i: wording.run_option_label(records[i], live=True))
-    if linked is not None and linked_id not in ids:
-        st.warning(f"The link's runs_selected={linked} is not a run here: showing {run_id}.",
-                   icon=":material/link_off:")
-    return run_id
+    return widgets.linked_run_picker("Run", ids, "runs_selected", default,
+                                     lambda i: wording.run_option_label(records[i], live=True), "a run",
+                                     first=st.session_state.pop("runs_select_next", None))
 
 
 def run_summary(record: dict, run: RunDir) -> None:
