@@ -12,6 +12,7 @@ from core.train import pad_batch
 
 VOCAB, PAD = 40, 0
 CLIP = 0.1  # small enough that every example's gradient is clipped
+MIXED_CLIP = 2.6  # between the six examples' gradient norms (2.1 to 3.4): some are clipped, some left whole
 
 
 def tiny_model(seed=0):
@@ -29,29 +30,32 @@ def random_seqs(n=6, seed=1):
     return [torch.randint(1, VOCAB, (k,), generator=g).tolist() for k in lengths]
 
 
-def naive_update(model, seqs, optimizer_cls, lr):
-    """Clip each example's gradient to CLIP, average over the batch, one optimizer step (no noise)."""
+def naive_update(model, seqs, optimizer_cls, lr, clip):
+    """Clip each example's gradient to `clip`, average over the batch, one optimizer step (no noise); also
+    returns how many examples were clipped."""
     params = list(model.parameters())
     total = [torch.zeros_like(p) for p in params]
+    clipped = 0
     for s in seqs:
         ids, mask = pad_batch([s], PAD)
         grads = torch.autograd.grad(per_sample_loss(model, ids, mask)[0], params)
         norm = torch.sqrt(sum((g**2).sum() for g in grads))
         # opacus' clip factor C / (norm + 1e-6): the 1e-6 guards against zero norms; without it Adam's first
         # step (about lr * sign(g)) would amplify the 1e-6 relative difference on near-zero coordinates
-        factor = min(1.0, CLIP / (float(norm) + 1e-6))
+        factor = min(1.0, clip / (float(norm) + 1e-6))
+        clipped += factor < 1.0
         for acc, g in zip(total, grads, strict=True):
             acc += factor * g
     opt = optimizer_cls(params, lr=lr)
     for p, acc in zip(params, total, strict=True):
         p.grad = acc / len(seqs)
     opt.step()
-    return model
+    return model, clipped
 
 
-def dp_update(model, seqs, optimizer_cls, lr, ghost, physical):
+def dp_update(model, seqs, optimizer_cls, lr, ghost, physical, clip):
     model.train()
-    wrapped, optimizer, _ = make_private(model, len(seqs), len(seqs), 0.0, CLIP, lr, ghost, poisson=False,
+    wrapped, optimizer, _ = make_private(model, len(seqs), len(seqs), 0.0, clip, lr, ghost, poisson=False,
                                          seed=0, stream="test", optimizer_cls=optimizer_cls)
     assert optimizer.expected_batch_size == len(seqs)
     loss = dp_step(wrapped, optimizer, seqs, PAD, physical=physical)
@@ -59,17 +63,21 @@ def dp_update(model, seqs, optimizer_cls, lr, ghost, physical):
     return unwrap(wrapped)
 
 
+@pytest.mark.parametrize("clip", [CLIP, MIXED_CLIP], ids=["all-clipped", "some-clipped"])
 @pytest.mark.parametrize("ghost", [False, True], ids=["hooks", "ghost"])
 @pytest.mark.parametrize(
     "optimizer_cls,lr,physical",
     [(torch.optim.SGD, 1.0, 64), (torch.optim.Adam, 1e-2, 64), (torch.optim.SGD, 1.0, 4)],  # 4: two chunks
     ids=["sgd", "adam", "sgd-chunked"],
 )
-def test_dp_step_matches_naive_per_example_clipping(ghost, optimizer_cls, lr, physical):
+def test_dp_step_matches_naive_per_example_clipping(ghost, optimizer_cls, lr, physical, clip):
+    """With every example clipped, a trainer that clipped the batch as a whole, or never left an example
+    unclipped, could still pass; at MIXED_CLIP it must scale some examples and leave the others whole."""
     seqs = random_seqs()
     start = tiny_model()
-    expected = naive_update(tiny_model(), seqs, optimizer_cls, lr)
-    got = dp_update(tiny_model(), seqs, optimizer_cls, lr, ghost, physical)
+    expected, clipped = naive_update(tiny_model(), seqs, optimizer_cls, lr, clip)
+    assert clipped == (len(seqs) if clip == CLIP else 3)
+    got = dp_update(tiny_model(), seqs, optimizer_cls, lr, ghost, physical, clip)
     moved = 0.0
     for (name, p0), p1, p2 in zip(start.named_parameters(), expected.parameters(), got.parameters(), strict=True):
         moved = max(moved, float((p1 - p0).detach().abs().max()))
