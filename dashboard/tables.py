@@ -17,7 +17,7 @@ import streamlit as st
 from core.config import PRESETS, fixed_epsilon, preset_value
 from dashboard.loading import at_defaults, lowest_seed_first, same_seed, seeds_of
 from dashboard.values import as_float, as_int, as_str
-from dashboard.widgets import remember_shared
+from dashboard.widgets import opened_link_value, remember_shared
 from dashboard.wording import (
     HEURISTIC_PRIVACY,
     fmt_delta,
@@ -312,7 +312,13 @@ def made_here_or_shipped(pool: pd.DataFrame, key: str) -> pd.DataFrame:
     if not copies.any():
         return pool
     names = ", ".join(sorted(pool.loc[copies, "run_id"]))
-    in_place = st.toggle(MADE_HERE_TOGGLE, value=bool(st.session_state.get(_LAST_MADE_HERE)), key=key,
+    # bound to the URL, so a reload or a shared link keeps the choice; seeded through session state, not `value`
+    # (Streamlit drops a bound parameter equal to the default): the link's choice, else the one made on any page
+    linked = opened_link_value(key)
+    if linked is not None:
+        st.session_state[_LAST_MADE_HERE] = linked.lower() == "true"
+    st.session_state[key] = bool(st.session_state.get(_LAST_MADE_HERE))
+    in_place = st.toggle(MADE_HERE_TOGGLE, key=key, bind="query-params",
                          on_change=remember_shared, args=(key, _LAST_MADE_HERE),
                          help=f"Runs made on this machine with the settings of shipped runs: {names}. Off: the "
                               "shipped runs (those REPORT.md quotes). On: the newest run made here in their place.")

@@ -108,6 +108,24 @@ def test_the_shipped_runs_come_first_and_a_run_made_here_in_their_place_is_named
     assert at.dataframe[0].value["run ids"].tolist() == ["tiny-pub-gpt"]
 
 
+def test_the_choice_of_runs_made_here_is_in_the_link(roots, app_page):
+    """A reload or a shared link keeps "made here in place": the toggle is bound to the URL, and a link's value
+    carries to the other pages as a choice made on the page does."""
+    write_run(roots["cached"], "tiny-pub-gpt", "pub-gpt", ppl=500.0)
+    write_run(roots["live"], "pub-gpt-today", "pub-gpt", ppl=501.0)
+    at = app_page()
+    assert "overview_made_here" not in at.query_params
+    made_here_in_place(at)
+    assert at.query_params["overview_made_here"] == "true"
+    at.toggle(key="overview_made_here").set_value(False).run()
+    assert "overview_made_here" not in at.query_params  # off is the default: a link without it shows shipped runs
+    at = app_page(query={"overview_made_here": "true"})  # the link copied while it was on
+    assert not at.exception and at.toggle(key="overview_made_here").value is True
+    assert at.dataframe[0].value["run ids"].tolist() == ["pub-gpt-today"]
+    at.switch_page("views/privacy_utility.py").run()
+    assert at.toggle(key="pu_made_here").value is True
+
+
 def test_every_copy_made_here_is_hidden_and_the_newest_stands_in(roots, app_page):
     write_run(roots["cached"], "tiny-pub-gpt", "pub-gpt", ppl=500.0)
     write_run(roots["live"], "pub-gpt-a", "pub-gpt", ppl=501.0)
