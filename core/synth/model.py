@@ -126,7 +126,14 @@ class SynthLM(nn.Module):
         return self.lm.transformer(input_ids=ids, attention_mask=mask.long(), position_ids=positions).last_hidden_state
 
     def forward(self, ids: torch.Tensor, attention: torch.Tensor, positions: torch.Tensor, keep: int):
-        """One pass over packed rows; returns (logits of the last `keep` positions, all final hidden states)."""
+        """One pass over rows (attention: a (B, L) padding mask, or pack's 4-D boolean mask); returns (logits of
+        the last `keep` positions, all final hidden states). A 4-D mask goes in additive form: eager attention
+        adds it to its scores, so a boolean one let packed sequences see each other (hidden states off by 0.3);
+        sdpa takes either."""
+        if attention.dim() == 4:
+            dtype = self.lm.dtype
+            blocked = torch.zeros(attention.shape, dtype=dtype, device=attention.device)
+            attention = blocked.masked_fill(~attention, torch.finfo(dtype).min)
         out = self.lm(input_ids=ids, attention_mask=attention, position_ids=positions, logits_to_keep=keep,
                       output_hidden_states=True)
         return out.logits, out.hidden_states[-1]

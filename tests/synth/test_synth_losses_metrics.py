@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from core.synth.evaluate import classifier_accuracy, ngram_ratio, ngram_ratios, separability, words
-from core.synth.model import pack, prefix_features, prefix_weights, weighted_prefix_loss
+from core.synth.model import SynthLM, pack, prefix_features, prefix_weights, weighted_prefix_loss
 
 
 def test_prefix_features_are_running_means_from_sep():
@@ -46,6 +46,27 @@ def test_pack_keeps_the_two_sequences_apart():
     assert not a[4:, :4].any() and not a[:4, 4:].any()  # no attention across the two sequences
     assert a[9, 4:].all() and a[3, :4].all() and not a[2, 3]  # causal inside each
     assert disc_mask.all() and lm_mask.all()
+
+
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+def test_a_packed_row_computes_each_sequence_as_if_alone(attention):
+    """The packed forward pass gives each sequence the hidden states it has on its own, whatever attention the
+    model was loaded with: under eager attention the boolean mask was added to the scores (off by 0.33)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=16, n_positions=32, n_embd=16, n_layer=2, n_head=2, bos_token_id=0,
+                        eos_token_id=0, attn_implementation=attention)
+    model = SynthLM(GPT2LMHeadModel(config).eval(), n_labels=2)
+    disc, lm_rows = [[0, 7, 0, 5, 6, 7, 8, 9], [0, 3, 0, 5, 6]], [[0, 4, 0, 5, 6, 7, 8, 9, 0], [0, 4, 0, 5, 6, 0]]
+    ids, mask, positions, _, _ = pack(disc, lm_rows, pad=0)
+    with torch.no_grad():
+        _, hidden = model(ids, mask, positions, keep=1)
+        for i, (d, m) in enumerate(zip(disc, lm_rows, strict=True)):
+            alone_d = model.lm.transformer(input_ids=torch.tensor([d])).last_hidden_state[0]
+            alone_m = model.lm.transformer(input_ids=torch.tensor([m])).last_hidden_state[0]
+            assert torch.allclose(hidden[i, : len(d)], alone_d, atol=1e-5)
+            assert torch.allclose(hidden[i, 8 : 8 + len(m)], alone_m, atol=1e-5)
 
 
 def test_ngram_ratio_known_pair():
