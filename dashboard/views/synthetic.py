@@ -272,6 +272,7 @@ def show_memorisation() -> None:
     fig = go.Figure()
     grams = [f"{n}-grams" for n in range(3, 8)]  # categories, so that the unified hover's title reads "5-grams"
     references: dict[int, dict] = {}  # seed -> the real test texts' ratios (each seed has its own split)
+    sizes: set[tuple] = set()  # (synthetic samples, real test texts) of the runs drawn
     lines = table[table["generator"] == generator].sort_values(["ε target", "seed"], ascending=[False, True])
     several_seeds = lines["seed"].nunique() > 1
     seed_rank = {seed: k for k, seed in enumerate(sorted(lines["seed"].dropna().unique()))}  # dashes by rank
@@ -283,10 +284,10 @@ def show_memorisation() -> None:
         fig.add_trace(go.Scatter(x=grams, y=[row[f"{n}-gram"] for n in range(3, 8)], mode="lines+markers",
                                  name=name, customdata=[[row["run"]]] * 5, marker=dict(symbol=symbol, size=8),
                                  hovertemplate="%{y:.4f} (run %{customdata[0]})"))
-        if wording.present(row["seed"]) and row["seed"] not in references:
-            metrics = loading.read_shown(loading.get_run(row["run"]), "metrics") or {}
-            if metrics.get("ngram_ratios_real_test"):
-                references[row["seed"]] = metrics["ngram_ratios_real_test"]
+        metrics = loading.read_shown(loading.get_run(row["run"]), "metrics") or {}
+        sizes.add((metrics.get("n_synthetic"), (metrics.get("data") or {}).get("test")))
+        if wording.present(row["seed"]) and row["seed"] not in references and metrics.get("ngram_ratios_real_test"):
+            references[row["seed"]] = metrics["ngram_ratios_real_test"]
     for seed, reference in sorted(references.items()):
         fig.add_trace(go.Scatter(x=grams, y=[reference.get(str(n)) for n in range(3, 8)], mode="lines",
                                  line=dict(dash=("dash", "longdash", "longdashdot", "dashdot")[seed_rank.get(seed, 0) % 4],
@@ -297,6 +298,11 @@ def show_memorisation() -> None:
     fig.update_layout(title="Synthetic n-grams found in the train set", yaxis_title="ratio", hovermode="x unified",
                       **LAYOUT)
     st.plotly_chart(fig, width="stretch", key="synth_ngrams")
+    shown = sorted(f"{n:,} samples against {t:,} test texts" for n, t in sizes if n and t)
+    if shown and any(n > t for n, t in sizes if n and t):
+        st.caption(f"Not size-matched ({'; '.join(shown)}): the share found in the train set falls as a set grows, "
+                   "so a line over more samples than the dashed one's texts sits lower than it would at their size "
+                   "(README, synthetic data).")
 
 
 def show_run() -> None:

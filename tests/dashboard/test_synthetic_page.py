@@ -323,3 +323,19 @@ def test_a_damaged_samples_or_embeddings_line_is_counted_not_skipped_silently_or
     assert "s-filter-3: 2 lines of samples.jsonl did not read and are left out." in warnings
     assert "s-filter-3: 2 lines of embeddings.csv did not read and are left out." in warnings
     assert len(at.dataframe[0].value) == 2  # the two good samples still show
+
+
+def test_the_memorisation_chart_says_when_its_lines_are_not_size_matched(roots):
+    """A run's n-gram share is over all its samples and the dashed line's over the test texts; the share falls as
+    a set grows, so more samples than test texts draw the synthetic line low: the page says so, with the sizes."""
+    write_synth_run(roots["live"], "s-multitask-3", "multitask", 3.0, 0.55, n_test=4)  # 6 samples
+    at = open_tab(open_page("synthetic"), "synth_tab", "Memorisation (n-grams)")
+    assert [c.value[:52] for c in at.caption if c.value.startswith("Not size-matched")] == [
+        "Not size-matched (6 samples against 4 test texts): t"]
+    write_synth_run(roots["live"], "s-filter-3", "filter", 3.0, 0.4)  # 400 test texts, more than its 6 samples
+    at = open_tab(open_page("synthetic"), "synth_tab", "Memorisation (n-grams)")
+    assert at.selectbox(key="synth_gram_gen").value == "filter"
+    assert not [c for c in at.caption if c.value.startswith("Not size-matched")]
+    at.selectbox(key="synth_gram_gen").set_value("multitask").run()
+    assert [c.value[:52] for c in at.caption if c.value.startswith("Not size-matched")] == [
+        "Not size-matched (6 samples against 4 test texts): t"]
