@@ -176,9 +176,14 @@ def show_teachers_per_user() -> None:
     hist = records[run_id].get("teachers_per_user")
     if isinstance(hist, dict) and hist:
         st.plotly_chart(charts.teachers_per_user_figure(hist), width="stretch", key="phrases_tpu")
-        mean = hist.get("mean")
-        spread = (f" Here a user sits in {mean:.2f} teachers on average: more teachers than the users can fill "
-                  "one each, so phrase epsilons grow." if isinstance(mean, (int, float)) and mean > 1.5 else "")
+        mean, partition = hist.get("mean"), records[run_id].get("partition")
+        spread = ""
+        if isinstance(mean, (int, float)) and mean > 1.5:
+            why = ("the random partition deals each sentence to any teacher, so a user's sentences scatter over "
+                   "as many teachers as chance puts them in" if partition == "random" else
+                   "a by-user partition splits a user only where teachers outnumber users or the user wrote more "
+                   "sentences than one teacher holds (teacher sizes are balanced)")
+            spread = f" Here a user sits in {mean:.2f} teachers on average: {why}, so phrase epsilons grow."
         st.caption("How many teachers hold sentences of the same user (paper Table 5): with the by-user "
                    "partition and many more users than teachers most users sit in one teacher, so a user's "
                    "phrases have small sensitivity." + spread)

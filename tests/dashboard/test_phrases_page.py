@@ -172,3 +172,28 @@ def test_the_page_says_what_a_phrase_is_and_what_its_epsilon_protects(roots, app
     caption = app_page("phrases").caption[0].value
     assert "a name counts wherever its word occurs in the private training sentences, by any user" in caption
     assert "for DP-SGD, group privacy over the sentences that hold it (with user batches, over the batches" in caption
+
+
+def test_the_teachers_per_user_note_gives_the_partitions_reason(roots, app_page):
+    """A random-partition run of 10 teachers and 265 users was said to have "more teachers than the users can fill
+    one each" (a reviewer): its users spread because the random partition scatters their sentences."""
+    spread = {"1": 40, "2": 60, "3": 100, ">3": 65, "mean": 2.93}
+    write_run(roots["cached"], "a-random", "seqpate", partition="random", phrases=phrase_rows(1.0),
+              teachers_per_user=spread)
+    write_run(roots["cached"], "b-by-user", "seqpate", partition="by-user", phrases=phrase_rows(1.0),
+              teachers_per_user=spread)
+    write_run(roots["cached"], "c-few", "seqpate", partition="random", phrases=phrase_rows(1.0),
+              teachers_per_user={"1": 250, "2": 15, "3": 0, ">3": 0, "mean": 1.06})
+
+    def note(run_id: str) -> str:
+        at = app_page(query={"phrases_run": run_id}).switch_page("views/phrases.py").run()  # a link to the run
+        assert at.selectbox(key="phrases_run").value == run_id
+        [caption] = [c.value for c in open_tab(at, "phrases_tab", "Teachers per user").caption
+                     if c.value.startswith("How many teachers hold")]
+        return caption.split("paper Table 5): ")[1]
+
+    assert note("a-random").endswith("Here a user sits in 2.93 teachers on average: the random partition deals "
+                                     "each sentence to any teacher, so a user's sentences scatter over as many "
+                                     "teachers as chance puts them in, so phrase epsilons grow.")
+    assert "splits a user only where teachers outnumber users or the user wrote more sentences" in note("b-by-user")
+    assert "on average" not in note("c-few")
