@@ -92,7 +92,8 @@ def build_report_html(record: dict[str, Any], config: dict[str, Any], privacy: d
     metrics = metrics or {}
     title = f"{method_label(record.get('method'))} run {record.get('run_id')}"
     statement = privacy_statement(record.get("epsilon"), record.get("delta"), record.get("unit"),
-                                  record.get("method"), record.get("privacy_target"), bool(record.get("shared_streams")))
+                                  record.get("method"), record.get("privacy_target"), bool(record.get("shared_streams")),
+                                  record.get("epsilon_target"))
     # green only for a guarantee: no record is as bad as none, and a heuristic's or a measurement's ε is not one
     kind_class = ("bad" if "NOT PRIVATE" in statement or statement == "no privacy record"
                   else "warn" if "heuristic" in statement or record.get("shared_streams") else "ok")

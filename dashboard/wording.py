@@ -120,11 +120,12 @@ SOURCE_NAMES = {"cached": "shipped", "live": "made here"}
 
 
 def privacy_statement(epsilon: float | None, delta: float | None, unit: str | None, method: str | None = None,
-                      target: str | None = None, shared_streams: bool = False) -> str:
+                      target: str | None = None, shared_streams: bool = False,
+                      epsilon_target: float | None = None) -> str:
     """One line on a run's guarantee; with the method and privacy target, ADP's and a phrase-avg run's are
-    heuristics (noise chosen from the private data) and synthetic data's δ a weak one; shared_streams
-    (core.config.shared_noise_streams): its noise replayed numbers drawn elsewhere in the run, so its ε is a
-    measurement, not a proven bound."""
+    heuristics (noise chosen from the private data; a phrase-avg run's epsilon_target is the average name ε it was
+    calibrated to) and synthetic data's δ a weak one; shared_streams (core.config.shared_noise_streams): its noise
+    replayed numbers drawn elsewhere in the run, so its ε is a measurement, not a proven bound."""
     kind = privacy_kind(epsilon)
     if kind == "not-private":
         return "NOT PRIVATE: trained on private data without noise (ε = ∞)"
@@ -134,8 +135,11 @@ def privacy_statement(epsilon: float | None, delta: float | None, unit: str | No
         return "no privacy record"
     unit_text = {"sample": "one training sentence", "user": "all sentences of one user"}.get(unit or "", unit or "?")
     if heuristic_reason(method, target, epsilon):  # noise read off the private data: no guarantee
+        calibrated = (f" so that the average name ε is {fmt_eps(epsilon_target)}"
+                      if target == "phrase-avg" and epsilon_target is not None else "")
         return (f"ε = {fmt_eps(epsilon)}, δ = {fmt_delta(delta)} as accounted for {unit_text}, but a heuristic, "
-                "not a DP guarantee: its noise level is chosen from the private data")
+                f"not a DP guarantee: its noise level is chosen from the private data{calibrated}"
+                + (f"; and {SHARED_STREAMS}" if shared_streams else ""))
     weak = " (δ = 1/|train|, a weak δ)" if is_synth_method(method) else ""
     if shared_streams:
         return (f"ε = {fmt_eps(epsilon)}, δ = {fmt_delta(delta)}{weak} as accounted for {unit_text}, {SHARED_STREAMS}")

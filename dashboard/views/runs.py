@@ -229,7 +229,8 @@ def run_summary(record: dict, run: RunDir) -> None:
         else:
             utility = f"  ·  PPL {wording.fmt_num(record['ppl'])}  ·  BLEU-4 {wording.fmt_num(record['bleu4'])}"
         st.caption(wording.privacy_statement(record["epsilon"], record["delta"], record["unit"], record["method"],
-                                             record["privacy_target"], bool(record["shared_streams"])) + utility)
+                                             record["privacy_target"], bool(record["shared_streams"]),
+                                             record["epsilon_target"]) + utility)
         statement = run.read_text("statement.md")
         if statement:  # the audit's plain-language statement: relation, what stays public, what is released outside ε
             with st.expander("Privacy statement (statement.md)"):

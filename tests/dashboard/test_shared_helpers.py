@@ -332,6 +332,12 @@ def test_a_runs_one_line_guarantee_names_adps_heuristic_and_synthetic_datas_weak
     assert "-DP" not in adp and "a heuristic, not a DP guarantee" in adp
     avg = wording.privacy_statement(1.9, 1e-6, "sample", "seqpate", "phrase-avg")  # noise chosen from private name counts
     assert "-DP" not in avg and "a heuristic, not a DP guarantee" in avg
+    # the average name ε it was calibrated to, beside the sentence ε; and made before the noise had its own
+    # stream, an ADP run's ε is also a measurement (its statement says both; the one line said only the first)
+    avg = wording.privacy_statement(0.876, 1e-6, "sample", "seqpate", "phrase-avg", epsilon_target=3.0)
+    assert avg.endswith("its noise level is chosen from the private data so that the average name ε is 3")
+    old_adp = wording.privacy_statement(3.0, 1e-6, "sample", "adp", "sample", shared_streams=True)
+    assert old_adp.startswith(adp) and "; and a measurement at its noise level, not a proven bound" in old_adp
     assert wording.privacy_statement(3.0, 1e-6, "sample", "seqpate", "sample").endswith(
         "-DP, protecting one training sentence")
     assert wording.privacy_statement(3.0, 1 / 640, "sample", "synth-filter") == \
