@@ -11,6 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from core.config import heuristic_reason
 from dashboard.tables import epsilon_group
 from dashboard.wording import METHOD_COLORS, NON_PRIVATE_REFERENCES, fmt_eps, method_label, method_order
 
@@ -87,6 +88,7 @@ def _privacy_utility_traces(df: pd.DataFrame, metric: str, legend: bool = True) 
     for method, rows in _by_method(private):
         rows = rows.sort_values("epsilon")
         color = METHOD_COLORS.get(method, "#4a5568")
+        name = method_label(method) + (" (heuristic ε)" if _all_heuristic(rows) else "")
         # the line goes through the runs at the preset's defaults; experiment variants (other teacher counts,
         # filters...) are points beside it, never averaged into it (a method with variants only has no line)
         settings = rows["variant"].fillna("") if "variant" in rows else pd.Series("", index=rows.index)
@@ -97,14 +99,14 @@ def _privacy_utility_traces(df: pd.DataFrame, metric: str, legend: bool = True) 
             target = at_defaults.apply(epsilon_group, axis=1).rename("target")
             mean = at_defaults.groupby(target)[["epsilon", metric]].mean().sort_values("epsilon")
             traces.append(go.Scatter(
-                x=mean["epsilon"], y=mean[metric], mode="lines", line=dict(color=color), name=method_label(method),
+                x=mean["epsilon"], y=mean[metric], mode="lines", line=dict(color=color), name=name,
                 legendgroup=method, hoverinfo="skip", showlegend=False,
             ))
         traces.append(go.Scatter(
             x=rows["epsilon"], y=rows[metric], mode="markers", marker=_run_marker(color, _made_here(rows)),
-            name=method_label(method), legendgroup=method, customdata=rows[["run_id", "setting"]].to_numpy(),
+            name=name, legendgroup=method, customdata=rows[["run_id", "setting"]].to_numpy(),
             showlegend=legend,
-            hovertemplate=(f"<b>{method_label(method)}</b><br>ε=%{{x:.3g}}<br>{label}=%{{y:.3f}}"
+            hovertemplate=(f"<b>{name}</b><br>ε=%{{x:.3g}}<br>{label}=%{{y:.3f}}"
                            "<br>run %{customdata[0]} (%{customdata[1]})<extra></extra>"),
         ))
     for index, (method, rows) in enumerate(_by_method(refs)):
@@ -128,6 +130,12 @@ def _privacy_utility_traces(df: pd.DataFrame, metric: str, legend: bool = True) 
         traces.append(_made_here_legend())
     ticks = epsilon_ticks(x_lo, x_hi)
     return traces, ticks
+
+
+def _all_heuristic(rows: pd.DataFrame) -> bool:
+    """Whether every run's ε is a heuristic (ADP: noise chosen from the private data), so its legend says so."""
+    return bool(len(rows)) and all(heuristic_reason(r["method"], r.get("privacy_target"), r["epsilon"])
+                                   for r in rows.to_dict("records"))
 
 
 def privacy_utility_figure(df: pd.DataFrame, metric: str = "bleu4", title: str | None = None) -> go.Figure:

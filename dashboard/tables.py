@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from core.config import PRESETS, fixed_epsilon, preset_value
+from core.config import PRESETS, fixed_epsilon, heuristic_reason, preset_value
 from dashboard.loading import at_defaults, lowest_seed_first, same_seed, seeds_of
 from dashboard.values import as_float, as_int, as_str
 from dashboard.widgets import opened_link_value, remember_shared
@@ -140,7 +140,7 @@ def headline_table(df: pd.DataFrame, include_variants: bool = False) -> pd.DataF
     Runs at their preset's defaults only, unless include_variants (then each variant is its own row, named by the
     settings that differ: a phrase-level target or another filter is never averaged with the default). Synthetic-data
     runs are left out, and a run shared by several sweep plans counts once."""
-    columns = ["Method", "setting", "ε", "δ", "PPL", "BLEU-4", "R_name", "runs", "run ids"]
+    columns = ["Method", "setting", "ε", "ε is", "δ", "PPL", "BLEU-4", "R_name", "runs", "run ids"]
     if df.empty:
         return pd.DataFrame(columns=columns)
     main = distinct_configs(df[~df["method"].map(is_synth_method)])
@@ -162,6 +162,7 @@ def headline_table(df: pd.DataFrame, include_variants: bool = False) -> pd.DataF
             "Method": method_label(method),
             "setting": setting,
             "ε": float(group["epsilon"].max()) if group["epsilon"].notna().any() else None,
+            "ε is": epsilon_kind(group),
             "δ": fmt_delta(group["delta"].max()) if group["delta"].notna().any() else "–",
             "PPL": group["ppl"].mean(),
             "BLEU-4": group["bleu4"].mean(),
@@ -175,7 +176,21 @@ def headline_table(df: pd.DataFrame, include_variants: bool = False) -> pd.DataF
     table = pd.DataFrame(rows, columns=columns)
     if table["R_name"].isna().all():
         table = table.drop(columns=["R_name"])
+    if (table["ε is"] == "").all():
+        table = table.drop(columns=["ε is"])
     return table
+
+
+def epsilon_kind(runs: pd.DataFrame) -> str:
+    """What a headline row's ε is where it is not a DP guarantee, as the runs' statements say: "heuristic" (noise
+    chosen from the private data: ADP, a phrase-avg target), "measurement" (made before its noise had a stream
+    of its own), both, or "" (a guarantee, or no private data or no noise: ε says so itself)."""
+    kinds = []
+    if any(heuristic_reason(r["method"], r.get("privacy_target"), r["epsilon"]) for r in runs.to_dict("records")):
+        kinds.append("heuristic")
+    if "shared_streams" in runs and runs["shared_streams"].fillna(False).astype(bool).any():
+        kinds.append("measurement")
+    return ", ".join(kinds)
 
 
 def leak_scope(frame: pd.DataFrame) -> str:

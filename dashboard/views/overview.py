@@ -65,6 +65,10 @@ st.dataframe(
         "BLEU-4": st.column_config.NumberColumn(format="%.2f", help="sacrebleu BLEU-4 of completions (0-100)"),
         "ε": st.column_config.NumberColumn(format="%.3g", help="accounted ε (0: public only, Infinity: not private)"),
         "δ": st.column_config.TextColumn(help="δ of the (ε, δ) guarantee (0: no δ term; –: none at ε = ∞)"),
+        "ε is": st.column_config.TextColumn(help="where ε is not a DP guarantee: heuristic (the noise level was "
+                                            "chosen from the private data), measurement (made before the noise "
+                                            "had a random stream of its own: ε at its noise level, not a proven "
+                                            "bound); see the privacy statements below"),
         "R_name": st.column_config.NumberColumn(format="percent", help="name leak rate (App. O): share of "
                                                 "completions that contain a private user's name"
                                                 + (f"; {scope}" if (scope := tables.leak_scope(pool)) else "")),

@@ -12,7 +12,10 @@ st.caption("Finished runs of one preset. Private methods are points at their acc
            "non-private references are flat dashed lines: Pub-GPT and Pub-GPT + pseudo use no private data "
            "(ε = 0), Pri-GPT uses it without noise (ε = ∞). A line goes through the mean of its runs at each target "
            "ε (one run per seed with every seed chosen); each point is one run: hover it for its run id; a "
-           "diamond is a run made on this machine, whose base model is not the shipped runs'. "
+           "diamond is a run made on this machine, whose base model is not the shipped runs'. Adaptive DP's ε, and "
+           "that of a variant with a phrase-avg target, is a heuristic, not a DP guarantee: its noise level was "
+           "chosen from the private data (the Overview's \"ε is\" column and privacy cards say which runs' ε are "
+           "measurements). "
            "BLEU-4 below 1 rests on a handful of completions' 4-grams found in the references (0 to 2 in 1,000 on "
            "quick, for every method but Pri-GPT and its blacklist variant), so it moves with length and sampling luck: read perplexity for "
            "orderings (`python -m core compare --draws 20` tests BLEU-4 over 20 completions of each prefix).")

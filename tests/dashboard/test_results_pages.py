@@ -120,6 +120,19 @@ def test_privacy_utility_chart_has_points_and_reference_lines(results, app_page)
     assert line["name"] == "ε=3" and len(line["x"]) == 2  # one point per teacher count
 
 
+def test_adps_curve_is_named_a_heuristic():
+    """Its cards and statements say ADP's ε is a heuristic; its curve sat beside the DP methods' as one of them."""
+    import pandas as pd
+
+    from dashboard.charts import privacy_utility_figure
+
+    runs = pd.DataFrame({"run_id": ["adp", "sgd"], "method": ["adp", "noisysgd"], "epsilon": [3.0, 3.0],
+                         "privacy_target": ["sample", "sample"], "variant": ["", ""], "source": ["cached"] * 2,
+                         "ppl": [200.0, 210.0], "bleu4": [0.2, 0.3]})
+    names = {t.name for t in privacy_utility_figure(runs, "ppl").data}
+    assert names == {"Adaptive DP (heuristic ε)", "NoisySGD"}
+
+
 def test_runs_made_here_are_diamonds_beside_the_shipped_dots():
     """They train on this machine's base model, not the shipped runs': a reader must tell the two apart."""
     import pandas as pd

@@ -285,6 +285,23 @@ def test_runs_whose_noise_shared_a_stream_are_measurements_on_every_summary(root
     assert not seq["caveat"]
 
 
+def test_the_headline_table_says_which_epsilons_are_not_guarantees(roots):
+    """The cards and statements said an ADP ε is a heuristic and an old run's a measurement; the table beside them
+    showed both as plain numbers (browser review). Its "ε is" column names them, and is left out where all rows
+    are guarantees."""
+    write_run(roots["cached"], "seq", "seqpate", epsilon=3.0)
+    write_run(roots["cached"], "pub", "pub-gpt")
+    assert "ε is" not in tables.headline_table(loading.finished_frame()).columns
+    write_run(roots["cached"], "adp", "adp", epsilon=3.0)
+    old = write_run(roots["cached"], "old-sgd", "noisysgd", epsilon=3.0)
+    old.write_privacy({k: v for k, v in old.privacy().items() if k != "random_streams"})
+    old_adp = write_run(roots["cached"], "old-adp", "adp", epsilon=8.0)
+    old_adp.write_privacy({k: v for k, v in old_adp.privacy().items() if k != "random_streams"})
+    table = tables.headline_table(loading.finished_frame()).set_index("run ids")
+    assert table["ε is"].to_dict() == {"pub": "", "seq": "", "old-sgd": "measurement", "adp": "heuristic",
+                                       "old-adp": "heuristic, measurement"}
+
+
 def test_own_prefix_completion_failures_are_reported_not_cached(roots, monkeypatch):
     import subprocess
     from types import SimpleNamespace
