@@ -81,6 +81,18 @@ SYNTH_NOTE = ("A synthetic-data run: accuracy_synthetic is the accuracy on real 
               "these runs).")
 
 
+# an ADP run made before 2026-11-27 recorded its base sigma as noise_multiplier, which no step used
+LEGACY_ADP_SIGMA = "noise_multiplier (ADP's base σ, as runs made before 2026-11-27 named it; the accounted one is the events')"
+
+
+def legacy_adp_sigma_named(values: dict[str, Any], method: str | None) -> dict[str, Any]:
+    """values with an old ADP run's `noise_multiplier` renamed for what it is (a run of today records `base_sigma`
+    beside the accounted multiplier): the report printed 63.0 where the statement above it says 0.591."""
+    if method != "adp" or "base_sigma" in values or "noise_multiplier" not in values:
+        return values
+    return {(LEGACY_ADP_SIGMA if k == "noise_multiplier" else k): v for k, v in values.items()}
+
+
 def build_report_html(record: dict[str, Any], config: dict[str, Any], privacy: dict[str, Any] | None,
                       metrics: dict[str, Any] | None, completions: list[dict[str, Any]],
                       phrases: list[str] | None = None, figures: list[go.Figure] | None = None,
@@ -114,7 +126,8 @@ def build_report_html(record: dict[str, Any], config: dict[str, Any], privacy: d
         parts.append("<details open><summary>Privacy statement (statement.md): what the ε covers, and what the run "
                      f"releases outside it</summary><pre class='statement'>{html.escape(statement_md)}</pre>"
                      "</details>")
-    parts.append(_kv_table({k: v for k, v in privacy.items() if k not in ("events",)}))
+    parts.append(_kv_table(legacy_adp_sigma_named({k: v for k, v in privacy.items() if k not in ("events",)},
+                                                  record.get("method"))))
     events = privacy.get("events") or []
     if events:
         parts.append("<p>Recorded noise events:</p>")
@@ -134,7 +147,8 @@ def build_report_html(record: dict[str, Any], config: dict[str, Any], privacy: d
         parts.append("<p>Canary exposure (bits; about 1 or less: the model does not prefer the inserted number; "
                      "the most possible: it prefers it to every other):</p>")
         parts.append(exposure.to_html(index=False, escape=True, border=0, na_rep="", float_format="{:.3g}".format))
-    others = {k: v for k, v in flatten(metrics).items() if k not in headline and k.split(".")[0] not in headline}
+    others = legacy_adp_sigma_named({k: v for k, v in flatten(metrics).items()
+                                     if k not in headline and k.split(".")[0] not in headline}, record.get("method"))
     if others:
         parts.append("<details><summary>All metrics</summary>" + _kv_table(others) + "</details>")
     for i, figure in enumerate(figures or []):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 
@@ -166,6 +167,25 @@ def test_a_finished_run_without_its_privacy_record_shows_no_guarantee(roots, app
     assert not at.success  # no green shield on any card: the SeqPATE run has no record (ADP's is a heuristic)
     _, document = report_of("adp", figures=False)
     assert "<span class='warn'>ε = " in document and "heuristic" in document
+
+
+def test_an_old_adp_runs_base_sigma_is_not_shown_as_its_noise_multiplier(roots):
+    """Made before 2026-11-27, an ADP run recorded its base σ (63.0 for quick-adp-eps3) as noise_multiplier; the
+    report printed it as such beside a statement naming the accounted 0.591. A run of today records both."""
+    import html
+
+    from dashboard.report import LEGACY_ADP_SIGMA
+
+    old = write_run(roots["cached"], "old-adp", "adp", epsilon=3.0)
+    old.write_privacy({**old.privacy(), "noise_multiplier": 63.0})
+    old.write_metrics({**json.loads(old.file("metrics.json").read_text()), "noise_multiplier": 63.0})
+    new = write_run(roots["cached"], "new-adp", "adp", epsilon=3.0)
+    new.write_privacy({**new.privacy(), "noise_multiplier": 0.591, "base_sigma": 63.0})
+    _, document = report_of("old-adp", figures=False)
+    assert document.count(f"<th>{html.escape(LEGACY_ADP_SIGMA)}</th><td>63.0</td>") == 2  # privacy and metrics
+    assert "<th>noise_multiplier</th><td>" not in document  # (the events table has the accounted one)
+    _, document = report_of("new-adp", figures=False)
+    assert "<th>noise_multiplier</th><td>0.591</td>" in document and LEGACY_ADP_SIGMA not in document
 
 
 def test_synthetic_run_report_shows_its_own_metrics(roots):
