@@ -16,6 +16,8 @@ DP_SGD_PROGRESS_NOTE = ("DP-SGD and ADP log no loss of their private training: a
                         "public stages (base model, pseudo-data warm-up).")
 SYNTH_PROGRESS_NOTE = ("A synthetic-data run logs its DP fine-tuning loss per epoch, averaged over private batches "
                        "without noise: outside its ε, as its privacy statement (statement.md) says.")
+NO_STUDENT_LOSS_NOTE = ("This run logged no student loss: SeqPATE runs made before 2026-11-26, the shipped ones among "
+                        "them, logged only the warm-up's; a run of today logs its student's loss per epoch.")
 SOURCE_LABELS = {"live": "made here", "cached": "shipped"}  # runs/ and cached_runs/, as the other pages call them
 FLASH_SECONDS = 20  # how long a note on a cancel, delete or rerun stays (the table refreshes every 2 s meanwhile)
 
@@ -298,7 +300,8 @@ def log_and_progress(record: dict, run: RunDir) -> None:
         # plotly figures: built only when asked for
         from dashboard import charts
 
-        figure = charts.run_progress_figure(loading.read_shown(run, "progress"))
+        progress = loading.read_shown(run, "progress") or []
+        figure = charts.run_progress_figure(progress)
         if figure is None:
             st.caption("No loss or ε lines in progress.jsonl yet." if record["state"] in loading.ACTIVE_STATES
                        else "This run logged no loss or ε lines in progress.jsonl.")
@@ -308,6 +311,9 @@ def log_and_progress(record: dict, run: RunDir) -> None:
             st.caption(DP_SGD_PROGRESS_NOTE)
         elif synth:
             st.caption(SYNTH_PROGRESS_NOTE)
+        elif (record["method"] == "seqpate" and record["state"] == "done"
+              and not any(row.get("stage") == "student" and "loss" in row for row in progress)):
+            st.caption(NO_STUDENT_LOSS_NOTE)
 
 
 live_view()

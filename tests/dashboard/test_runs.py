@@ -466,6 +466,19 @@ def test_progress_chart_on_request(some_runs, app_page):
     assert "DP-SGD and ADP log no loss" not in texts(at)
 
 
+def test_a_seqpate_run_without_student_losses_says_why(some_runs, app_page):
+    """The README says SeqPATE logs its student's loss per epoch; a shipped run's chart showed one warm-up point
+    and no word of the student (a reviewer): runs made before 2026-11-26 did not log it."""
+    run = write_run(some_runs["live"], "old-seq", "seqpate", epsilon=3.0)  # logs no "student" loss line
+    at = app_page("runs")
+    at.selectbox(key="runs_selected").set_value("old-seq").run()
+    at.toggle(key="runs_show_progress").set_value(True).run()
+    assert "This run logged no student loss: SeqPATE runs made before 2026-11-26" in texts(at)
+    run.log_progress("student", progress=0.9, epoch=1, loss=4.1)
+    at.run()
+    assert not at.exception and "logged no student loss" not in texts(at)
+
+
 def test_progress_of_a_dp_sgd_run_says_why_its_private_training_shows_no_loss(some_runs, app_page):
     write_run(some_runs["live"], "live-dpsgd", "noisysgd", epsilon=3.0)
     at = app_page("runs")
