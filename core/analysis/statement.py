@@ -460,7 +460,10 @@ def synth_statement(synth: dict[str, Any], privacy: dict[str, Any], metrics: dic
         "data (how many sentences each sampled batch holds, and how long they are).",
         *(["- the presets' generation settings (PPLM's step size and step count, quick's base model) were chosen "
            "on scores measured without noise on a validation slice of this corpus's training texts "
-           "(cached_runs/SYNTH_NOTES.md): a choice made on the private data that no epsilon covers."]
+           "(cached_runs/SYNTH_NOTES.md), texts the generator had been fine-tuned on: a choice made on the private "
+           "data that no epsilon covers;",
+           "- the four topics were picked partly for how many on-topic utterances private users wrote, counts of "
+           "the private data that no epsilon covers either."]
           if chosen_here else []),
         "",
         "Share these files as you would the private data"

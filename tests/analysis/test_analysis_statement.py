@@ -167,14 +167,17 @@ def test_synth_statement_names_its_steps_weak_delta_and_what_it_releases_outside
     assert "embeddings.csv" in released and "progress.jsonl" in released and "accuracy" in released
     assert "accuracy_synthetic" in released  # the synthetic-trained classifier's score on private test text
     assert "chosen on scores measured without noise on a validation slice" in released  # chitchat's presets
-    assert "training texts (cached_runs/SYNTH_NOTES.md): a choice made on the private data that no epsilon covers.\n\nShare " \
-        "these files as you would the private data; share samples.jsonl under the guarantee above." in released
+    assert "training texts (cached_runs/SYNTH_NOTES.md), texts the generator had been fine-tuned on: a choice made " \
+        "on the private data that no epsilon covers;" in released
+    assert "- the four topics were picked partly for how many on-topic utterances private users wrote, counts of the " \
+        "private data that no epsilon covers either.\n\nShare these files as you would the private data; share " \
+        "samples.jsonl under the guarantee above." in released
     assert "One sentence is the unit, not one person" in text and "group privacy" in text
     capped = synth_statement({"generator": "filter", "per_label": 200, "test_fraction": 0.25}, SYNTH_PRIVACY,
                              SYNTH_METRICS)
     assert "(200 per label, or fewer if a label has fewer), then a seeded 75/25" in capped
     own = synth_statement({"generator": "filter", "corpus": "/data/sst2.csv"}, SYNTH_PRIVACY, SYNTH_METRICS)
-    assert "validation slice" not in own  # the presets were chosen on chitchat, not on the user's own data
+    assert "validation slice" not in own and "topics" not in own  # chosen on chitchat, not on the user's own data
     assert "how long they are).\n\nShare these files" in own  # its own paragraph, not part of the last item
     assert "- the times: each line's time in progress.jsonl and (a job's) log.txt" in released  # a side channel
 
