@@ -11,8 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from core.config import heuristic_reason
-from dashboard.tables import epsilon_group
+from dashboard.tables import epsilon_group, heuristic_runs, measured_runs
 from dashboard.wording import METHOD_COLORS, NON_PRIVATE_REFERENCES, fmt_eps, method_label, method_order
 
 TRACE_COLORS = ("#2b6cb0", "#c53030", "#2f855a", "#6b46c1", "#b7791f")  # lines that are not methods
@@ -93,7 +92,7 @@ def _privacy_utility_traces(df: pd.DataFrame, metric: str, legend: bool = True) 
         # filters...) are points beside it, never averaged into it (a method with variants only has no line)
         settings = rows["variant"].fillna("") if "variant" in rows else pd.Series("", index=rows.index)
         at_defaults = rows[settings == ""]
-        rows = rows.assign(setting=settings.replace("", "defaults") + _made_here(rows))
+        rows = rows.assign(setting=settings.replace("", "defaults") + _made_here(rows) + _epsilon_caveat(rows))
         if not at_defaults.empty:
             # one point per target ε: runs of one target are accounted a few 1e-7 apart in different seeds
             target = at_defaults.apply(epsilon_group, axis=1).rename("target")
@@ -134,8 +133,15 @@ def _privacy_utility_traces(df: pd.DataFrame, metric: str, legend: bool = True) 
 
 def _all_heuristic(rows: pd.DataFrame) -> bool:
     """Whether every run's ε is a heuristic (ADP: noise chosen from the private data), so its legend says so."""
-    return bool(len(rows)) and all(heuristic_reason(r["method"], r.get("privacy_target"), r["epsilon"])
-                                   for r in rows.to_dict("records"))
+    return bool(len(rows)) and bool(heuristic_runs(rows).all())
+
+
+def _epsilon_caveat(rows: pd.DataFrame) -> pd.Series:
+    """Per run, " · ε a heuristic" / " · ε a measurement" (both where both) for its hover, else "": a phrase-avg
+    variant sits in its method's trace, and most shipped runs' ε is a measurement (tables.epsilon_kind)."""
+    heuristic, measured = heuristic_runs(rows), measured_runs(rows)
+    return pd.Series([(" · ε a heuristic" if h else "") + (" · ε a measurement" if m else "")
+                      for h, m in zip(heuristic, measured, strict=True)], index=rows.index)
 
 
 def privacy_utility_figure(df: pd.DataFrame, metric: str = "bleu4", title: str | None = None) -> go.Figure:

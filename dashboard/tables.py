@@ -181,16 +181,24 @@ def headline_table(df: pd.DataFrame, include_variants: bool = False) -> pd.DataF
     return table
 
 
+def heuristic_runs(runs: pd.DataFrame) -> pd.Series:
+    """Per run, whether its ε is a heuristic (noise chosen from the private data: ADP, a phrase-avg target)."""
+    return pd.Series([bool(heuristic_reason(r["method"], r.get("privacy_target"), r["epsilon"]))
+                      for r in runs.to_dict("records")], index=runs.index, dtype=bool)
+
+
+def measured_runs(runs: pd.DataFrame) -> pd.Series:
+    """Per run, whether its ε is a measurement (made before its noise had a stream of its own)."""
+    if "shared_streams" not in runs:
+        return pd.Series(False, index=runs.index)
+    return runs["shared_streams"].fillna(False).astype(bool)
+
+
 def epsilon_kind(runs: pd.DataFrame) -> str:
-    """What a headline row's ε is where it is not a DP guarantee, as the runs' statements say: "heuristic" (noise
-    chosen from the private data: ADP, a phrase-avg target), "measurement" (made before its noise had a stream
-    of its own), both, or "" (a guarantee, or no private data or no noise: ε says so itself)."""
-    kinds = []
-    if any(heuristic_reason(r["method"], r.get("privacy_target"), r["epsilon"]) for r in runs.to_dict("records")):
-        kinds.append("heuristic")
-    if "shared_streams" in runs and runs["shared_streams"].fillna(False).astype(bool).any():
-        kinds.append("measurement")
-    return ", ".join(kinds)
+    """What the ε of these runs is where it is not a DP guarantee, as their statements say: "heuristic",
+    "measurement", both, or "" (a guarantee, or no private data or no noise: ε says so itself)."""
+    return ", ".join(kind for kind, flags in (("heuristic", heuristic_runs(runs)), ("measurement", measured_runs(runs)))
+                     if flags.any())
 
 
 def leak_scope(frame: pd.DataFrame) -> str:

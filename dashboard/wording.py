@@ -136,7 +136,7 @@ def privacy_statement(epsilon: float | None, delta: float | None, unit: str | No
     unit_text = {"sample": "one training sentence", "user": "all sentences of one user"}.get(unit or "", unit or "?")
     if heuristic_reason(method, target, epsilon):  # noise read off the private data: no guarantee
         calibrated = (f" so that the average name ε is {fmt_eps(epsilon_target)}"
-                      if target == "phrase-avg" and epsilon_target is not None else "")
+                      if target == "phrase-avg" and present(epsilon_target) else "")
         return (f"ε = {fmt_eps(epsilon)}, δ = {fmt_delta(delta)} as accounted for {unit_text}, but a heuristic, "
                 f"not a DP guarantee: its noise level is chosen from the private data{calibrated}"
                 + (f"; and {SHARED_STREAMS}" if shared_streams else ""))

@@ -62,7 +62,7 @@ class SynthConfig:
     filter_threshold: float = 0.5  # filter: keep a sample if p(label | text) > threshold
     filter_rounds: int = 4  # filter: at most this many candidates per kept sample
     pplm_iterations: int = 3  # PPLM (Dathathri et al. 2020): gradient steps on the cached keys/values per token
-    pplm_stepsize: float = 0.03  # run_pplm.py's other defaults here, its bag-of-words example's step (default 0.02)
+    pplm_stepsize: float = 0.03  # PPLM's bag-of-words example (run_pplm.py's default: 0.02; the others here are its)
     pplm_kl_scale: float = 0.01
     pplm_gm_scale: float = 0.9  # geometric-mean fusion weight of the perturbed distribution
     pplm_gamma: float = 1.5  # gradient normalisation exponent

@@ -128,7 +128,7 @@ class SynthLM(nn.Module):
     def forward(self, ids: torch.Tensor, attention: torch.Tensor, positions: torch.Tensor, keep: int):
         """One pass over rows (attention: a (B, L) padding mask, or pack's 4-D boolean mask); returns (logits of
         the last `keep` positions, all final hidden states). A 4-D mask goes in additive form: eager attention
-        adds it to its scores, so a boolean one let packed sequences see each other (hidden states off by 0.3);
+        adds it to its scores, so a boolean one let packed sequences see each other (hidden states off by 0.33);
         sdpa takes either."""
         if attention.dim() == 4:
             dtype = self.lm.dtype

@@ -179,11 +179,13 @@ def show_teachers_per_user() -> None:
         mean, partition = hist.get("mean"), records[run_id].get("partition")
         spread = ""
         if isinstance(mean, (int, float)) and mean > 1.5:
-            why = ("the random partition deals each sentence to any teacher, so a user's sentences scatter over "
-                   "as many teachers as chance puts them in" if partition == "random" else
-                   "a by-user partition splits a user only where teachers outnumber users or the user wrote more "
-                   "sentences than one teacher holds (teacher sizes are balanced)")
-            spread = f" Here a user sits in {mean:.2f} teachers on average: {why}, so phrase epsilons grow."
+            why = {"random": "the random partition deals each sentence to any teacher, so a user's sentences "
+                             "scatter over as many teachers as chance puts them in",
+                   "by-user": "a by-user partition splits a user where teachers outnumber users, where the user "
+                              "wrote more sentences than one teacher holds (teacher sizes are balanced), or where "
+                              "the user is packed late into the room other users left"}.get(partition)
+            spread = (f" Here a user sits in {mean:.2f} teachers on average" + (f": {why}" if why else "")
+                      + ", so phrase epsilons grow.")
         st.caption("How many teachers hold sentences of the same user (paper Table 5): with the by-user "
                    "partition and many more users than teachers most users sit in one teacher, so a user's "
                    "phrases have small sensitivity." + spread)

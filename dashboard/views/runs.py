@@ -17,7 +17,7 @@ DP_SGD_PROGRESS_NOTE = ("DP-SGD and ADP log no loss of their private training: a
 SYNTH_PROGRESS_NOTE = ("A synthetic-data run logs its DP fine-tuning loss per epoch, averaged over private batches "
                        "without noise: outside its ε, as its privacy statement (statement.md) says.")
 NO_STUDENT_LOSS_NOTE = ("This run logged no student loss: SeqPATE runs made before 2026-11-26, the shipped ones among "
-                        "them, logged only the warm-up's; a run of today logs its student's loss per epoch.")
+                        "them, logged only the warm-up's; runs made since log their student's loss per epoch.")
 SOURCE_LABELS = {"live": "made here", "cached": "shipped"}  # runs/ and cached_runs/, as the other pages call them
 FLASH_SECONDS = 20  # how long a note on a cancel, delete or rerun stays (the table refreshes every 2 s meanwhile)
 
@@ -290,6 +290,13 @@ def run_actions(record: dict, run: RunDir) -> None:
 
 
 
+def logged_student_without_loss(progress: list[dict]) -> bool:
+    """A run of the format before 2026-11-26: student lines (per epoch: queries spent, answered positions), none with a loss
+    (a run of today with no student epochs logs no student line at all)."""
+    student = [row for row in progress if row.get("stage") == "student"]
+    return bool(student) and not any("loss" in row for row in student)
+
+
 def log_and_progress(record: dict, run: RunDir) -> None:
     """The log's tail and, on request, the run's training curves."""
     synth = wording.is_synth_method(record["method"])
@@ -311,8 +318,7 @@ def log_and_progress(record: dict, run: RunDir) -> None:
             st.caption(DP_SGD_PROGRESS_NOTE)
         elif synth:
             st.caption(SYNTH_PROGRESS_NOTE)
-        elif (record["method"] == "seqpate" and record["state"] == "done"
-              and not any(row.get("stage") == "student" and "loss" in row for row in progress)):
+        elif record["method"] == "seqpate" and logged_student_without_loss(progress):
             st.caption(NO_STUDENT_LOSS_NOTE)
 
 

@@ -71,8 +71,8 @@ def dp_update(model, seqs, optimizer_cls, lr, ghost, physical, clip):
     ids=["sgd", "adam", "sgd-chunked"],
 )
 def test_dp_step_matches_naive_per_example_clipping(ghost, optimizer_cls, lr, physical, clip):
-    """With every example clipped, a trainer that clipped the batch as a whole, or never left an example
-    unclipped, could still pass; at MIXED_CLIP it must scale some examples and leave the others whole."""
+    """With every example clipped, a trainer that scaled every example to the bound, those under it too, would
+    still pass; at MIXED_CLIP it must scale some examples and leave the others whole."""
     seqs = random_seqs()
     start = tiny_model()
     expected, clipped = naive_update(tiny_model(), seqs, optimizer_cls, lr, clip)

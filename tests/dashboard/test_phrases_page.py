@@ -195,5 +195,5 @@ def test_the_teachers_per_user_note_gives_the_partitions_reason(roots, app_page)
     assert note("a-random").endswith("Here a user sits in 2.93 teachers on average: the random partition deals "
                                      "each sentence to any teacher, so a user's sentences scatter over as many "
                                      "teachers as chance puts them in, so phrase epsilons grow.")
-    assert "splits a user only where teachers outnumber users or the user wrote more sentences" in note("b-by-user")
+    assert "splits a user where teachers outnumber users, where the user wrote more sentences" in note("b-by-user")
     assert "on average" not in note("c-few")

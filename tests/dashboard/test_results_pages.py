@@ -131,6 +131,15 @@ def test_adps_curve_is_named_a_heuristic():
                          "ppl": [200.0, 210.0], "bleu4": [0.2, 0.3]})
     names = {t.name for t in privacy_utility_figure(runs, "ppl").data}
     assert names == {"Adaptive DP (heuristic ε)", "NoisySGD"}
+    # a run's hover names its kind: a phrase-avg variant sits in its method's trace, an old run's ε is measured
+    runs = pd.DataFrame({"run_id": ["seq", "avg", "old"], "method": ["seqpate"] * 3, "epsilon": [3.0, 1.9, 8.0],
+                         "privacy_target": ["sample", "phrase-avg", "sample"], "shared_streams": [False, False, True],
+                         "variant": ["", "target phrase-avg", ""], "source": ["cached"] * 3,
+                         "ppl": [200.0, 210.0, 190.0], "bleu4": [0.2, 0.3, 0.3]})
+    [points] = [t for t in privacy_utility_figure(runs, "ppl").data if t.mode == "markers"]
+    assert {row[0]: row[1] for row in points.customdata} == {
+        "seq": "defaults", "avg": "target phrase-avg · ε a heuristic", "old": "defaults · ε a measurement"}
+    assert points.name == "SeqPATE"  # not every run's ε is a heuristic
 
 
 def test_runs_made_here_are_diamonds_beside_the_shipped_dots():

@@ -469,7 +469,8 @@ def test_progress_chart_on_request(some_runs, app_page):
 def test_a_seqpate_run_without_student_losses_says_why(some_runs, app_page):
     """The README says SeqPATE logs its student's loss per epoch; a shipped run's chart showed one warm-up point
     and no word of the student (a reviewer): runs made before 2026-11-26 did not log it."""
-    run = write_run(some_runs["live"], "old-seq", "seqpate", epsilon=3.0)  # logs no "student" loss line
+    run = write_run(some_runs["live"], "old-seq", "seqpate", epsilon=3.0)
+    run.log_progress("student", progress=0.8, message="distilling")  # as before 2026-11-26: no loss on it
     at = app_page("runs")
     at.selectbox(key="runs_selected").set_value("old-seq").run()
     at.toggle(key="runs_show_progress").set_value(True).run()
