@@ -183,8 +183,11 @@ def headline_table(df: pd.DataFrame, include_variants: bool = False) -> pd.DataF
 
 def heuristic_runs(runs: pd.DataFrame) -> pd.Series:
     """Per run, whether its ε is a heuristic (noise chosen from the private data: ADP, a phrase-avg target)."""
-    return pd.Series([bool(heuristic_reason(r["method"], r.get("privacy_target"), r["epsilon"]))
-                      for r in runs.to_dict("records")], index=runs.index, dtype=bool)
+    # zipped columns, not to_dict: its first use imports a pandas module during a visitor's page load
+    targets = runs["privacy_target"] if "privacy_target" in runs else pd.Series(None, index=runs.index)
+    return pd.Series([bool(heuristic_reason(method, target, epsilon))
+                      for method, target, epsilon in zip(runs["method"], targets, runs["epsilon"], strict=True)],
+                     index=runs.index, dtype=bool)
 
 
 def measured_runs(runs: pd.DataFrame) -> pd.Series:
