@@ -94,11 +94,14 @@ with left:
         if st.session_state.get("launch_filter_kind") == "preset":
             pair.caption(f"{preset_for_help}'s filter: {default_filter}", width=FIELD_WIDTH)
         kind = st.session_state.get("launch_filter_kind")
+        # shown for one kind only, so kept for the session: a k typed, then Calculator and back, came back as the
+        # default 50 (the value seeded before the box was first drawn outlived the box's own)
         if kind == "top-k":
-            widgets.count_input(pair, "k", min_value=None, key="launch_top_k", disabled=no_seqpate, width=FIELD_WIDTH)
+            widgets.count_input(pair, "k", min_value=None, key="launch_top_k", disabled=no_seqpate, width=FIELD_WIDTH,
+                                persist_state="session")
         elif kind == "top-p":
             widgets.float_input(pair, "p", decimals=launch_settings.TOP_P_DECIMALS, step=0.01, key="launch_top_p",
-                                disabled=no_seqpate, width=FIELD_WIDTH)
+                                disabled=no_seqpate, width=FIELD_WIDTH, persist_state="session")
         st.selectbox("Ablation", ABLATIONS, key="launch_ablation", disabled=no_seqpate,
                      help="Table 3 of the paper: " + "; ".join(f"{name}: {what}" for name, what in ABLATION_HELP.items()))
 

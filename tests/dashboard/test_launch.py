@@ -299,6 +299,24 @@ def test_default_filter_is_the_presets_own(roots, app_page, fake_job):
     assert at.query_params["filter"] == "top-p:0.95"
 
 
+def test_a_typed_k_or_p_survives_a_visit_to_another_page(roots, app_page):
+    """A teacher typed k = 20, checked the Calculator and came back to k = 50 (the URL too): the box is drawn for
+    one filter kind only, and the value seeded before it was first drawn outlived its own."""
+    at = app_page("launch")
+    at.radio(key="launch_filter_kind").set_value("top-k").run()
+    at.number_input(key="launch_top_k").set_value(20).run()
+    at.switch_page("views/calculator.py").run()
+    at.switch_page("views/launch.py").run()
+    assert at.number_input(key="launch_top_k").value == 20 and at.query_params["filter"] == "top-k:20"
+    at.radio(key="launch_filter_kind").set_value("top-p").run()
+    at.number_input(key="launch_top_p").set_value(0.8).run()
+    at.switch_page("views/runs.py").run()
+    at.switch_page("views/launch.py").run()
+    assert at.number_input(key="launch_top_p").value == 0.8 and at.query_params["filter"] == "top-p:0.8"
+    at.radio(key="launch_filter_kind").set_value("top-k").run()  # the other kind's value is kept too
+    assert at.number_input(key="launch_top_k").value == 20
+
+
 def test_by_user_partition_shows_the_teachers_per_user_the_run_will_record(roots, app_page):
     from core.data import load_prepared
     from core.seqpate.partition import partition_by_user, teachers_per_user
