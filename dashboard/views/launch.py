@@ -158,7 +158,7 @@ def seqpate_noise_box(cfg, eps: float, delta: float) -> list[str]:
         # the noise std on the average distribution (a Laplace scale b has std √2·b)
         relative = (scale * math.sqrt(2) if laplace else noise["std"]) / sp.teachers if math.isfinite(eps) else 0.0
         if relative > 1:  # as the Calculator says: the teachers' average cannot stand out of this noise
-            st.warning(f"Noise-dominated: the noise std on the teachers' average distribution is {relative:.3g}, "
+            st.warning(f"Noise-dominated: the noise std on the teachers' average distribution is {relative:.4g}, "
                        "where no candidate's average probability exceeds 1, so their answers will carry almost no "
                        "signal. More teachers, a larger ε or a smaller Q lower it.", icon=":material/warning:")
         if sp.partition == "by-user":

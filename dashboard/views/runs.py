@@ -174,7 +174,9 @@ def runs_table(view: pd.DataFrame, df: pd.DataFrame, still_active: bool) -> None
         "preset": st.column_config.TextColumn(width=60),
         "seed": st.column_config.NumberColumn(width=50),
         "ε": st.column_config.NumberColumn(format="%.3g", width=60, help="accounted ε (a run not yet finished: the ε "
-                                           "it is calibrated for); Infinity: not private"),
+                                           "it is calibrated for; a cancelled or failed run that recorded no "
+                                           "privacy events: blank, its config is under its details); Infinity: not "
+                                           "private"),
         "δ": st.column_config.TextColumn(width=65, help="δ of the (ε, δ) guarantee (0: no δ term; –: none at ε = ∞); "
                                          "the synthetic-data runs' is 1/|train|, as in their paper"),
         "state": st.column_config.TextColumn(width=80),

@@ -195,6 +195,9 @@ for record in runs.to_dict("records"):
 table = pd.DataFrame(rows)
 
 
+EPSILON_INDEX = st.column_config.TextColumn("ε", width="medium")  # the tables' ε rows, "real train data" below
+
+
 def pivot(value: str) -> pd.DataFrame:
     grid = table.pivot_table(index="ε target", columns="generator", values=value, aggfunc="mean")
     grid = grid.reindex(columns=[g for g in GENERATORS if g in grid.columns])
@@ -224,8 +227,10 @@ def show_accuracy() -> None:
     original = table["accuracy (real)"].dropna()
     if not original.empty:
         accuracy.loc["real train data"] = as_printed(float(original.mean()))
-    st.dataframe(accuracy, width="stretch", column_config={g: st.column_config.NumberColumn(GENERATORS[g], format="%.3f")
-                                                            for g in GENERATORS})
+    # "–": no run of that generator at that ε (a cell read "None"); the ε labels in full ("∞ (not private)")
+    st.dataframe(accuracy, width="stretch", placeholder="–",
+                 column_config={"_index": EPSILON_INDEX,
+                                **{g: st.column_config.NumberColumn(GENERATORS[g], format="%.3f") for g in GENERATORS}})
     chance = ", ".join(f"{1 / n:.3f} ({n} labels)" for n in sorted(label_counts))
     if chance:
         st.caption(f"Chance level (1 / number of labels): {chance}. A classifier that guesses scores this on "
@@ -236,9 +241,10 @@ def show_accuracy() -> None:
                 "on top of it, so at the same ε and seed their columns are equal; multitask's model is fine-tuned "
                 "on the LM and discriminator losses together. Cells average the same runs as the accuracy table"
                 + (f" ({'; '.join(averaged)})." if averaged else "."))
-    st.dataframe(pivot("separability"), width="stretch",
-                 column_config={g: st.column_config.NumberColumn(EMBEDDING_MODELS[g], format="%.3f")
-                                for g in GENERATORS})
+    st.dataframe(pivot("separability"), width="stretch", placeholder="–",
+                 column_config={"_index": EPSILON_INDEX,
+                                **{g: st.column_config.NumberColumn(EMBEDDING_MODELS[g], format="%.3f")
+                                   for g in GENERATORS}})
     with st.expander("Every run", expanded=False):
         every = table.sort_values(["generator", "ε target", "seed"])
         every = every.assign(**{"ε target": every["ε target"].map(eps_label), "ε": every["ε"].map(eps_label),
