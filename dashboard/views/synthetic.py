@@ -24,7 +24,14 @@ GENERATORS = {"filter": "conditional prompting + filter", "pplm": "PPLM, head on
 # fine-tune the LM on the LM loss only, then train their discriminator head on it frozen (core.synth.train)
 EMBEDDING_MODELS = {"filter": "filter: frozen (LM-only) model", "pplm": "PPLM: the same frozen (LM-only) model",
                     "multitask": "multitask: multitask-fine-tuned model"}
-COMMAND = "python -m core synth --generator multitask --epsilon 3 --preset tiny --run-dir runs/synth-multitask-eps3"
+
+
+def synth_command(generator: str, epsilon_text: str, preset: str, seed: int | None) -> str:
+    """The `python -m core synth` line that makes the run this form launches for one generator."""
+    seed_flag = f" --seed {seed}" if seed else ""
+    name = f"synth-{preset}-{generator}-eps{epsilon_text.strip()}" + (f"-seed{seed}" if seed else "")
+    return (f"python -m core synth --generator {generator} --epsilon {epsilon_text.strip()} --preset {preset}"
+            f"{seed_flag} --run-dir runs/{name}")
 
 # What the run releases beyond the model and its samples (its statement.md lists the same)
 OUTSIDE_EPSILON = ("ε covers the fine-tuned model and the samples only. The accuracies and the separability above and "
@@ -115,7 +122,9 @@ def launch_form(all_runs: pd.DataFrame, expanded: bool) -> None:
             submitted = st.form_submit_button("Launch", disabled=device_problem is not None)
         if device_problem:  # jobs inherit SEQPATE_DEVICE from where the dashboard started, as on Launch
             st.error(f"Nothing can be launched: {device_problem}.", icon=":material/error:")
-        st.caption("Or from the command line: `" + COMMAND + "`.")
+        # the form's values as last applied (a form hands them over on Launch): the lines that make those runs
+        commands = [synth_command(g, eps_text, preset_choice, seed) for g in chosen or ["multitask"]]
+        st.caption("Or from the command line, one run per generator: " + "; ".join(f"`{c}`" for c in commands) + ".")
         if submitted and seed is not None:
             launched, failed, copies = [], [], []
             try:

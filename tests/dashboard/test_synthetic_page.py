@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 import textwrap
@@ -339,3 +340,26 @@ def test_the_memorisation_chart_says_when_its_lines_are_not_size_matched(roots):
     at.selectbox(key="synth_gram_gen").set_value("multitask").run()
     assert [c.value[:52] for c in at.caption if c.value.startswith("Not size-matched")] == [
         "Not size-matched (6 samples against 4 test texts): t"]
+
+
+def test_the_command_line_hint_is_the_command_for_the_forms_runs(roots, tmp_path, monkeypatch):
+    """It was a fixed example (multitask, ε 3, tiny) whatever the form held (browser review); it now gives the
+    lines that make the runs the form launched, and each is one `python -m core` accepts."""
+    import shlex
+
+    from core.cli import build_parser
+    from core.runs import jobs
+
+    script = tmp_path / "fake_job.py"
+    script.write_text("import sys\n")
+    monkeypatch.setattr(jobs, "JOB_COMMAND", [str(script)])
+    at = _launch(open_page("synthetic"), ["filter", "multitask"], epsilon="5")
+    [hint] = [c.value for c in at.caption if c.value.startswith("Or from the command line")]
+    commands = re.findall(r"`([^`]+)`", hint)
+    assert commands == ["python -m core synth --generator filter --epsilon 5 --preset tiny --run-dir "
+                        "runs/synth-tiny-filter-eps5",
+                        "python -m core synth --generator multitask --epsilon 5 --preset tiny --run-dir "
+                        "runs/synth-tiny-multitask-eps5"]
+    for command in commands:
+        args = build_parser().parse_args(shlex.split(command)[3:])
+        assert (args.epsilon, args.preset) == ("5", "tiny")
