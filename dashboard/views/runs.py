@@ -365,18 +365,21 @@ else:
         (st.info if comparable else st.caption)(f"Test perplexity: {sentence}")
     config_a, config_b = loading.run_config_dict(run_a), loading.run_config_dict(run_b)
     note = tables.base_model_note(record_a, record_b)
-    if note and effective_hash(config_a) == effective_hash(config_b):  # copies whose results may still differ
+    same_settings = effective_hash(config_a) == effective_hash(config_b)
+    if note and same_settings:  # copies whose results may still differ
         st.warning(note, icon=":material/warning:")
     diff = loading.config_diff(config_a, config_b)
     if diff.empty:
         st.success("Same config.")
     else:
-        if effective_hash(config_a) == effective_hash(config_b):  # the method is part of the effective config
+        if same_settings:  # the method is part of the effective config
             finished = record_a["state"] == record_b["state"] == "done"  # the result pages show finished runs only
             st.success(f"Same run settings: these fields are ones {wording.method_label(config_a.get('method'))} never "
                        "reads" + (", so the pages treat the two runs as copies (one row: the newest finished run "
                                   "made here, else the shipped one)." if finished else "."))
-        st.caption(f"{len(diff)} differing field(s); equal fields are hidden.")
+        st.caption(f"{len(diff)} differing field(s); equal fields are hidden."
+                   # the gap between two results is not the fields' alone where the base models differ too
+                   + (f" Besides these fields: {note}" if note and not same_settings else ""))
         if not diff["never read by"].astype(bool).any():
             diff = diff.drop(columns="never read by")
         st.dataframe(diff, hide_index=True, width="stretch", column_config={"never read by": st.column_config.TextColumn(

@@ -327,6 +327,15 @@ def test_compare_warns_when_two_runs_stand_on_other_base_models(roots, app_page)
     at.run()
     [warning] = [w.value for w in at.warning]
     assert "trained from different base models (their weights digests 1b287bb1c1cae4f6 and ffffffffffffffff" in warning
+    # runs of other settings: the differing fields are not the whole story either (a reviewer compared a run made
+    # here, 5 teachers, with the shipped run at 10 and read the gap as the teachers')
+    with_base(write_run(roots["cached"], "shipped-m5", "seqpate", teachers=5, ppl=905.16), None)
+    at.run()
+    at.selectbox(key="runs_cmp_b").set_value("shipped-m5").run()
+    assert not at.warning
+    [fields] = [c.value for c in at.caption if "differing field(s)" in c.value]
+    assert fields.startswith("1 differing field(s); equal fields are hidden. Besides these fields: A (PPL 989.01) "
+                             "and B (PPL 905.16): one was made on this machine, the other is a shipped run")
     # a run without a perplexity (cancelled) says so instead of leaving A bare beside B's number
     note = tables.base_model_note({"state": "cancelled", "source": "live"}, {"ppl": 762.04, "source": "cached"})
     assert note.startswith(
