@@ -60,12 +60,12 @@ HEURISTIC_PRIVACY = {
 }
 
 
-def fmt_eps(eps: float | None) -> str:
+def fmt_eps(eps: float | None, digits: int = 3) -> str:
     if eps is None or (isinstance(eps, float) and math.isnan(eps)):
         return "–"
     if math.isinf(eps):
         return "∞"
-    return f"{eps:,.0f}" if abs(eps) >= 1000 else f"{eps:.3g}"  # 1,000 rather than 1e+03
+    return f"{eps:,.0f}" if abs(eps) >= 1000 else f"{eps:.{digits}g}"  # 1,000 rather than 1e+03
 
 
 def fmt_delta(delta: float | None) -> str:

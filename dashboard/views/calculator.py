@@ -71,7 +71,8 @@ def seqpate_calculator() -> None:
         z = std / math.sqrt(2)
     row = widgets.wrapping_row()
     # a typed ε as typed (2.345)
-    widgets.metric(row, "ε", f"{eps:.6g}" if mode != "ε from noise" else wording.fmt_eps(eps))
+    # a computed ε to 4 digits: at 3 an ε of 1.9994 read "2" beside its reading's e^ε ≈ 7.38
+    widgets.metric(row, "ε", f"{eps:.6g}" if mode != "ε from noise" else wording.fmt_eps(eps, digits=4))
     widgets.metric(row, "noise multiplier z", f"{z:.4g}", help="std / L2 sensitivity (√2: one teacher changes)")
     widgets.metric(row, "noise std σ", f"{std:.4g}")
     widgets.metric(row, "σ / M", f"{std / teachers:.4g}", help="noise on the AVERAGE of the M teacher distributions")
@@ -140,7 +141,7 @@ def dpsgd_calculator() -> None:
             eps = privacy_math.dpsgd_eps(sigma, q, steps, delta)
     row = widgets.wrapping_row()
     # a typed ε as typed
-    widgets.metric(row, "ε", f"{eps:.6g}" if mode == "noise multiplier from ε" else wording.fmt_eps(eps))
+    widgets.metric(row, "ε", f"{eps:.6g}" if mode == "noise multiplier from ε" else wording.fmt_eps(eps, digits=4))
     widgets.metric(row, "noise multiplier", f"{sigma:.4g}", help="per-step noise std / clipping norm")
     widgets.metric(row, "sampling rate q", f"{q:.4g}", help="1 / ceil(N / batch): Poisson sampling as the runs do it "
                                                      "(opacus), batch / N up to a whole number of batches per epoch")

@@ -46,7 +46,7 @@ def test_calculator_seqpate_matches_core_privacy(roots, app_page):
     at.radio(key="calc_sp_mode").set_value("ε from noise").run()
     at.number_input(key="calc_sp_std").set_value(69.04).run()
     at.number_input(key="calc_sp_queries").set_value(1000).run()
-    assert metrics(at)["ε"] == f"{epsilon_for_gaussian(69.04, 1000, 1e-6):.3g}"
+    assert metrics(at)["ε"] == f"{epsilon_for_gaussian(69.04, 1000, 1e-6):.4g}"
     # so much noise that δ alone covers the bound: ε is 0, and the reading says what that means (a walk read "ε must
     # be a positive number" there)
     at.number_input(key="calc_sp_std").set_value(1e6).run()
@@ -156,12 +156,12 @@ def test_calculator_dpsgd_tab(roots, app_page):
     shown = metrics(at)
     q, steps = 32 / 20000, math.ceil(2 * 20000 / 32)
     assert shown["steps"] == f"{steps:,}"
-    assert shown["ε"] == f"{dpsgd_epsilon(1.0, q, steps, 1e-6):.3g}"
+    assert shown["ε"] == f"{dpsgd_epsilon(1.0, q, steps, 1e-6):.4g}"
     # the runs' Poisson shape (core.privacy.poisson_shape), not epochs · N / batch: 2,970 sentences in batches of 32
     # are 93 batches, of which opacus draws 92 per epoch
     at.number_input(key="calc_dp_n").set_value(2970).run()
     assert (metrics(at)["sampling rate q"], metrics(at)["steps"]) == (f"{1 / 93:.4g}", "184")
-    assert metrics(at)["ε"] == f"{dpsgd_epsilon(1.0, 1 / 93, 184, 1e-6):.3g}"
+    assert metrics(at)["ε"] == f"{dpsgd_epsilon(1.0, 1 / 93, 184, 1e-6):.4g}"
     at.number_input(key="calc_dp_n").set_value(20000).run()
     at.number_input(key="calc_dp_sigma").set_value(0.8).run()
     at.number_input(key="calc_dp_batch").set_value(50000).run()  # more than the 20,000 sentences
@@ -170,7 +170,7 @@ def test_calculator_dpsgd_tab(roots, app_page):
     assert at.number_input(key="calc_dp_sigma").value == 0.8  # the other boxes stay on the page meanwhile
     at.number_input(key="calc_dp_batch").set_value(32).run()  # corrected: the noise typed before is still there
     assert at.number_input(key="calc_dp_sigma").value == 0.8
-    assert metrics(at)["ε"] == f"{dpsgd_epsilon(0.8, q, steps, 1e-6):.3g}"
+    assert metrics(at)["ε"] == f"{dpsgd_epsilon(0.8, q, steps, 1e-6):.4g}"
 
 
 def test_calculator_dpsgd_hands_its_noise_multiplier_to_the_other_mode(roots, app_page):
@@ -189,7 +189,7 @@ def test_calculator_dpsgd_hands_its_noise_multiplier_to_the_other_mode(roots, ap
     carried = at.number_input(key="calc_dp_sigma").value
     assert carried == math.ceil(sigma * 10**4) / 10**4 and carried - sigma < 1e-4  # rounded up, to 4 decimals
     eps = dpsgd_epsilon(carried, q, steps, 1e-6)
-    assert 2.99 < eps <= 3.0 and metrics(at)["ε"] == f"{eps:.3g}" and not at.exception
+    assert 2.99 < eps <= 3.0 and metrics(at)["ε"] == f"{eps:.4g}" and not at.exception
 
 
 def test_export_page_and_self_contained_report(roots, app_page):
