@@ -82,7 +82,8 @@ SYNTH_NOTE = ("A synthetic-data run: accuracy_synthetic is the accuracy on real 
 
 
 # an ADP run made before 2026-11-27 recorded its base sigma as noise_multiplier, which no step used
-LEGACY_ADP_SIGMA = "noise_multiplier (ADP's base σ, as runs made before 2026-11-27 named it; the accounted one is the events')"
+LEGACY_ADP_SIGMA = ("noise_multiplier (ADP's base σ, as runs made before 2026-11-27 named it; the accounted one is "
+                    "the events')")
 
 
 def legacy_adp_sigma_named(values: dict[str, Any], method: str | None) -> dict[str, Any]:

@@ -293,8 +293,8 @@ def run_actions(record: dict, run: RunDir) -> None:
 
 
 def logged_student_without_loss(progress: list[dict]) -> bool:
-    """A run of the format before 2026-11-26: student lines (per epoch: queries spent, answered positions), none with a loss
-    (a run of today with no student epochs logs no student line at all)."""
+    """A run of the format before 2026-11-26: student lines (per epoch: queries spent, answered positions), none
+    with a loss (a run of today with no student epochs logs no student line at all)."""
     student = [row for row in progress if row.get("stage") == "student"]
     return bool(student) and not any("loss" in row for row in student)
 
