@@ -62,7 +62,7 @@ class SynthConfig:
     filter_threshold: float = 0.5  # filter: keep a sample if p(label | text) > threshold
     filter_rounds: int = 4  # filter: at most this many candidates per kept sample
     pplm_iterations: int = 3  # PPLM (Dathathri et al. 2020): gradient steps on the cached keys/values per token
-    pplm_stepsize: float = 0.03  # PPLM's bag-of-words example (run_pplm.py's default: 0.02; the others here are its)
+    pplm_stepsize: float = 0.03  # PPLM's bag-of-words example (run_pplm.py's default 0.02; the others: its own)
     pplm_kl_scale: float = 0.01
     pplm_gm_scale: float = 0.9  # geometric-mean fusion weight of the perturbed distribution
     pplm_gamma: float = 1.5  # gradient normalisation exponent
@@ -107,8 +107,9 @@ SYNTH_PRESETS: dict[str, dict[str, Any]] = {
     # 3-4 minutes once its base model is cached: all balanced on-topic private utterances, more epochs
     # PPLM at 10 steps per token (PPLM's own setting for discriminators): 3 barely moved this model's head
     # (README, `benchmarks/synth_validation.py`); generation takes about 2.5 times as long. Steps of 0.1, not the
-    # 0.03 of PPLM's bag-of-words example (its discriminator example: 0.04): on validation 0.1 and 0.3 both beat 0.03 for pplm and multitask, and 0.1 is the multitask
-    # generator's best (0.3 pplm's, within noise of 0.1; README)
+    # 0.03 of PPLM's bag-of-words example (its discriminator example: 0.04): on validation 0.1 and 0.3 both beat
+    # 0.03 for pplm and multitask, and 0.1 is the multitask generator's best (0.3 pplm's, within noise of 0.1;
+    # README)
     "quick": dict(per_label=None, epochs=6, batch_size=64, head_epochs=6, max_new_tokens=24, samples_per_label=250,
                   pplm_iterations=10, pplm_stepsize=0.1),
 }

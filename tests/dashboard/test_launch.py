@@ -410,7 +410,8 @@ def test_launch_warns_when_the_teachers_answers_will_be_noise_dominated(roots, a
     """The Calculator warned where σ / M > 1; Launch showed tiny's σ / M = 6.9 without a word."""
     at = app_page("launch", {"preset": "tiny", "eps": "3", "delta": "1e-6", "methods": "seqpate"})
     [warning] = [w.value for w in at.warning if w.value.startswith("Noise-dominated")]
-    assert warning.startswith("Noise-dominated: the noise std on the teachers' average distribution is 6.904, ")  # as its σ / M metric shows it
+    # σ / M to the digits its metric shows
+    assert warning.startswith("Noise-dominated: the noise std on the teachers' average distribution is 6.904, ")
     at.selectbox(key="launch_preset").set_value("quick").run()  # M 1,000: σ / M 0.098
     assert not [w for w in at.warning if w.value.startswith("Noise-dominated")] and not at.exception
 
