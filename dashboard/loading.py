@@ -153,6 +153,7 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
     timings = as_dict(metrics.get("timings"))
     base_model = as_dict(metrics.get("base_model"))
     varied = variant_settings(cfg)
+    variant = variant_label(varied)
     label = ablation_label(as_str(sp.get("ablation")) or "none", metrics) if sp else None
     return {
         "run_id": run.run_id,
@@ -192,9 +193,9 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
         "ablation": (as_str(sp.get("ablation")) or "none") if sp else None,  # None: not a SeqPATE run
         # its name in result tables (core.config.ablation_label: says which -KL loss a run was made with)
         "ablation_label": label,
-        "variant": variant_label(varied),  # the setting it varies
+        "variant": variant,  # the setting it varies
         # ... as tables and exports name the row: a -kl or -all run made with the earlier -KL loss says so
-        "variant_shown": variant_label(varied) + (f" ({OLD_TEACHER_LOSS})" if OLD_TEACHER_LOSS in (label or "") else ""),
+        "variant_shown": variant + (f" ({OLD_TEACHER_LOSS})" if OLD_TEACHER_LOSS in (label or "") else ""),
         "varied": tuple(varied),  # the names only, for only_varies
         "query_budget": as_int(privacy.get("query_budget", sp.get("query_budget"))),
         "queries_spent": as_int(privacy.get("queries_spent")),

@@ -18,7 +18,6 @@ SYNTH_PROGRESS_NOTE = ("A synthetic-data run logs its DP fine-tuning loss per ep
                        "without noise: outside its ε, as its privacy statement (statement.md) says.")
 NO_STUDENT_LOSS_NOTE = ("This run logged no student loss: SeqPATE runs made before 2026-11-26, the shipped ones among "
                         "them, logged only the warm-up's; runs made since log their student's loss per epoch.")
-SOURCE_LABELS = {"live": "made here", "cached": "shipped"}  # runs/ and cached_runs/, as the other pages call them
 FLASH_SECONDS = 20  # how long a note on a cancel, delete or rerun stays (the table refreshes every 2 s meanwhile)
 
 st.title("Runs")
@@ -128,7 +127,7 @@ def filtered_runs(df: pd.DataFrame) -> pd.DataFrame:
     # to "l ×", hence pills)
     row = widgets.wrapping_row()
     sources = row.pills("Source", ["live", "cached"], selection_mode="multi", default=["live", "cached"],
-                        format_func=SOURCE_LABELS.get, key="runs_sources", width="content") or []
+                        format_func=wording.SOURCE_NAMES.get, key="runs_sources", width="content") or []
     states = row.multiselect("State", ["queued", "running", "done", "failed", "cancelled"], key="runs_states",
                              placeholder="all states", width=200)
     search = row.text_input("Search", key="runs_search", placeholder="run id or method", width=240).strip()
@@ -160,7 +159,7 @@ def runs_table(view: pd.DataFrame, df: pd.DataFrame, still_active: bool) -> None
         # only a run still to finish has time remaining: a finished one's is blank, not "0.0 min"
         "remaining": (view["remaining_s"] / 60).where(view["state"].isin(loading.ACTIVE_STATES)),
         "stage": view["stage"],
-        "source": view["source"].map(SOURCE_LABELS).fillna(view["source"]),
+        "source": view["source"].map(wording.SOURCE_NAMES).fillna(view["source"]),
         "created": view["created"].fillna("").str.slice(0, 19).str.replace("T", " "),
         "error": view["error"].fillna(""),
     })

@@ -198,6 +198,7 @@ for record in runs.to_dict("records"):
         "LM test loss": as_float(m.get("lm_test_loss")),
         **{f"{n}-gram": as_float(grams.get(str(n))) if isinstance(grams, dict) else None for n in range(3, 8)},
         "samples": as_int(m.get("n_synthetic")),
+        "test texts": as_int(as_dict(m.get("data")).get("test")),
         "passed filter": as_int(as_dict(m.get("generation")).get("accepted"))
         if record["method"] == "synth-filter" else None,
     })
@@ -299,10 +300,11 @@ def show_memorisation() -> None:
         fig.add_trace(go.Scatter(x=grams, y=[row[f"{n}-gram"] for n in range(3, 8)], mode="lines+markers",
                                  name=name, customdata=[[row["run"]]] * 5, marker=dict(symbol=symbol, size=8),
                                  hovertemplate="%{y:.4f} (run %{customdata[0]})"))
-        metrics = loading.read_shown(loading.get_run(row["run"]), "metrics") or {}
-        sizes.add((metrics.get("n_synthetic"), (metrics.get("data") or {}).get("test")))
-        if wording.present(row["seed"]) and row["seed"] not in references and metrics.get("ngram_ratios_real_test"):
-            references[row["seed"]] = metrics["ngram_ratios_real_test"]
+        sizes.add((row["samples"], row["test texts"]))
+        if wording.present(row["seed"]) and row["seed"] not in references:
+            metrics = loading.read_shown(loading.get_run(row["run"]), "metrics") or {}
+            if metrics.get("ngram_ratios_real_test"):
+                references[row["seed"]] = metrics["ngram_ratios_real_test"]
     for seed, reference in sorted(references.items()):
         fig.add_trace(go.Scatter(x=grams, y=[reference.get(str(n)) for n in range(3, 8)], mode="lines",
                                  line=dict(dash=("dash", "longdash", "longdashdot", "dashdot")[seed_rank.get(seed, 0) % 4],
@@ -313,8 +315,9 @@ def show_memorisation() -> None:
     fig.update_layout(title="Synthetic n-grams found in the train set", yaxis_title="ratio", hovermode="x unified",
                       **LAYOUT)
     st.plotly_chart(fig, width="stretch", key="synth_ngrams")
-    shown = sorted(f"{n:,} samples against {t:,} test texts" for n, t in sizes if n and t)
-    if shown and any(n > t for n, t in sizes if n and t):
+    sized = [(n, t) for n, t in sizes if wording.present(n) and wording.present(t) and n and t]
+    shown = sorted(f"{n:,} samples against {t:,} test texts" for n, t in sized)
+    if any(n > t for n, t in sized):
         st.caption(f"Not size-matched ({'; '.join(shown)}): the share found in the train set falls as a set grows, "
                    "so a line over more samples than the dashed one's texts sits lower than it would at their size "
                    "(README, synthetic data).")
