@@ -311,8 +311,10 @@ def log_and_progress(record: dict, run: RunDir) -> None:
         progress = loading.read_shown(run, "progress") or []
         figure = charts.run_progress_figure(progress)
         if figure is None:
-            st.caption("No loss or ε lines in progress.jsonl yet." if record["state"] in loading.ACTIVE_STATES
-                       else "This run logged no loss or ε lines in progress.jsonl.")
+            # a DP-SGD run's private training logs none (the note below): "yet" would promise lines that never come
+            waiting = record["state"] in loading.ACTIVE_STATES and record["method"] not in wording.DPSGD_METHODS
+            st.caption("No loss or ε lines in progress.jsonl yet." if waiting
+                       else "This run has logged no loss or ε lines in progress.jsonl.")
         else:
             st.plotly_chart(figure, width="stretch", key="runs_progress_chart")
         if record["method"] in wording.DPSGD_METHODS:

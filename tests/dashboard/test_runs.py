@@ -471,7 +471,7 @@ def test_progress_chart_on_request(some_runs, app_page):
     assert spec["layout"]["xaxis"]["title"]["text"] == "minutes since start"
     (some_runs["live"] / "live-seq" / "progress.jsonl").write_text("")  # a finished run that logged none
     at.run()
-    assert "This run logged no loss or ε lines in progress.jsonl." in texts(at)
+    assert "This run has logged no loss or ε lines in progress.jsonl." in texts(at)
     assert "DP-SGD and ADP log no loss" not in texts(at)
 
 
@@ -496,6 +496,21 @@ def test_progress_of_a_dp_sgd_run_says_why_its_private_training_shows_no_loss(so
     at.toggle(key="runs_show_progress").set_value(True).run()
     assert not at.exception
     assert "DP-SGD and ADP log no loss of their private training" in texts(at)
+
+
+def test_a_running_dp_sgd_run_without_loss_lines_is_not_told_they_are_coming(some_runs, app_page):
+    """The chart of a running NoisySGD run said "No loss or ε lines in progress.jsonl yet", though its private
+    training logs none."""
+    for method in ("noisysgd", "pub-gpt"):
+        run = write_run(some_runs["live"], f"running-{method}", method, state="running")
+        (run.path / "progress.jsonl").write_text("")
+    at = app_page("runs")
+    at.selectbox(key="runs_selected").set_value("running-noisysgd").run()
+    at.toggle(key="runs_show_progress").set_value(True).run()
+    assert not at.exception and "This run has logged no loss or ε lines in progress.jsonl." in texts(at)
+    assert "No loss or ε lines in progress.jsonl yet." not in texts(at)
+    at.selectbox(key="runs_selected").set_value("running-pub-gpt").run()
+    assert "No loss or ε lines in progress.jsonl yet." in texts(at)
 
 
 def test_progress_chart_spans_the_run_and_names_its_long_stages():
