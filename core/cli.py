@@ -577,7 +577,8 @@ def build_parser() -> argparse.ArgumentParser:
     comp.set_defaults(func=cmd_complete)
 
     audit = sub.add_parser("audit", help="recompute phrases.csv, R_name and statement.md of a finished run "
-                           "(canary exposure is not recomputed: reported as computed at run time)")
+                           "(canary exposure is not recomputed: reported as computed at run time); of a "
+                           "synthetic-data run, its n-gram shares and statement.md")
     audit.add_argument("--run-dir", required=True, type=folder_arg, help="a run folder, or a run id")
     audit.set_defaults(func=cmd_audit)
 

@@ -6,7 +6,8 @@ Two entry points:
 - audit_run_dir(path): `python -m core audit --run-dir DIR`, for a finished run. It rebuilds the data from the
   run's config and recomputes everything that does not need the model. Canary exposure does (shipped runs keep
   no weights), so it is reported as computed at run time (metrics.json), never recomputed here. A synthetic-data
-  run (core.synth) has no phrases or completions of private prefixes: only its statement.md is rebuilt.
+  run (core.synth) has no phrases or completions of private prefixes: its n-gram shares (memorisation) are
+  recomputed from its samples and rebuilt data, and its statement.md rebuilt.
 """
 
 from __future__ import annotations
@@ -224,10 +225,41 @@ def audit_run_dir(path: str | Path) -> dict[str, Any]:
 
 
 def _audit_synth_dir(run, stored: dict[str, Any]) -> dict[str, Any]:
-    """A synthetic-data run: rebuild statement.md from its privacy.json and metrics.json."""
+    """A synthetic-data run: rebuild its labelled data from its config and recompute the memorisation shares (they
+    need the train texts and samples.jsonl, not the model), then statement.md from privacy.json and metrics.json.
+    Refused where the rebuilt data or the shares over all samples differ from those the run recorded."""
     privacy, metrics = run.privacy(), run.metrics()
     if privacy is None or metrics is None:
         raise ValueError(f"{run.path}: the run has no privacy.json/metrics.json yet (state {run.state()})")
-    run.write_text(STATEMENT, synth_statement(stored.get("synth") or {}, privacy, metrics, run.run_id))
+    updated = {**metrics, **_synth_memorisation(run, stored.get("data_stats"), metrics)}
+    run.write_metrics(updated)
+    run.write_text(STATEMENT, synth_statement(stored.get("synth") or {}, privacy, updated, run.run_id))
     return {"run_dir": str(run.path), "method": stored.get("method"), "epsilon": privacy.get("epsilon"),
-            "written": [STATEMENT]}
+            "ngram_ratios_size_matched": updated["ngram_ratios_size_matched"],
+            "ngram_ratios_real_test": updated["ngram_ratios_real_test"], "written": ["metrics.json", STATEMENT]}
+
+
+def _synth_memorisation(run, data_stats: dict[str, Any] | None, metrics: dict[str, Any]) -> dict[str, Any]:
+    """metrics.json's n-gram shares of a synthetic-data run, from its samples and its rebuilt train and test texts."""
+    from core.runs.store import read_jsonl
+    from core.synth.command import job_from_run_config
+    from core.synth.evaluate import ngram_ratios, size_matched_ratios
+
+    data = job_from_run_config(run).data  # as `python -m core job` reads a launched run's config.json
+    if data_stats not in (None, data.stats()):
+        raise ValueError(f"{run.path}: the labelled data rebuilt from its config differs from the run's "
+                         f"(config.json data_stats {data_stats}, rebuilt {data.stats()})")
+    train, test = [e.text for e in data.train], [e.text for e in data.test]
+    samples = [row["text"] for row in read_jsonl(run.path / "samples.jsonl")]
+    recomputed = {"ngram_ratios": ngram_ratios(samples, train), "ngram_ratios_real_test": ngram_ratios(test, train)}
+    for key, ratios in recomputed.items():
+        if metrics.get(key) is not None and not _same_ratios(metrics[key], ratios):
+            raise ValueError(f"{run.path}: {key} recomputed from samples.jsonl and the rebuilt data ({ratios}) differ "
+                             f"from metrics.json's ({metrics[key]})")
+    return {**recomputed, "ngram_ratios_size_matched": size_matched_ratios(samples, train, len(test))}
+
+
+def _same_ratios(recorded: dict[str, Any], recomputed: dict[str, Any]) -> bool:
+    return recorded.keys() == recomputed.keys() and all(
+        (a is None and b is None) or (a is not None and b is not None and abs(a - b) <= 1e-12)
+        for a, b in ((recorded[k], recomputed[k]) for k in recorded))

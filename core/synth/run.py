@@ -26,7 +26,13 @@ from core.privacy.streams import SYNTH_GENERATION, SYNTH_HEAD_INIT, stream_seed
 from core.runs.pipeline import progress_logger
 from core.runs.store import RunDir
 from core.synth.config import SynthConfig
-from core.synth.evaluate import classifier_accuracy, ngram_ratios, project_2d, separability
+from core.synth.evaluate import (
+    classifier_accuracy,
+    ngram_ratios,
+    project_2d,
+    separability,
+    size_matched_ratios,
+)
 from core.synth.job import SynthJob
 from core.synth.model import Formatter, SynthLM, encode_texts
 from core.synth.pplm import PPLMSettings, generate_plain, generate_pplm
@@ -129,6 +135,7 @@ def evaluate(job: SynthJob, model: SynthLM, fmt: Formatter, tokenizer, samples: 
         "synthetic_label_agreement": agreement,  # the reference classifier agrees with the synthetic labels
         "ngram_ratios": ngram_ratios(syn_texts, train_texts),  # memorisation: synthetic n-grams in train data
         "ngram_ratios_real_test": ngram_ratios(test_texts, train_texts),  # the same for unseen real text
+        "ngram_ratios_size_matched": size_matched_ratios(syn_texts, train_texts, len(test_texts)),
         "separability": separability(emb, test_labels, cfg.rf_trees, cfg.cv_folds, cfg.seed),
         "discriminator_test_accuracy": disc_acc,
         "lm_test_loss": lm_test_loss(model, fmt, test_ids, [data.index(y) for y in test_labels]),

@@ -181,8 +181,12 @@ runs = widgets.seed_picker(synth[synth["preset"] == preset], key="synth_seed")
 runs = tables.distinct_configs(tables.made_here_or_shipped(runs, key="synth_made_here"))
 rows = []
 label_counts = set()  # number of labels of each run's data set: chance level = 1 / that
+size_matched: dict[str, dict] = {}  # run -> its n-gram shares at the real test set's size (metrics.json)
 for record in runs.to_dict("records"):
     m = loading.read_shown(loading.get_run(record["run_id"]), "metrics") or {}
+    matched = as_dict(m.get("ngram_ratios_size_matched"))
+    if as_dict(matched.get("ratios")) and as_int(matched.get("texts")) and as_int(matched.get("draws")):
+        size_matched[record["run_id"]] = matched
     if (m.get("data") or {}).get("labels"):
         label_counts.add(len(m["data"]["labels"]))
     grams = m.get("ngram_ratios") or {}
@@ -288,7 +292,8 @@ def show_memorisation() -> None:
     fig = go.Figure()
     grams = [f"{n}-grams" for n in range(3, 8)]  # categories, so that the unified hover's title reads "5-grams"
     references: dict[int, dict] = {}  # seed -> the real test texts' ratios (each seed has its own split)
-    sizes: set[tuple] = set()  # (synthetic samples, real test texts) of the runs drawn
+    sizes: set[tuple] = set()  # (synthetic samples, real test texts) of the runs drawn over all their samples
+    matched_sizes: set[tuple] = set()  # (samples, subsets) of the runs drawn at the real test set's size
     lines = table[table["generator"] == generator].sort_values(["ε target", "seed"], ascending=[False, True])
     several_seeds = lines["seed"].nunique() > 1
     seed_rank = {seed: k for k, seed in enumerate(sorted(lines["seed"].dropna().unique()))}  # dashes by rank
@@ -297,10 +302,20 @@ def show_memorisation() -> None:
         # each seed its own marker, so that a seed's line running under another's stays visible (solid lines: the
         # caption keeps dashes for the real test texts; a seed's dashed line read as one)
         symbol = ("circle", "square", "diamond", "triangle-up", "x")[seed_rank.get(row["seed"], 0) % 5]
-        fig.add_trace(go.Scatter(x=grams, y=[row[f"{n}-gram"] for n in range(3, 8)], mode="lines+markers",
-                                 name=name, customdata=[[row["run"]]] * 5, marker=dict(symbol=symbol, size=8),
-                                 hovertemplate="%{y:.4f} (run %{customdata[0]})"))
-        sizes.add((row["samples"], row["test texts"]))
+        # at the real test set's size where the run recorded it (runs made before 2026-11-27 were audited for it)
+        matched = size_matched.get(row["run"])
+        ratios = as_dict(matched["ratios"]) if matched else {}
+        y = [as_float(ratios.get(str(n))) for n in range(3, 8)] if matched else [row[f"{n}-gram"] for n in range(3, 8)]
+        over = (f"{as_int(matched['texts']):,} samples, mean of {as_int(matched['draws'])} random subsets"
+                if matched else f"all {as_int(row['samples']):,} samples" if wording.present(row["samples"])
+                else "all samples")
+        fig.add_trace(go.Scatter(x=grams, y=y, mode="lines+markers", name=name, marker=dict(symbol=symbol, size=8),
+                                 customdata=[[row["run"], over]] * 5,
+                                 hovertemplate="%{y:.4f} (run %{customdata[0]}; %{customdata[1]})"))
+        if matched:
+            matched_sizes.add((as_int(matched["texts"]), as_int(matched["draws"])))
+        else:
+            sizes.add((row["samples"], row["test texts"]))
         if wording.present(row["seed"]) and row["seed"] not in references:
             metrics = loading.read_shown(loading.get_run(row["run"]), "metrics") or {}
             if metrics.get("ngram_ratios_real_test"):
@@ -315,12 +330,18 @@ def show_memorisation() -> None:
     fig.update_layout(title="Synthetic n-grams found in the train set", yaxis_title="ratio", hovermode="x unified",
                       **LAYOUT)
     st.plotly_chart(fig, width="stretch", key="synth_ngrams")
+    if matched_sizes:
+        shown = "; ".join(sorted(f"{texts:,} samples, the mean of {draws} random subsets" if draws > 1
+                                 else f"all {texts:,} samples" for texts, draws in matched_sizes))
+        st.caption(f"Size-matched: a run's line is its share in as many samples as the real test set has texts "
+                   f"({shown}), since the share found in the train set falls as a set grows.")
     sized = [(n, t) for n, t in sizes if wording.present(n) and wording.present(t) and n and t]
     shown = sorted(f"{n:,} samples against {t:,} test texts" for n, t in sized)
     if any(n > t for n, t in sized):
         st.caption(f"Not size-matched ({'; '.join(shown)}): the share found in the train set falls as a set grows, "
                    "so a line over more samples than the dashed one's texts sits lower than it would at their size "
-                   "(README, synthetic data).")
+                   "(README, synthetic data; `python -m core audit --run-dir DIR` adds the size-matched shares to a "
+                   "run made before 2026-11-27).")
 
 
 def show_run() -> None:

@@ -184,8 +184,9 @@ SYNTH_LABELS = ("film", "music", "smell")
 
 
 def write_synth_run(root: Path, run_id: str, generator: str, epsilon: float, accuracy: float,
-                    n_test: int = 400, separability: float = 0.4) -> None:
-    """A finished `python -m core synth` run in the real run format (samples, embeddings, n-gram ratios)."""
+                    n_test: int = 400, separability: float = 0.4, size_matched: dict | None = None) -> None:
+    """A finished `python -m core synth` run in the real run format (samples, embeddings, n-gram ratios).
+    size_matched: its ngram_ratios_size_matched (runs made before 2026-11-27 have none until audited)."""
     config = {"method": f"synth-{generator}", "preset": "tiny", "seed": 0,
               "privacy": {"epsilon": epsilon, "delta": 1 / 600}, "synth": {"generator": generator},
               "base": preset_config("tiny", method="pub-gpt").to_dict()}  # the public base model's core config
@@ -198,6 +199,7 @@ def write_synth_run(root: Path, run_id: str, generator: str, epsilon: float, acc
                        "ngram_ratios": {str(n): 0.1 / n for n in range(3, 8)},
                        "ngram_ratios_real_test": {str(n): 0.2 / n for n in range(3, 8)},
                        "data": {"labels": list(SYNTH_LABELS), "test": n_test},
+                       **({"ngram_ratios_size_matched": size_matched} if size_matched else {}),
                        **({"generation": {"candidates": 24, "accepted": 2, "filled": 4, "empty": 0,
                                           "acceptance_rate": 2 / 24}} if generator == "filter" else {})})
     samples = [{"label": label, "text": f"a {label} sample {k}", "disc_prob": 0.5, "kept": "accepted"}

@@ -342,6 +342,31 @@ def test_the_memorisation_chart_says_when_its_lines_are_not_size_matched(roots):
         "Not size-matched (6 samples against 4 test texts): t"]
 
 
+def test_the_memorisation_chart_draws_a_runs_size_matched_shares_where_it_recorded_them(roots):
+    """A run that recorded its n-gram shares at the real test set's size (metrics.json, since 2026-11-27, or added
+    by `core audit`) is drawn with them, and the caption says so; a run without them keeps the old caveat."""
+    matched = {"texts": 4, "draws": 5, "ratios": {str(n): 0.3 / n for n in range(3, 8)}}
+    write_synth_run(roots["live"], "s-multitask-3", "multitask", 3.0, 0.55, n_test=4, size_matched=matched)
+    at = open_tab(open_page("synthetic"), "synth_tab", "Memorisation (n-grams)")
+    (spec,) = plotly_specs(at)
+    run_line = next(t for t in spec["data"] if t["name"] == "ε = 3")
+    assert run_line["y"] == pytest.approx([0.3 / n for n in range(3, 8)])  # not the all-samples 0.1 / n
+    assert run_line["customdata"][0] == ["s-multitask-3", "4 samples, mean of 5 random subsets"]
+    captions = [c.value for c in at.caption]
+    assert ("Size-matched: a run's line is its share in as many samples as the real test set has texts (4 samples, "
+            "the mean of 5 random subsets), since the share found in the train set falls as a set grows.") in captions
+    assert not [c for c in captions if c.startswith("Not size-matched")]
+    write_synth_run(roots["live"], "s-multitask-8", "multitask", 8.0, 0.55, n_test=4)  # an older run: all 6
+    at = open_tab(open_page("synthetic"), "synth_tab", "Memorisation (n-grams)")
+    old_line = next(t for t in plotly_specs(at)[0]["data"] if t["name"] == "ε = 8")
+    assert old_line["y"] == pytest.approx([0.1 / n for n in range(3, 8)])
+    assert old_line["customdata"][0] == ["s-multitask-8", "all 6 samples"]
+    captions = [c.value for c in at.caption]
+    assert [c[:52] for c in captions if c.startswith("Not size-matched")] == [
+        "Not size-matched (6 samples against 4 test texts): t"]
+    assert any(c.startswith("Size-matched: ") for c in captions)
+
+
 def test_the_command_line_hint_is_the_command_for_the_forms_runs(roots, tmp_path, monkeypatch):
     """It was a fixed example (multitask, ε 3, tiny) whatever the form held (browser review); it now gives the
     lines that make the runs the form launched, and each is one `python -m core` accepts."""

@@ -18,6 +18,7 @@ from core.models import cpu_info
 from core.privacy import epsilon_from_events, events_from_dicts
 from core.runs.registry import list_runs
 from core.runs.store import REQUIRED_FILES, RunDir
+from core.synth.command import job_from_run_config
 
 # seconds, not minutes: a micro base model and a few dozen examples (sizes are meaningless, the format is not)
 MICRO = {
@@ -94,8 +95,7 @@ def test_micro_runs_utility_and_memorisation_recompute_from_its_samples_and_data
     the same classifier trained on the real train set, and ngram_ratios the synthetic n-grams found in the train
     set: recomputed here from the written samples and the run's labelled data (read again from its config.json),
     so a metric computed from the wrong texts (train for synthetic, test for train) does not pass."""
-    from core.synth.command import job_from_run_config
-    from core.synth.evaluate import classifier_accuracy, ngram_ratios
+    from core.synth.evaluate import classifier_accuracy, ngram_ratios, size_matched_ratios
 
     run_dir, _ = micro_run
     monkeypatch.setenv("SEQPATE_CACHE", str(run_dir.parent.parent / "cache"))  # the data the run prepared
@@ -118,7 +118,40 @@ def test_micro_runs_utility_and_memorisation_recompute_from_its_samples_and_data
     # and they are two texts' numbers: the unseen real test text is the yardstick the synthetic overlap is read
     # against, so the same dict under both keys would be no comparison at all
     assert metrics["ngram_ratios_real_test"] != metrics["ngram_ratios"]
+    # at the test set's size: the micro run has fewer samples than test texts, so all of them, once
+    assert len(samples) < len(test)
+    assert metrics["ngram_ratios_size_matched"] == size_matched_ratios(synthetic, train, len(test))
+    assert metrics["ngram_ratios_size_matched"] == {"texts": len(samples), "draws": 1,
+                                                    "ratios": metrics["ngram_ratios"]}
     assert metrics["n_synthetic"] == len(samples)
+
+
+def test_an_audit_adds_the_size_matched_shares_and_refuses_samples_that_do_not_give_the_recorded_ones(
+        micro_run, tmp_path, monkeypatch, capsys):
+    """`core audit` on a synthetic-data run rebuilds its data and recomputes its n-gram shares from samples.jsonl:
+    a run made before the size-matched shares were recorded gets them; samples that do not reproduce the recorded
+    shares (a file edited after the run) are refused, not re-scored."""
+    import shutil
+
+    run_dir, _ = micro_run
+    monkeypatch.setenv("SEQPATE_CACHE", str(run_dir.parent.parent / "cache"))  # the data the run prepared
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    metrics = json.loads((copy / "metrics.json").read_text())
+    recorded = metrics.pop("ngram_ratios_size_matched")
+    (copy / "metrics.json").write_text(json.dumps(metrics))  # as a run made before 2026-11-27
+    assert main(["audit", "--run-dir", str(copy)]) == 0
+    assert json.loads(capsys.readouterr().out)["written"] == ["metrics.json", "statement.md"]
+    assert RunDir(copy).metrics()["ngram_ratios_size_matched"] == recorded
+    assert RunDir(copy).metrics()["ngram_ratios"] == metrics["ngram_ratios"]
+
+    lines = (copy / "samples.jsonl").read_text().splitlines()
+    train_text = job_from_run_config(RunDir(copy)).data.train[0].text
+    (copy / "samples.jsonl").write_text("\n".join([json.dumps({**json.loads(lines[0]), "text": train_text}),
+                                                   *lines[1:]]) + "\n")
+    assert main(["audit", "--run-dir", str(copy)]) == 2
+    assert "ngram_ratios recomputed from samples.jsonl and the rebuilt data" in capsys.readouterr().err
+    assert RunDir(copy).metrics()["ngram_ratios"] == metrics["ngram_ratios"]  # nothing rewritten
 
 
 def test_a_launched_job_runs_the_same_run_as_the_command_line(micro_run):

@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 import torch
 
-from core.synth.evaluate import classifier_accuracy, ngram_ratio, ngram_ratios, separability, words
+from core.synth.evaluate import (
+    classifier_accuracy,
+    ngram_ratio,
+    ngram_ratios,
+    separability,
+    size_matched_ratios,
+    words,
+)
 from core.synth.model import SynthLM, pack, prefix_features, prefix_weights, weighted_prefix_loss
 
 
@@ -79,6 +86,22 @@ def test_ngram_ratio_known_pair():
     assert ngram_ratio(synthetic, train, 4) == 0.25
     assert ngram_ratios(synthetic, train)["7"] is None  # no synthetic 7-grams at all
     assert words("Don't stop!") == ["don", "'", "t", "stop", "!"]
+
+
+def test_size_matched_share_is_the_share_at_the_other_sets_size():
+    """Every text repeats one memorised 3-gram and adds three of its own, so n texts hold 1 + 3n distinct 3-grams
+    of which 1 is in the train set: 100 texts share 1/301, any 10 of them 1/31. Compared with 10 real texts,
+    the 100's share read 10 times too low; at their size it is exact."""
+    train = ["i like film"]
+    synthetic = [f"i like film w{i} x{i} y{i}" for i in range(100)]
+    assert ngram_ratio(synthetic, train, 3) == pytest.approx(1 / 301)
+    matched = size_matched_ratios(synthetic, train, 10)
+    assert matched["texts"] == 10 and matched["draws"] == 5
+    assert matched["ratios"]["3"] == pytest.approx(1 / 31, abs=1e-12)
+    assert matched["ratios"]["4"] == pytest.approx(0.0) and matched["ratios"]["7"] is None  # no 7-grams
+    # no more texts than the size: all of them, once
+    assert size_matched_ratios(synthetic[:8], train, 10) == {"texts": 8, "draws": 1,
+                                                             "ratios": ngram_ratios(synthetic[:8], train)}
 
 
 def test_classifier_and_separability_on_separable_toy_data():
