@@ -682,7 +682,7 @@ MODEL_WEIGHT_FILES = (("model.safetensors", "model.safetensors.index.json"),
                       ("pytorch_model.bin", "pytorch_model.bin.index.json"))
 
 
-def _check_model_dir(source: str) -> None:
+def _check_model_dir(source: str, max_tokens: int) -> None:
     try:
         model_config = json.loads((Path(source) / "config.json").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
@@ -698,18 +698,37 @@ def _check_model_dir(source: str) -> None:
     # without these transformers builds an empty tokenizer and the run completes every prefix with nothing
     if not ((folder / "tokenizer.json").is_file() or all((folder / n).is_file() for n in ("vocab.json", "merges.txt"))):
         raise ConfigError(f"model {source} holds no tokenizer (tokenizer.json, or vocab.json and merges.txt)")
-    _check_model_files(folder)
+    _check_model_files(folder, max_tokens)
 
 
-def _check_model_files(folder: Path) -> None:
-    """What loading the checkout would refuse after the run folder is made, checked cheaply now: its config
-    fields (transformers' GPT2Config) and a safetensors file's header against its size (a file cut short)."""
+def _check_model_files(folder: Path, max_tokens: int) -> None:
+    """What loading the checkout would refuse after the run folder is made, or fail on in the middle of a run,
+    checked now: its config fields (transformers' GPT2Config), positions for a training sentence, a tokenizer with
+    the begin/end token every sentence is wrapped in and no ids past the model's vocabulary, and a safetensors
+    file's header against its size (a file cut short)."""
     from transformers import GPT2Config
 
+    from core.tokenizer import ModelLoadError, load_tokenizer
+
     try:
-        GPT2Config.from_pretrained(str(folder), local_files_only=True)
+        model_config = GPT2Config.from_pretrained(str(folder), local_files_only=True)
     except Exception as exc:  # transformers' validation errors span lines: "field 'n_embd':\n TypeError: ..."
         raise ConfigError(f"model {folder}: config.json: {' '.join(str(exc).split())}") from None
+    # each of these failed at evaluation, after training, with an IndexError or a TypeError (a review)
+    if model_config.n_positions < max_tokens:
+        raise ConfigError(f"model {folder} has {model_config.n_positions} positions, fewer than data.max_tokens "
+                          f"({max_tokens}) a training sentence may take; set data.max_tokens to at most "
+                          f"{model_config.n_positions}")
+    try:
+        tokenizer = load_tokenizer(folder)
+    except ModelLoadError as exc:
+        raise ConfigError(str(exc)) from None
+    if tokenizer.bos_token_id is None or tokenizer.eos_token_id is None:
+        raise ConfigError(f"model {folder}: its tokenizer has no bos or eos token (each sentence is wrapped in them; "
+                          "GPT-2's is <|endoftext|>: set bos_token and eos_token in tokenizer_config.json)")
+    if len(tokenizer) > model_config.vocab_size:
+        raise ConfigError(f"model {folder}: its tokenizer has {len(tokenizer):,} tokens, more than the model's "
+                          f"vocab_size ({model_config.vocab_size:,}): not the tokenizer it was trained with")
     weights = folder / "model.safetensors"
     if weights.is_file():
         from safetensors import safe_open
@@ -775,7 +794,7 @@ def validate(cfg: RunConfig) -> RunConfig:
     if not (dc.temperature > 0 and dc.pseudo_temperature > 0):
         raise ConfigError("decode temperatures must be positive")
     if cfg.model.source != "tiny":
-        _check_model_dir(cfg.model.source)
+        _check_model_dir(cfg.model.source, d.max_tokens)
     from core.data.secrets import parse_canary_counts  # lazy: core.data imports this module
 
     try:

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -131,6 +132,23 @@ def test_a_checkout_missing_its_weights_or_tokenizer_or_of_another_kind_is_refus
         (field / "config.json").write_text(json.dumps({**json.loads((checkout / "config.json").read_text()),
                                                        "n_embd": "abc"}))
         cases[field] = f"model {field}: config.json: Validation error for field 'n_embd': TypeError: Field 'n_embd'"
+    # a review's: these failed at evaluation, after training, with an IndexError or a TypeError
+    def edited(name: str, file: str, **changes) -> Path:
+        folder = tmp_path / name
+        shutil.copytree(checkout, folder)
+        body = {**json.loads((folder / file).read_text()), **changes}
+        (folder / file).write_text(json.dumps({k: v for k, v in body.items() if v is not None}))
+        return folder
+
+    cases[edited("short", "config.json", n_positions=32)] = (
+        "has 32 positions, fewer than data.max_tokens (40) a training sentence may take; set data.max_tokens to at "
+        "most 32")
+    vocab = json.loads((checkout / "config.json").read_text())["vocab_size"]
+    cases[edited("small-vocab", "config.json", vocab_size=vocab - 10)] = (
+        f"its tokenizer has {vocab} tokens, more than the model's vocab_size ({vocab - 10}): not the tokenizer it "
+        "was trained with")
+    cases[edited("no-bos", "tokenizer_config.json", tokenizer_class="PreTrainedTokenizerFast", bos_token=None,
+                 eos_token=None, pad_token=None)] = "its tokenizer has no bos or eos token"
     for folder, message in cases.items():
         out = subprocess.run([sys.executable, "-m", "core", "run", "--method", "pub-gpt", "--preset", "tiny",
                               "--model", str(folder), "--run-dir", str(tmp_path / "run")],
@@ -139,6 +157,43 @@ def test_a_checkout_missing_its_weights_or_tokenizer_or_of_another_kind_is_refus
         assert not (tmp_path / "run").exists()
     with pytest.raises(ModelLoadError, match="no usable tokenizer"):  # the loader itself never hands one out
         load_tokenizer(tmp_path / "no-tokenizer")
+
+
+def test_a_half_precision_checkout_loads_in_float32(checkout, tmp_path):
+    """transformers 5 keeps a checkpoint in the dtype it was saved in: a float16 checkout trained in float16, and a
+    review's run on one finished "done" with perplexity NaN and garbage completions."""
+    import shutil
+
+    half = tmp_path / "half"
+    load_local_model(checkout).half().save_pretrained(half)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(checkout / name, half / name)
+    assert json.loads((half / "config.json").read_text()).get("dtype") == "float16"
+    model = load_local_model(half)
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
+    original = load_local_model(checkout)
+    assert torch.equal(model.transformer.wte.weight, original.transformer.wte.weight.half().float())
+
+
+def test_a_run_whose_model_scores_nan_fails_rather_than_finishing(checkout, tmp_path, monkeypatch):
+    """A perplexity of NaN (weights holding NaN, or training that diverged) made a run "done" that no table can
+    order; it now fails at evaluation, naming the likely causes."""
+    import shutil
+
+    broken = tmp_path / "nan"
+    model = load_local_model(checkout)
+    with torch.no_grad():
+        model.transformer.h[0].mlp.c_fc.weight[0, 0] = float("nan")
+    model.save_pretrained(broken)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(checkout / name, broken / name)
+    monkeypatch.setenv("SEQPATE_THREADS", "1")
+    monkeypatch.delenv("SEQPATE_DEVICE", raising=False)
+    cfg = micro_config(method="pub-gpt", model__source=str(broken))
+    run = RunDir.create(tmp_path / "run", cfg.to_dict(), cfg.seed)
+    with pytest.raises(RuntimeError, match="the model's test loss is NaN: training diverged"):
+        execute(cfg, run)
+    assert run.metrics() is None
 
 
 def test_a_tokenizer_saved_by_another_transformers_version_still_loads(tmp_path, monkeypatch):

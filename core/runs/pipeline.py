@@ -6,6 +6,7 @@ prefixes, same seeded decoding), so the dashboard can compare runs fairly.
 
 from __future__ import annotations
 
+import math
 import signal
 import sys
 import time
@@ -192,6 +193,9 @@ def evaluate(
     test = ws.data.private_test
     test_nll = sentence_nll(model, ws.encode([s.text for s in test]), ws.pad_id)
     ppl = perplexity_from_nll(*total_nll(test_nll))
+    if math.isnan(ppl):  # a run would finish "done" with a perplexity no table can order
+        raise RuntimeError("the model's test loss is NaN: training diverged (a learning rate too high?) or the "
+                           "weights it started from hold NaN or inf")
     chosen = test[: cfg.decode.n_completions]
     pairs = [split_prefix(s.text, cfg.data.prefix_words) for s in chosen]
     prefixes = [p for p, _ in pairs]
