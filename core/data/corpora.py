@@ -62,12 +62,18 @@ def read_text(path: Path) -> str:
         raise CorpusError(f"{path} line {line}: not valid UTF-8 (byte 0x{data[e.start]:02x})") from None
 
 
+def text_lines(text: str) -> list[str]:
+    """A text's lines, ended by "\n", "\r\n" or "\r" and nothing else (str.splitlines also ends one at U+2028,
+    U+2029, U+0085 and a few control characters, which a sentence may hold)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
 def json_lines(path: Path, text: str) -> Iterator[tuple[int, Any]]:
     """(line number, parsed value) for every non-blank line of a JSON-lines file. Lines end at "\n", "\r\n" or
     "\r" (JSON escapes both inside a string) and nowhere else: str.splitlines also splits at U+2028, U+2029 and
     U+0085, which json.dumps(ensure_ascii=False) leaves raw inside a string, so a valid file was refused as
     "Unterminated string" (a review)."""
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    lines = text_lines(text)
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -176,7 +182,8 @@ def load_europarl(path: str | Path) -> list[Record]:
     """One record per non-blank line; user_id 'line-N' (N = line number) so a user split is a sentence split."""
     path = Path(path)
     records = []
-    for number, line in enumerate(read_text(path).splitlines(), start=1):
+    # a line of the file is a sentence: one holding U+2028 (a review's) was two records, every later id one off
+    for number, line in enumerate(text_lines(read_text(path)), start=1):
         text = normalise(line)
         if text:
             records.append(Record(text, f"line-{number}", {"line": number}))
@@ -234,16 +241,30 @@ def csv_header(path: Path, reader: csv.DictReader, required: Sequence[str]) -> l
     return header
 
 
-def _csv_rows(path: Path, text: str) -> Iterator[dict[str, Any]]:
+def csv_rows(path: Path, text: str, required: Sequence[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line the row starts on, row) of a csv text with a header naming the `required` columns.
+
+    Refused in one line, naming where the row starts: a ragged row, and a quoted field that runs over several
+    lines holding the delimiter, which reads as rows swallowed by a quote left open (a text's stray `"` merged 16
+    rows of a review's file into one example, under one label, without a word)."""
     reader = csv.DictReader(io.StringIO(text, newline=""))
-    header = csv_header(path, reader, required=("text",))
+    header = csv_header(path, reader, required=required)
+    end = reader.line_num  # the line the previous row ended on
     try:
         for row in reader:
-            if None in row or any(v is None for v in row.values()):  # DictReader's marks for a ragged row
-                raise CorpusError(f"{path} line {reader.line_num}: expected {len(header)} fields")
-            yield row
+            values = [v for v in row.values() if isinstance(v, str)]
+            # a field's last newline is its line's end where a quote left open ran to the end of the file
+            start = reader.line_num - sum(v.rstrip("\r\n").count("\n") for v in values)
+            if any("," in line for v in values for line in v.split("\n")[1:]):
+                raise CorpusError(f"{path} line {start}: a quoted field runs from here to line {reader.line_num} "
+                                  "over lines that read as rows of their own: a quote left open? (a text's own "
+                                  '" is written doubled, inside quotes: "say ""hi""")')
+            if None in row or any(v is None for v in row.values()):  # DictReader's marks of a ragged row
+                raise CorpusError(f"{path} line {start}: expected {len(header)} fields")
+            end = reader.line_num
+            yield start, row
     except csv.Error as e:
-        raise CorpusError(f"{path} line {reader.line_num}: {e}") from None
+        raise CorpusError(f"{path} line {end + 1}: {e} (in the row starting there; a quote left open?)") from None
 
 
 def load_table(path: str | Path) -> list[Record]:
@@ -252,7 +273,8 @@ def load_table(path: str | Path) -> list[Record]:
     text = read_text(path)
     if not text.strip():
         raise CorpusError(f"{path}: file is empty")
-    rows = _csv_rows(path, text) if path.suffix.lower() == ".csv" else _jsonl_rows(path, text)
+    rows = ((row for _, row in csv_rows(path, text, required=("text",))) if path.suffix.lower() == ".csv"
+            else _jsonl_rows(path, text))
     records = [r for n, row in enumerate(rows, start=1) if (r := _table_record(row, n)) is not None]
     if not records:
         raise CorpusError(f"{path}: no rows with non-blank text")

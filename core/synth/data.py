@@ -14,8 +14,6 @@ Both are balanced by downsampling every label to the same count, then split 80/2
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import random
@@ -24,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.data.corpora import CorpusError, Record, csv_header, json_lines, normalise, read_text
+from core.data.corpora import CorpusError, Record, csv_rows, json_lines, normalise, read_text
 from core.synth.config import CHITCHAT_TOPICS, SynthConfig
 
 
@@ -100,18 +98,11 @@ def _example(path: Path, where: str, text, label) -> Example | None:
 
 
 def _csv_examples(path: Path, content: str) -> list[Example]:
-    reader = csv.DictReader(io.StringIO(content, newline=""))
-    header = csv_header(path, reader, required=("text", "label"))
     out = []
-    try:
-        for row in reader:
-            if None in row or any(v is None for v in row.values()):  # DictReader's marks of a ragged row
-                raise CorpusError(f"{path} line {reader.line_num}: expected {len(header)} fields")
-            ex = _example(path, f"line {reader.line_num}", row["text"], row["label"])
-            if ex is not None:
-                out.append(ex)
-    except csv.Error as e:
-        raise CorpusError(f"{path} line {reader.line_num}: {e}") from None
+    for line, row in csv_rows(path, content, required=("text", "label")):
+        ex = _example(path, f"line {line}", row["text"], row["label"])
+        if ex is not None:
+            out.append(ex)
     return out
 
 

@@ -82,6 +82,17 @@ def test_europarl(tmp_path):
     ]
 
 
+def test_europarl_lines_end_at_line_breaks_only(tmp_path):
+    """str.splitlines also ends a line at U+2028 and U+0085: a review's 4-line file read as 6 records, one sentence
+    in two halves and every later line's id one off. CRLF and CR still end lines."""
+    path = tmp_path / "europarl.txt"
+    path.write_text("First sentence\nI declare\u2028resumed the session\r\nof the\x85Parliament\rLast one\n",
+                    encoding="utf-8", newline="")
+    assert [(r.text, r.user_id) for r in load_europarl(path)] == [
+        ("First sentence", "line-1"), ("I declare resumed the session", "line-2"),
+        ("of the Parliament", "line-3"), ("Last one", "line-4")]
+
+
 # --- Tables ------------------------------------------------------------------------------------------------------
 
 
@@ -133,6 +144,17 @@ def test_csv_ragged_row(tmp_path):
     path.write_text("user_id,text\nu1,hi\nu2,hi,extra\n")
     with pytest.raises(CorpusError, match=r"r\.csv line 3"):
         load_table(path)
+
+
+def test_a_quote_left_open_is_refused_naming_its_line_and_quoted_newlines_still_load(tmp_path):
+    """csv lets a quoted field run over lines: a text's stray quote merged the rows up to the next quote into one
+    record without a word. A quoted field of several lines that hold no delimiter is still one text."""
+    path = tmp_path / "q.csv"
+    path.write_text('text,user_id\nfine,u1\n"open quote,u2\nnext,u3\nand" more,u4\nlast,u5\n')
+    with pytest.raises(CorpusError, match=r"q\.csv line 3: a quoted field runs from here to line 5"):
+        load_table(path)
+    path.write_text('text,user_id\n"a text\nover two lines",u1\n"say ""hi"", then go",u2\n')
+    assert [r.text for r in load_table(path)] == ["a text over two lines", 'say "hi", then go']
 
 
 def test_non_utf8(tmp_path):
