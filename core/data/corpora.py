@@ -101,16 +101,27 @@ def load_chitchat(path: Path | None = None) -> list[Record]:
     "messages": [[{"text", "timestamp", "sender"}, ...], ...]}}.
     """
     path = path or chitchat_path()
-    data = json.loads(read_text(path))
+    try:
+        data = json.loads(read_text(path))
+    except ValueError as e:  # a user's file named as chitchat-format (corpus_format chitchat)
+        raise CorpusError(f"{path}: not valid JSON ({getattr(e, 'msg', e)})") from None
+    if not isinstance(data, dict):
+        raise CorpusError(f"{path}: expected the chitchat layout, a JSON object of conversations, got "
+                          f"{type(data).__name__}")
     records = []
-    for conversation, conv in data.items():
-        meta = {"conversation": conversation, "prompt": conv.get("prompt") or ""}
-        for message in conv["messages"]:
-            for utterance in message:
-                text = normalise(utterance["text"])
-                if text:
-                    # The meta dict is shared by a conversation's records (saves ~40 MB); treat it as read-only.
-                    records.append(Record(text, utterance["sender"], meta))
+    conversation = None
+    try:
+        for conversation, conv in data.items():
+            meta = {"conversation": conversation, "prompt": conv.get("prompt") or ""}
+            for message in conv["messages"]:
+                for utterance in message:
+                    text = normalise(utterance["text"])
+                    if text:
+                        # The meta dict is shared by a conversation's records (saves ~40 MB); treat it as read-only.
+                        records.append(Record(text, str(utterance["sender"]), meta))
+    except (KeyError, TypeError, AttributeError) as e:  # a file of another layout: one line, not a traceback
+        raise CorpusError(f"{path}: conversation {conversation!r} is not in the chitchat layout ({{\"messages\": "
+                          f"[[{{\"text\", \"sender\"}}, ...], ...]}}): {type(e).__name__}: {e}") from None
     return records
 
 
@@ -273,6 +284,7 @@ def load_table(path: str | Path) -> list[Record]:
     text = read_text(path)
     if not text.strip():
         raise CorpusError(f"{path}: file is empty")
+    # a table not named .csv is read as JSON lines (corpus_format table on a file of another name)
     rows = ((row for _, row in csv_rows(path, text, required=("text",))) if path.suffix.lower() == ".csv"
             else _jsonl_rows(path, text))
     records = [r for n, row in enumerate(rows, start=1) if (r := _table_record(row, n)) is not None]
@@ -299,9 +311,11 @@ def corpus_format(cfg: DataConfig) -> str:
     if not suffix and not Path(cfg.corpus).exists():  # a misspelt name (chitchatt) rather than a file
         raise CorpusError(f"unknown corpus {cfg.corpus!r}: neither {CHITCHAT!r} nor an existing file")
     if suffix not in _EXTENSIONS:
+        # Europarl's own files are named like europarl-v7.de-en.en: the message names the setting's exact form
         raise CorpusError(
-            f"cannot tell the format of {cfg.corpus} from its extension; use .json (AirDialog), .txt (Europarl), "
-            f".jsonl/.csv (table) or set corpus_format"
+            f"cannot tell the format of {cfg.corpus} from its extension; name it .json (AirDialog), .txt "
+            f"(Europarl), .jsonl or .csv (table), or give --config FILE.json holding "
+            f'{{"data": {{"corpus_format": "europarl"}}}} (or airdialog, chitchat, table)'
         )
     return _EXTENSIONS[suffix]
 

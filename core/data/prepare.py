@@ -130,9 +130,12 @@ def _cut(
     asked = sum(n for _, n in sizes if n is not None)
     if asked > len(sentences):
         wanted = " + ".join(f"{side}_{name} {n}" for name, n in sizes if n is not None)
+        # the sizes are the preset's: a smaller corpus sets its own, which the message shows how to do
+        smaller = ", ".join(f'"{side}_{name}": {n * len(sentences) // asked}' for name, n in sizes if n is not None)
         raise ValueError(
             f"the {side} side has only {plural(len(sentences), 'sentence')} ({plural(n_users, 'user')}) but "
-            f"{wanted} = {asked} were asked for"
+            f"{wanted} = {asked} were asked for; a smaller corpus sets smaller sizes with --config FILE.json "
+            f'holding {{"data": {{{smaller}}}}}'
         )
     out, start = {}, 0
     for name, n in sizes:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.config import RunConfig, preset_config
+from core.config import ConfigError, RunConfig, preset_config
 from core.data import PreparedData, load_prepared, load_records
 from core.synth.config import SYNTH_BASE_OVERRIDES, SynthConfig
 from core.synth.data import LabelledData, labelled_data
@@ -39,6 +39,10 @@ def synth_base_config(cfg: SynthConfig, base_overrides: dict | None = None) -> R
 def prepare_job(cfg: SynthConfig, base_overrides: dict | None = None) -> SynthJob:
     """Load and check everything a run needs (raises one-line errors before anything is written)."""
     base = synth_base_config(cfg, base_overrides)
+    if cfg.corpus == "chitchat" and base.data.corpus != "chitchat":  # its topics are chitchat's conversation prompts
+        raise ConfigError(f"the chitchat topics are read from the chitchat corpus, but the base model's corpus is "
+                          f"{base.data.corpus!r}; for labelled texts of your own give --corpus FILE (.csv or .jsonl "
+                          "with text and label)")
     own = labelled_data(cfg) if cfg.corpus != "chitchat" else None  # a bad file fails before chitchat loads
     prepared = load_prepared(base.data, cfg.seed)  # the public base model's data and the user split
     data = own or labelled_data(cfg, prepared.public_users, load_records(base.data))

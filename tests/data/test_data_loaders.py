@@ -1,6 +1,7 @@
 """Loaders for AirDialog, Europarl and tables on small files written here, and the dispatch."""
 
 import json
+import re
 
 import pytest
 
@@ -200,11 +201,32 @@ def test_missing_file(tmp_path):
         load_corpus(DataConfig(corpus=str(missing)))
 
 
-def test_unknown_extension(tmp_path):
-    path = tmp_path / "data.xml"
-    path.write_text("<x/>")
-    with pytest.raises(CorpusError, match="cannot tell the format"):
+def test_unknown_extension_names_the_setting_that_reads_it(tmp_path):
+    """Europarl's own files are named like europarl-v7.de-en.en; the message said "set corpus_format", which no
+    flag sets: it now gives the config file's exact setting, and that setting reads the file."""
+    path = tmp_path / "europarl-v7.de-en.en"
+    path.write_text("Resumption of the session\nI declare resumed the session\n")
+    with pytest.raises(CorpusError, match="cannot tell the format") as err:
         load_corpus(DataConfig(corpus=str(path)))
+    setting = json.loads(re.search(r"--config FILE\.json holding (\{.*\}\})", str(err.value)).group(1))
+    assert [r.text for r in load_corpus(DataConfig(corpus=str(path), **setting["data"]))] == [
+        "Resumption of the session", "I declare resumed the session"]
+
+
+@pytest.mark.parametrize("content, message", [
+    ("[1, 2]", "expected the chitchat layout, a JSON object of conversations, got list"),
+    ('{"c1": {"messages": [["hi"]]}}', "conversation 'c1' is not in the chitchat layout"),
+    ('{"c1": {"turns": []}}', "conversation 'c1' is not in the chitchat layout"),
+    ("not json", "not valid JSON (Expecting value)"),
+])
+def test_a_file_read_in_the_chitchat_layout_that_is_not_is_one_line(tmp_path, content, message):
+    """corpus_format chitchat on a user's file: another layout was a raw AttributeError or TypeError traceback,
+    and a file that is not JSON an error naming no file (a review)."""
+    path = tmp_path / "mine.json"
+    path.write_text(content)
+    with pytest.raises(CorpusError) as err:
+        load_corpus(DataConfig(corpus=str(path), corpus_format="chitchat"))
+    assert str(err.value).startswith(f"{path}: ") and message in str(err.value) and "\n" not in str(err.value)
 
 
 def test_a_misspelt_corpus_name_is_named_as_such():

@@ -76,6 +76,26 @@ def test_prepare_too_few_sentences():
         prepare(records, DataConfig(), 0)
 
 
+def test_the_sizes_a_too_small_corpus_is_told_to_set_fit_it():
+    """The message named the preset's sizes and no way round them (a review: an 8,000-row file failed tiny and
+    paper alike); it gives the config file's setting, and the sizes it proposes, side by side, fit the corpus."""
+    import dataclasses
+    import json
+    import re
+
+    records = corpus({f"u{i}": 10 for i in range(8)})
+    sizes: dict = {}
+    for _ in range(3):  # one message per side, then the run
+        try:
+            prepared = prepare(records, dataclasses.replace(DataConfig(), **sizes), 0)
+            break
+        except ValueError as err:
+            sizes.update(json.loads(re.search(r"--config FILE\.json holding (\{.*\}\})", str(err)).group(1))["data"])
+    else:
+        pytest.fail("the proposed sizes did not fit")
+    assert sizes and len(prepared.public_train) == sizes["public_train"] > 0
+
+
 def test_prepare_nothing_left():
     records = corpus({"a": 3}, words=2)
     with pytest.raises(ValueError, match="no sentence has 8 or more words"):

@@ -305,6 +305,20 @@ def test_a_config_file_it_cannot_use_is_one_line(tmp_path, capsys, content, mess
     assert message in err and len(err.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
 
 
+def test_chitchat_topics_on_another_base_corpus_are_refused_in_one_line(tmp_path, capsys):
+    """The topics are chitchat's conversation prompts: on a Europarl base the run found no labelled text and
+    stopped at "min() arg is an empty sequence" (a review)."""
+    europarl = tmp_path / "europarl.txt"
+    europarl.write_text("".join(f"sentence number {i} of the parliament debate today\n" for i in range(50)))
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"base": {"data": {"corpus": str(europarl)}}}))
+    assert main(["synth", "--config", str(path), "--run-dir", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert (f"the chitchat topics are read from the chitchat corpus, but the base model's corpus is '{europarl}'; "
+            "for labelled texts of your own give --corpus FILE") in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
+
+
 def test_a_null_in_a_config_file_is_a_setting(tmp_path):
     """per_label null means 'to the rarest label' (quick's setting); it was dropped, leaving tiny's 200."""
     import argparse
