@@ -20,6 +20,7 @@ from core.config import (
     check_device,
     check_device_executor,
     check_private_size,
+    check_seed,
     device_setting,
     effective_config,
     fixed_epsilon,
@@ -375,6 +376,8 @@ def cmd_compare(args) -> int:
         raise ConfigError(f"--resamples must be at least 1, got {args.resamples}")
     if args.draws < 1:
         raise ConfigError(f"--draws must be at least 1, got {args.draws}")
+    if not 0 < args.confidence < 1:  # checked up front: without per-sentence NLL it was never read, and passed
+        raise ConfigError(f"--confidence must be between 0 and 1, got {args.confidence}")
     if args.draws > 1:
         check_device()  # the saved models sample where SEQPATE_DEVICE says, as runs compute
     for name, run in (("A", run_a), ("B", run_b)):
@@ -420,6 +423,7 @@ def cmd_complete(args) -> int:
     from core.runs.store import RunError
     from core.tokenizer import ModelLoadError
 
+    check_seed(args.seed)  # as every other command's
     check_device()  # the saved models sample where SEQPATE_DEVICE says, as runs compute
     out = []
     for ref in args.runs:

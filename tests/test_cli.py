@@ -192,6 +192,22 @@ def test_a_run_keeps_its_weights_and_completes_a_typed_prefix(pub_gpt_run, tmp_p
     assert empty.returncode == 2 and "type a prefix" in empty.stderr
 
 
+@pytest.mark.parametrize("args, message", [
+    (["complete", "tiny-pub-gpt", "--prefix", "hello", "--seed", "-1"], "seed must be a whole number from 0 to"),
+    (["compare", "tiny-pub-gpt", "tiny-pri-gpt", "--confidence", "1.5"], "--confidence must be between 0 and 1, "
+                                                                          "got 1.5"),
+    (["compare", "tiny-pub-gpt", "tiny-pri-gpt", "--confidence", "nan"], "--confidence must be between 0 and 1"),
+])
+def test_every_command_refuses_settings_out_of_range_in_one_line(args, message, capsys):
+    """A negative seed was refused by every command but `complete`; a confidence of 1.5 or nan passed `compare`
+    with exit 0 where the runs had no per-sentence NLL to bootstrap (a review)."""
+    from core.cli import main
+
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
 def test_an_empty_completion_says_why(pub_gpt_run, monkeypatch, capsys):
     """An empty completion (the model's first token ended the text: 5 to 11 seeds of 20 for a Japanese or
     Cyrillic prefix on a quick model) printed "completion": "" with no word, which reads as a fault."""
