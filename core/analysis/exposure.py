@@ -10,7 +10,8 @@ the inserted number best; about 1 means it is an average candidate.
 - larger spaces: Carlini's sampling estimate. S (default 4096) candidates other than the canary are drawn
   uniformly without replacement; with k of them more likely than the canary, rank ~ 1 + (|R| - 1) k / S, with a 95%
   Clopper-Pearson interval on k / S carried over to the exposure. With k = 0 the estimate is log2|R|, and only
-  the interval's lower end (about log2 S) is supported by the data.
+  the interval's lower end is supported by the data: 1 - 0.025^(1/S) for k / S, i.e. 10.1 bits for S = 4,096 and
+  |R| = 10^6, about 2 bits below log2 S.
 Scoring only needs the tokens after the part all candidates share (the constant prefix cancels in the ranking).
 """
 

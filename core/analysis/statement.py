@@ -64,8 +64,8 @@ SEEDED_NOISE = ("- Randomness: the noise and the sampling were drawn from pseudo
                 "run's seed (config.json), so the run can be reproduced; whoever holds that seed, the code and the "
                 "data could re-derive the noise. Runs with the same seed on the same data draw the same noise, only "
                 "scaled: a sweep over epsilon at one seed, as the shipped runs are, and the methods of one mechanism "
-                "at one seed (DP-SGD's variants; the filter and PPLM generators), with the same batches where their "
-                "batch sizes agree. Composition assumes independent "
+                "at one seed (DP-SGD's variants and ADP; the filter and PPLM generators), with the same batches "
+                "where their batch sizes agree. Composition assumes independent "
                 "noise, so no epsilon covers two such runs released together. Before a model trained here leaves the "
                 "lab, train it with a secret seed of its own and keep its config.json private.")
 
@@ -258,7 +258,10 @@ def _guarantee_lines(cfg, privacy: dict[str, Any], kind: str) -> list[str]:
                       f"{_num(privacy.get('epsilon_claimed'), 4)}; that number is not a guarantee.",
                       "- metrics.json (the rho and gamma summaries), the base sigma and the range of per-step noise "
                       "multipliers (the run's log, and privacy.json since 2026-11-27) are statistics of the private "
-                      "sentences' perplexities, released outside any epsilon."]
+                      "sentences' perplexities, released outside any epsilon. With them the run's files carry no "
+                      "DP guarantee at any epsilon: rho is normalised between the lowest and highest perplexity of "
+                      "the private set, so adding or removing one sentence at either end can move every rho, and with "
+                      "them the base sigma, many-fold."]
         if heuristic and cfg.privacy.target == "phrase-avg":
             lines += [
                 "",

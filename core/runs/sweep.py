@@ -61,7 +61,7 @@ BY_USER_TEACHERS = {"quick": 100}
 def plan_phrases(preset: str) -> Iterator[tuple[str, dict]]:
     """Table 2 / Table 6 / App. O: by-user partition, noise calibrated for the AVERAGE phrase epsilon (3 and 5);
     SeqPATE against NoisySGD-GC with sample batches and with user batches; Pri-GPT as the unprotected reference
-    for leak rate and canary exposure."""
+    for leak rate and canary exposure; ADP against NoisySGD on the same canaries (seed 002)."""
     common = {"data__canaries": CANARIES}
     by_user = {"method": "seqpate", "seqpate__partition": "by-user"}
     if preset in BY_USER_TEACHERS:
@@ -77,6 +77,9 @@ def plan_phrases(preset: str) -> Iterator[tuple[str, dict]]:
     # epsilon grows with occurrences; leak rate and exposure at the same sample-level guarantee).
     yield "phrases-seqpate-by-user-eps3", {**by_user, "privacy__epsilon": 3.0, **common}
     yield "phrases-noisysgd-gc-eps3", {"method": "noisysgd-gc+pseudo", "privacy__epsilon": 3.0, **common}
+    # Seed 002's canary experiment (ADP paper Fig. 1: exposure by insertion count, ADP against plain DP-SGD)
+    yield "phrases-adp-eps3", {"method": "adp", "privacy__epsilon": 3.0, **common}
+    yield "phrases-noisysgd-eps3", {"method": "noisysgd", "privacy__epsilon": 3.0, **common}
 
 
 def plan_blacklist() -> Iterator[tuple[str, dict]]:

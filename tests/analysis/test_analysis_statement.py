@@ -114,6 +114,11 @@ def test_user_batches_state_zero_out_neighbours():
     assert "ADP caveat" in adp and "heuristic" in adp and "not a guarantee" in adp
     assert "**Protected unit: one sentence (sample), as a heuristic, not a DP guarantee.**" in adp  # its first claim
     assert "statistics of the private sentences' perplexities, released outside any epsilon" in adp
+    # a review: one sentence of extreme perplexity moved the base sigma of a 2,000-sentence set from 12.5 to 251
+    assert "With them the run's files carry no DP guarantee at any epsilon" in adp
+    # ADP draws NoisySGD's streams: a pair of their runs of one seed cancels the noise of their first steps
+    for text in (adp, privacy_statement(micro_config(method="noisysgd"), privacy, {})):
+        assert "the methods of one mechanism at one seed (DP-SGD's variants and ADP;" in text
 
 
 def test_a_phrase_avg_run_is_stated_as_a_heuristic_and_a_sample_target_run_is_not():
@@ -195,14 +200,16 @@ def test_synth_statement_of_a_multitask_and_a_non_private_run():
 
 
 @pytest.mark.parametrize("run_id", ["synth-quick-multitask-eps3", "synth-tiny-pplm-epsinf"])
-def test_audit_of_a_synth_run_rebuilds_only_its_statement(tmp_path, run_id):
-    """It used to read the run as a SeqPATE config: phrases.csv of another data set, "over None steps"."""
+def test_audit_of_a_synth_run_rebuilds_its_statement_and_n_gram_shares_only(tmp_path, run_id):
+    """It used to read the run as a SeqPATE config: phrases.csv of another data set, "over None steps". It writes
+    metrics.json with the n-gram shares recomputed from the samples: for a shipped run (audited so), the same
+    bytes."""
     run_dir = tmp_path / run_id
     shutil.copytree(SHIPPED / run_id, run_dir)
     (run_dir / "statement.md").unlink()
     before = {p.name: p.read_bytes() for p in run_dir.iterdir()}
     out = audit_run_dir(run_dir)
-    assert out["written"] == ["statement.md"] and not (run_dir / "phrases.csv").exists()
+    assert out["written"] == ["metrics.json", "statement.md"] and not (run_dir / "phrases.csv").exists()
     assert {p.name: p.read_bytes() for p in run_dir.iterdir() if p.name != "statement.md"} == before
     text = (run_dir / "statement.md").read_text()
     privacy = json.loads((run_dir / "privacy.json").read_text())

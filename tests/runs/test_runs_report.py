@@ -270,6 +270,18 @@ def test_a_claim_is_judged_in_the_seeds_that_have_its_runs_and_the_seed_table_us
     assert "| 1 | adp | 3.00 | 98.00 | 0.00 | 0.980 | adp-seed1 |" in seeds  # no test_nll.csv: the plain ratio
 
 
+def test_adps_canary_run_is_a_row_of_the_phrase_table_not_of_adps(tmp_path):
+    """The phrases plan's ADP run with canaries (seed 002's Fig. 1) made a second, unnamed "adp 3.00" row in the
+    ADP table beside the plain run; its exposure is what it is for, in the phrase table."""
+    write_run(tmp_path, "adp-eps3", "adp", epsilon=3.0, ppl=893.8)
+    write_run(tmp_path, "phrases-adp-eps3", "adp", epsilon=3.0, ppl=909.2, canaries="1,10,100")
+    report = build_report(tmp_path)
+    adp_table = report.split("## Adaptive DP-SGD (seed 002)")[1]
+    assert "| adp | 3.00 | 3.00 |" in adp_table and "893.80" in adp_table and "909.20" not in adp_table
+    phrase_table = report.split("## Secret phrases, leak rate and canary exposure")[1].split("\n## ")[0]
+    assert "| adp | sample 3.00 | 909.20 |" in phrase_table
+
+
 def test_runs_that_change_a_setting_no_table_varies_are_left_out_and_named(tmp_path):
     """A researcher's Pub-GPT on their own corpus (PPL 10.6) stood in for the preset's Pub-GPT in Table 1, and a
     SeqPATE run with another query budget and the same 10 teachers made App. H's "more teachers is better"
