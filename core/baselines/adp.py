@@ -125,6 +125,7 @@ def adp(ws: Workspace) -> MethodResult:
                                             dp.lr, ghost=False, poisson=True, seed=cfg.seed, stream=DPSGD)
     schedule = poisson_schedule(loader, dp.epochs)
     assert len(schedule) == steps, (len(schedule), steps)  # z_dpsgd is calibrated for the steps it runs
+    assert math.isclose(loader.sample_rate, q), (loader.sample_rate, q)  # ... and the rate it samples at
     gammas = batch_gammas(schedule, rho)
     sigma = z_dpsgd / float(np.min(gammas)) * (1 + 1e-12)  # hair of slack: min(gamma)*sigma never rounds below
     timings["calibrate_s"] = time.time() - t0

@@ -120,6 +120,36 @@ def test_adp_reports_valid_and_claimed_epsilon(tmp_path):
     assert privacy["target"] == "sample" and "perplexity" in privacy["heuristic"]
 
 
+def test_adps_privacy_probabilities_come_from_the_public_base_model(tmp_path, monkeypatch):
+    """rho is each private sentence's perplexity under the PUBLIC base model (README): scored by a model trained on
+    private data it would be one more unaccounted release. The model ADP scores with holds the base model's weights,
+    as the cache holds them, and scores every private train sentence."""
+    import importlib
+
+    import torch
+
+    from core.base import load_or_train_base
+    from core.data import load_prepared
+
+    adp = importlib.import_module("core.baselines.adp")  # the package's `adp` is the method function
+    scored = {}
+    real = adp.sequence_perplexities
+
+    def recording(model, seqs, pad_id, **kwargs):
+        scored["weights"] = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        scored["sentences"] = len(seqs)
+        return real(model, seqs, pad_id, **kwargs)
+
+    monkeypatch.setattr(adp, "sequence_perplexities", recording)
+    cfg, _, _ = run_method(tmp_path, "adp")
+    prepared = load_prepared(cfg.data, cfg.seed)
+    base, _, info = load_or_train_base(cfg, prepared)
+    assert info["cached"] and scored["sentences"] == len(prepared.private_train)
+    public = base.state_dict()
+    assert scored["weights"].keys() == public.keys()
+    assert all(torch.equal(scored["weights"][k].cpu(), public[k].cpu()) for k in public)
+
+
 def test_pri_gpt_blacklist(tmp_path, monkeypatch):
     from core.baselines import blacklist
 
