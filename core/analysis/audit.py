@@ -232,8 +232,9 @@ def _audit_synth_dir(run, stored: dict[str, Any]) -> dict[str, Any]:
     if privacy is None or metrics is None:
         raise ValueError(f"{run.path}: the run has no privacy.json/metrics.json yet (state {run.state()})")
     updated = {**metrics, **_synth_memorisation(run, stored.get("data_stats"), metrics)}
+    statement = synth_statement(stored.get("synth") or {}, privacy, updated, run.run_id)  # before either write
     run.write_metrics(updated)
-    run.write_text(STATEMENT, synth_statement(stored.get("synth") or {}, privacy, updated, run.run_id))
+    run.write_text(STATEMENT, statement)
     return {"run_dir": str(run.path), "method": stored.get("method"), "epsilon": privacy.get("epsilon"),
             "ngram_ratios_size_matched": updated["ngram_ratios_size_matched"],
             "ngram_ratios_real_test": updated["ngram_ratios_real_test"], "written": ["metrics.json", STATEMENT]}

@@ -255,21 +255,26 @@ def csv_header(path: Path, reader: csv.DictReader, required: Sequence[str]) -> l
 def csv_rows(path: Path, text: str, required: Sequence[str]) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line the row starts on, row) of a csv text with a header naming the `required` columns.
 
-    Refused in one line, naming where the row starts: a ragged row, and a quoted field that runs over several
-    lines holding the delimiter, which reads as rows swallowed by a quote left open (a text's stray `"` merged 16
-    rows of a review's file into one example, under one label, without a word)."""
-    reader = csv.DictReader(io.StringIO(text, newline=""))
+    A text's stray `"` opens a quoted field that swallows the rows up to the next quote (16 rows of a review's file
+    became one example, under one label, without a word). Refused in one line, naming where the row starts: a
+    ragged row; a closing quote followed by more text (strict csv); and a quoted field over several lines holding
+    the delimiter. A quote left open over lines without one (a one-column file) still reads as a text of several
+    lines: that is what csv allows."""
+    reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
     header = csv_header(path, reader, required=required)
     end = reader.line_num  # the line the previous row ended on
     try:
         for row in reader:
             values = [v for v in row.values() if isinstance(v, str)]
-            # a field's last newline is its line's end where a quote left open ran to the end of the file
-            start = reader.line_num - sum(v.rstrip("\r\n").count("\n") for v in values)
-            if any("," in line for v in values for line in v.split("\n")[1:]):
+            # lines inside fields, as text_lines ends them; a field's last line end is its row's where a quote
+            # left open ran to the end of the file
+            inner = [text_lines(v.replace("\r\n", "\n").rstrip("\r\n")) for v in values]
+            start = reader.line_num - sum(len(lines) - 1 for lines in inner)
+            if any("," in line for lines in inner for line in lines[1:]):
                 raise CorpusError(f"{path} line {start}: a quoted field runs from here to line {reader.line_num} "
                                   "over lines that read as rows of their own: a quote left open? (a text's own "
-                                  '" is written doubled, inside quotes: "say ""hi""")')
+                                  '" is written doubled, inside quotes: "say ""hi"""; a text that spans lines goes '
+                                  "on one line, or in a .jsonl file)")
             if None in row or any(v is None for v in row.values()):  # DictReader's marks of a ragged row
                 raise CorpusError(f"{path} line {start}: expected {len(header)} fields")
             end = reader.line_num

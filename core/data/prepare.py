@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import random
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -123,6 +124,16 @@ def _shuffled(records: Iterable[Record], seed: int, side: str) -> list[Sentence]
     return sentences
 
 
+def smaller_sizes(sizes: list[tuple[str, int | None]], available: int) -> dict[str, int]:
+    """The fixed sizes scaled down in proportion to fit `available` sentences, each at least 1, leaving a fifth
+    for a slot that takes the rest (None); {} where even that does not fit."""
+    fixed = {name: n for name, n in sizes if n is not None}
+    rest = len(fixed) < len(sizes)
+    budget = available * (0.8 if rest else 1.0)
+    smaller = {name: max(1, int(n * budget / sum(fixed.values()))) for name, n in fixed.items()}
+    return smaller if sum(smaller.values()) + rest <= available else {}
+
+
 def _cut(
     side: str, sentences: list[Sentence], sizes: list[tuple[str, int | None]], n_users: int
 ) -> dict[str, tuple[Sentence, ...]]:
@@ -130,12 +141,13 @@ def _cut(
     asked = sum(n for _, n in sizes if n is not None)
     if asked > len(sentences):
         wanted = " + ".join(f"{side}_{name} {n}" for name, n in sizes if n is not None)
+        smaller = smaller_sizes(sizes, len(sentences))
         # the sizes are the preset's: a smaller corpus sets its own, which the message shows how to do
-        smaller = ", ".join(f'"{side}_{name}": {n * len(sentences) // asked}' for name, n in sizes if n is not None)
+        hint = ("; a smaller corpus sets smaller sizes with --config FILE.json holding "
+                + json.dumps({"data": {f"{side}_{name}": n for name, n in smaller.items()}})) if smaller else ""
         raise ValueError(
             f"the {side} side has only {plural(len(sentences), 'sentence')} ({plural(n_users, 'user')}) but "
-            f"{wanted} = {asked} were asked for; a smaller corpus sets smaller sizes with --config FILE.json "
-            f'holding {{"data": {{{smaller}}}}}'
+            f"{wanted} = {asked} were asked for{hint}"
         )
     out, start = {}, 0
     for name, n in sizes:

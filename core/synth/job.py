@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from core.config import ConfigError, RunConfig, preset_config
 from core.data import PreparedData, load_prepared, load_records
+from core.data.corpora import corpus_format
 from core.synth.config import SYNTH_BASE_OVERRIDES, SynthConfig
 from core.synth.data import LabelledData, labelled_data
 
@@ -39,7 +40,8 @@ def synth_base_config(cfg: SynthConfig, base_overrides: dict | None = None) -> R
 def prepare_job(cfg: SynthConfig, base_overrides: dict | None = None) -> SynthJob:
     """Load and check everything a run needs (raises one-line errors before anything is written)."""
     base = synth_base_config(cfg, base_overrides)
-    if cfg.corpus == "chitchat" and base.data.corpus != "chitchat":  # its topics are chitchat's conversation prompts
+    # the topics are chitchat's conversation prompts: a base corpus in its layout (corpus_format) holds them too
+    if cfg.corpus == "chitchat" and corpus_format(base.data) != "chitchat":
         raise ConfigError(f"the chitchat topics are read from the chitchat corpus, but the base model's corpus is "
                           f"{base.data.corpus!r}; for labelled texts of your own give --corpus FILE (.csv or .jsonl "
                           "with text and label)")

@@ -282,6 +282,13 @@ def show_accuracy() -> None:
                                     "passed filter": st.column_config.NumberColumn(help=column_help["passed filter"])})
 
 
+def matched_words(texts: int, draws: int) -> str:
+    """What a run's size-matched share is over (metrics.json's ngram_ratios_size_matched), in words."""
+    if draws > 1:
+        return f"{texts:,} samples, the mean of {draws} random subsets"
+    return f"all {texts:,} samples, no more than the test texts"
+
+
 def show_memorisation() -> None:
     """Share of synthetic n-grams found in the train set, per ε, for one generator."""
     st.caption("Share of distinct synthetic word n-grams that also occur in the private train set (paper Fig. 3). "
@@ -304,11 +311,13 @@ def show_memorisation() -> None:
         symbol = ("circle", "square", "diamond", "triangle-up", "x")[seed_rank.get(row["seed"], 0) % 5]
         # at the real test set's size where the run recorded it (runs made before 2026-11-27 were audited for it)
         matched = size_matched.get(row["run"])
-        ratios = as_dict(matched["ratios"]) if matched else {}
-        y = [as_float(ratios.get(str(n))) for n in range(3, 8)] if matched else [row[f"{n}-gram"] for n in range(3, 8)]
-        over = (f"{as_int(matched['texts']):,} samples, mean of {as_int(matched['draws'])} random subsets"
-                if matched else f"all {as_int(row['samples']):,} samples" if wording.present(row["samples"])
-                else "all samples")
+        if matched:
+            ratios = as_dict(matched["ratios"])
+            y = [as_float(ratios.get(str(n))) for n in range(3, 8)]
+            over = matched_words(as_int(matched["texts"]), as_int(matched["draws"]))
+        else:
+            y = [row[f"{n}-gram"] for n in range(3, 8)]
+            over = f"all {as_int(row['samples']):,} samples" if wording.present(row["samples"]) else "all samples"
         fig.add_trace(go.Scatter(x=grams, y=y, mode="lines+markers", name=name, marker=dict(symbol=symbol, size=8),
                                  customdata=[[row["run"], over]] * 5,
                                  hovertemplate="%{y:.4f} (run %{customdata[0]}; %{customdata[1]})"))
@@ -331,10 +340,10 @@ def show_memorisation() -> None:
                       **LAYOUT)
     st.plotly_chart(fig, width="stretch", key="synth_ngrams")
     if matched_sizes:
-        shown = "; ".join(sorted(f"{texts:,} samples, the mean of {draws} random subsets" if draws > 1
-                                 else f"all {texts:,} samples" for texts, draws in matched_sizes))
-        st.caption(f"Size-matched: a run's line is its share in as many samples as the real test set has texts "
-                   f"({shown}), since the share found in the train set falls as a set grows.")
+        shown = "; ".join(sorted(matched_words(texts, draws) for texts, draws in matched_sizes))
+        st.caption(f"Size-matched: a run's line is its share in as many samples as the real test set has texts, or "
+                   f"in all its samples where it has fewer ({shown}), since the share found in the train set falls "
+                   "as a set grows.")
     sized = [(n, t) for n, t in sizes if wording.present(n) and wording.present(t) and n and t]
     shown = sorted(f"{n:,} samples against {t:,} test texts" for n, t in sized)
     if any(n > t for n, t in sized):

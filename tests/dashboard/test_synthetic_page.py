@@ -351,11 +351,20 @@ def test_the_memorisation_chart_draws_a_runs_size_matched_shares_where_it_record
     (spec,) = plotly_specs(at)
     run_line = next(t for t in spec["data"] if t["name"] == "ε = 3")
     assert run_line["y"] == pytest.approx([0.3 / n for n in range(3, 8)])  # not the all-samples 0.1 / n
-    assert run_line["customdata"][0] == ["s-multitask-3", "4 samples, mean of 5 random subsets"]
+    assert run_line["customdata"][0] == ["s-multitask-3", "4 samples, the mean of 5 random subsets"]
     captions = [c.value for c in at.caption]
-    assert ("Size-matched: a run's line is its share in as many samples as the real test set has texts (4 samples, "
-            "the mean of 5 random subsets), since the share found in the train set falls as a set grows.") in captions
+    assert ("Size-matched: a run's line is its share in as many samples as the real test set has texts, or in all "
+            "its samples where it has fewer (4 samples, the mean of 5 random subsets), since the share found in the "
+            "train set falls as a set grows.") in captions
     assert not [c for c in captions if c.startswith("Not size-matched")]
+    # a run with fewer samples than test texts: all of them, once (it read "mean of 1 random subsets")
+    write_synth_run(roots["live"], "s-multitask-16", "multitask", 16.0, 0.55, n_test=400,
+                    size_matched={"texts": 6, "draws": 1, "ratios": {str(n): 0.1 / n for n in range(3, 8)}})
+    at = open_tab(open_page("synthetic"), "synth_tab", "Memorisation (n-grams)")
+    few = next(t for t in plotly_specs(at)[0]["data"] if t["name"] == "ε = 16")
+    assert few["customdata"][0] == ["s-multitask-16", "all 6 samples, no more than the test texts"]
+    assert any("(4 samples, the mean of 5 random subsets; all 6 samples, no more than the test texts)" in c.value
+               for c in at.caption)
     write_synth_run(roots["live"], "s-multitask-8", "multitask", 8.0, 0.55, n_test=4)  # an older run: all 6
     at = open_tab(open_page("synthetic"), "synth_tab", "Memorisation (n-grams)")
     old_line = next(t for t in plotly_specs(at)[0]["data"] if t["name"] == "ε = 8")

@@ -151,8 +151,16 @@ def test_a_quote_left_open_is_refused_naming_its_line_and_quoted_newlines_still_
     """csv lets a quoted field run over lines: a text's stray quote merged the rows up to the next quote into one
     record without a word. A quoted field of several lines that hold no delimiter is still one text."""
     path = tmp_path / "q.csv"
-    path.write_text('text,user_id\nfine,u1\n"open quote,u2\nnext,u3\nand" more,u4\nlast,u5\n')
+    path.write_text('text,user_id\nfine,u1\n"open quote,u2\nnext,u3\nend",u4\nlast,u5\n')
     with pytest.raises(CorpusError, match=r"q\.csv line 3: a quoted field runs from here to line 5"):
+        load_table(path)
+    # one column: no delimiter to see, but the quote that closes it is followed by more text (a review: 3 rows)
+    path.write_text('text\nok\n"bad\nx\ny\n"z\nw\n')
+    with pytest.raises(CorpusError, match=r"q\.csv line 3: ',' expected after '\"' \(in the row starting there"):
+        load_table(path)
+    # lines ended by CR alone (old Mac files) are counted as lines
+    path.write_text('text,user_id\r"a\rb",u1\rok,u2\r"open,u3\rnext,u4\rend",u5\r', newline="")
+    with pytest.raises(CorpusError, match=r"q\.csv line 5: a quoted field runs from here to line 7"):
         load_table(path)
     path.write_text('text,user_id\n"a text\nover two lines",u1\n"say ""hi"", then go",u2\n')
     assert [r.text for r in load_table(path)] == ["a text over two lines", 'say "hi", then go']

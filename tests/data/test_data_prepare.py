@@ -83,17 +83,22 @@ def test_the_sizes_a_too_small_corpus_is_told_to_set_fit_it():
     import json
     import re
 
+    from core.config import preset_config
+
     records = corpus({f"u{i}": 10 for i in range(8)})
-    sizes: dict = {}
-    for _ in range(3):  # one message per side, then the run
-        try:
-            prepared = prepare(records, dataclasses.replace(DataConfig(), **sizes), 0)
-            break
-        except ValueError as err:
-            sizes.update(json.loads(re.search(r"--config FILE\.json holding (\{.*\}\})", str(err)).group(1))["data"])
-    else:
-        pytest.fail("the proposed sizes did not fit")
-    assert sizes and len(prepared.public_train) == sizes["public_train"] > 0
+    # the paper preset's train sizes take the rest of their side (None): a proposal that used it all left them none
+    for data in (DataConfig(), preset_config("paper").data):
+        sizes: dict = {}
+        for _ in range(3):  # one message per side, then the run
+            try:
+                prepared = prepare(records, dataclasses.replace(data, **sizes), 0)
+                break
+            except ValueError as err:
+                found = re.search(r"--config FILE\.json holding (\{.*\}\})", str(err))
+                sizes.update(json.loads(found.group(1))["data"])
+        else:
+            pytest.fail("the proposed sizes did not fit")
+        assert sizes and all(n >= 1 for n in sizes.values()) and len(prepared.public_train) >= 1
 
 
 def test_prepare_nothing_left():

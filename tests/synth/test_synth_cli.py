@@ -319,6 +319,23 @@ def test_chitchat_topics_on_another_base_corpus_are_refused_in_one_line(tmp_path
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
 
 
+def test_chitchat_topics_on_a_file_in_the_chitchat_layout_are_read_from_it(tmp_path, monkeypatch):
+    """A base corpus read in the chitchat layout (corpus_format chitchat) holds the topics' prompts: the refusal
+    above compared the corpus's name, and would have refused it. A copy of the bundled corpus gives its data."""
+    import shutil
+
+    from core.data.corpora import chitchat_path
+    from core.synth.config import synth_config
+    from core.synth.job import prepare_job
+
+    monkeypatch.setenv("SEQPATE_CACHE", str(tmp_path / "cache"))
+    copy = tmp_path / "mine.json"
+    shutil.copy(chitchat_path(), copy)
+    bundled = prepare_job(synth_config("tiny")).data
+    mine = prepare_job(synth_config("tiny"), {"data__corpus": str(copy), "data__corpus_format": "chitchat"}).data
+    assert mine.stats() == {**bundled.stats(), "source": mine.source} and mine.train == bundled.train
+
+
 def test_a_null_in_a_config_file_is_a_setting(tmp_path):
     """per_label null means 'to the rarest label' (quick's setting); it was dropped, leaving tiny's 200."""
     import argparse

@@ -107,10 +107,13 @@ def test_csv_and_jsonl_files_load(tmp_path):
     # a stray quote swallowed the rows up to the next quote into one example of one label, without a word (a
     # review: 40 rows read as 25); one never closed, the rest of the file
     pytest.param("d.csv", 'text,label\nfine,a\n"open quote,b\nnext,a\nand" more,b\nlast,a\n',
+                 "d.csv line 3: ',' expected after '\"' (in the row starting there; a quote left open?)",
+                 id="quote-left-open"),
+    pytest.param("d.csv", 'text,label\nfine,a\n"open quote,b\nnext,a\nend",b\nlast,a\n',
                  "d.csv line 3: a quoted field runs from here to line 5 over lines that read as rows of their own: "
-                 "a quote left open?", id="quote-left-open"),
+                 "a quote left open?", id="quote-closed-before-a-delimiter"),
     pytest.param("d.csv", 'text,label\nfine,a\n"open to the end,b\nnext,a\n',
-                 "d.csv line 3: a quoted field runs from here to line 4", id="quote-open-to-the-end"),
+                 "d.csv line 3: unexpected end of data", id="quote-open-to-the-end"),
     pytest.param("d.csv", "text,label\nhello,a\n" + "x" * 200_000 + ",b\n", "d.csv line 3: field larger than "
                  "field limit", id="row-over-the-field-limit"),  # it named the line before the row
     ("d.jsonl", '{"text": "hi", "label": "a"}\n{"text": "yo"}\n', "d.jsonl line 2: no 'label' field"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 
 import numpy as np
 import pytest
@@ -99,6 +100,13 @@ def test_size_matched_share_is_the_share_at_the_other_sets_size():
     assert matched["texts"] == 10 and matched["draws"] == 5
     assert matched["ratios"]["3"] == pytest.approx(1 / 31, abs=1e-12)
     assert matched["ratios"]["4"] == pytest.approx(0.0) and matched["ratios"]["7"] is None  # no 7-grams
+    # a subset with no n-gram of an order (short texts) leaves the mean of the others, not None (a review: a
+    # copied 8-word text in 5 of 100 samples read as no 7-grams at all)
+    copied = ["x y z"] * 95 + ["a b c d e f g h"] * 5
+    per_draw = [ngram_ratios(random.Random(draw).sample(copied, 10), ["a b c d e f g h"])["7"] for draw in range(5)]
+    assert None in per_draw and 1.0 in per_draw
+    assert size_matched_ratios(copied, ["a b c d e f g h"], 10)["ratios"]["7"] == 1.0
+    assert size_matched_ratios(["x y z"] * 20, ["a b c d e f g h"], 10)["ratios"]["7"] is None
     # no more texts than the size: all of them, once
     assert size_matched_ratios(synthetic[:8], train, 10) == {"texts": 8, "draws": 1,
                                                              "ratios": ngram_ratios(synthetic[:8], train)}
