@@ -25,7 +25,7 @@ from core.config import (
     varied_settings,
 )
 from core.runs.compare import NotComparableError, PerplexityComparison, compare_runs, compare_runs_bleu
-from core.runs.store import RunDir, is_synth
+from core.runs.store import RunDir, base_models_note, is_synth
 
 # The paper's Table 1 (AirDialog, sample-level, epsilon 3): PPL, BLEU-4. Quoted for scale only: our corpus,
 # model and data sizes differ, so only orderings are compared.
@@ -450,22 +450,6 @@ def seqpate_section(rows: list[Row]) -> str:
     return "\n\n".join(parts)
 
 
-def base_model_note(rows: list[Row]) -> str:
-    """A note under a table whose rows stand on different base models (the weights digest each run recorded; the
-    shipped runs made before digests were recorded have none): their rows compare only within one base model."""
-    digests: dict[str | None, list[str]] = {}
-    for r in rows:
-        digests.setdefault((r.metrics.get("base_model") or {}).get("weights_sha256"), []).append(r.name)
-    if len(digests) < 2:
-        return ""
-    groups = [f"{', '.join(names)} on base weights {digest}" for digest, names in digests.items() if digest]
-    unrecorded = digests.get(None, [])
-    return ("\n\nThese rows stand on different base models, so compare a row only with those on the same one: "
-            + "; ".join(groups) + (f"; the other {len(unrecorded)} recorded none: made before digests were "
-                                   "recorded, on the base model the shipped runs of this preset and seed share"
-                                   if unrecorded else "") + ".")
-
-
 def phrase_section(rows: list[Row]) -> str:
     chosen = sorted((r for r in rows if r.canaries), key=lambda r: (r.method, r.epsilon, r.batching))
     if not chosen:
@@ -492,7 +476,8 @@ def phrase_section(rows: list[Row]) -> str:
             "epsilons are a heuristic comparison, not a DP guarantee (its statement.md).\n\n"
             + table(["method", "target", "PPL", "BLEU-4", "name eps avg", "min", "max", "share <= avg",
                      "all <= sample", "max, all", "R_name", "exposure 1x", "10x", "100x"], body)
-            + base_model_note(chosen))
+            + ("\n\n" + note if (note := base_models_note([(r.name, (r.metrics.get("base_model") or {})
+                                                                   .get("weights_sha256")) for r in chosen])) else ""))
 
 
 def adp_section(rows: list[Row]) -> str:

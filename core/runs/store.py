@@ -15,7 +15,7 @@ import math
 import os
 import platform
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from importlib import metadata
@@ -733,3 +733,20 @@ __all__ = [
     "read_json",
     "read_jsonl",
 ]
+
+
+def base_models_note(runs: Sequence[tuple[str, str | None]]) -> str:
+    """For a table of runs given as (name, base weights digest or None): which stand on which base model, where
+    they differ, or "". Runs compare only on one base model; the shipped text runs made before digests were
+    recorded (2026-11-25) have none."""
+    by_digest: dict[str | None, list[str]] = {}
+    for name, digest in runs:
+        by_digest.setdefault(digest, []).append(name)
+    if len(by_digest) < 2:
+        return ""
+    groups = [f"{', '.join(names)} on base weights {digest}" for digest, names in by_digest.items() if digest]
+    none = by_digest.get(None, [])
+    return ("These runs stand on different base models, so compare a run only with those on the same one: "
+            + "; ".join(groups) + (f"; {', '.join(none)} recorded none (made before digests were recorded, on the "
+                                   "base model the shipped runs of their preset and seed share)" if none else "")
+            + ".")

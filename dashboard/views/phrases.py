@@ -7,7 +7,9 @@ import streamlit as st
 
 from core.config import heuristic_reason
 from core.privacy.phrases import summarize_phrase_epsilons
+from core.runs import store
 from dashboard import charts, loading, tables, widgets, wording
+from dashboard.values import as_str
 
 st.title("Secret phrases")
 st.caption("Phrases are the names private users give themselves (\"my name is X\"; a name counts wherever its word "
@@ -232,6 +234,9 @@ def show_exposure() -> None:
         st.dataframe(compared, hide_index=True, width="stretch", placeholder="", column_config={
             "run ε": st.column_config.NumberColumn(format="%.3g", help="The run's sample-level ε."),
             **{col: st.column_config.NumberColumn(format="%.1f") for col in compared if col.endswith("×")}})
+        # ADP's canary runs (made 2026-11-27) stand on another base model than the shipped tiny runs beside them
+        if note := store.base_models_note([(i, as_str(records[i].get("base_weights"))) for i in compared["run"]]):
+            st.caption(note)
 
 
 widgets.lazy_tabs({"Table": show_table, "ε histogram": show_histogram, "Teachers per user": show_teachers_per_user,

@@ -611,6 +611,15 @@ def test_the_phrases_page_shows_canary_exposure_beside_the_phrase_epsilon(roots,
     at.run()
     assert at.dataframe[1].value["run"].tolist() == ["pri-canaries", "seq-canaries"]
     assert compared["1×"].tolist() == [2.2, 0.2] and compared["10×"].tolist() == [10.4, 0.3]
+    assert not [c for c in at.caption if "different base models" in c.value]  # none records a digest
+    # runs on another base model (ADP's canary runs, made here): the table says which stand on which
+    adp = write_run(cached, "adp-canaries", "adp", epsilon=3.0, canaries="1,10", phrases=CANARY_PHRASES)
+    _with_exposure(adp, {"1": 0.2, "10": 0.3})
+    adp.write_metrics({**adp.metrics(), "base_model": {"source": "tiny", "weights_sha256": "8867e2a78e365b32"}})
+    at.run()
+    expected = ("These runs stand on different base models, so compare a run only with those on the same one: "
+                "adp-canaries on base weights 8867e2a78e365b32; pri-canaries, seq-canaries recorded none")
+    assert any(c.value.startswith(expected) for c in at.caption)
     # a run without canaries says why it has no exposure
     at.selectbox(key="phrases_run").set_value("plain").run()
     assert "inserted no canaries" in " ".join(i.value for i in at.info) and not at.exception

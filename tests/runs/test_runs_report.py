@@ -280,7 +280,7 @@ def test_adps_canary_run_is_a_row_of_the_phrase_table_not_of_adps(tmp_path):
     assert "| adp | 3.00 | 3.00 |" in adp_table and "893.80" in adp_table and "909.20" not in adp_table
     phrase_table = report.split("## Secret phrases, leak rate and canary exposure")[1].split("\n## ")[0]
     assert "| adp | sample 3.00 | 909.20 |" in phrase_table
-    assert "different base models" not in phrase_table  # neither records a digest: one base model, as far as known
+    assert "different base models" not in phrase_table  # neither records a digest: one base model as far as known
 
 
 def test_a_phrase_table_whose_rows_stand_on_different_base_models_says_which(tmp_path):
@@ -291,9 +291,9 @@ def test_a_phrase_table_whose_rows_stand_on_different_base_models_says_which(tmp
         run = write_run(tmp_path, name, method, epsilon=3.0, canaries="1,10,100")
         run.write_metrics({**run.metrics(), "base_model": {"source": "tiny", "weights_sha256": "8867e2a78e365b32"}})
     phrase_table = build_report(tmp_path).split("## Secret phrases, leak rate and canary exposure")[1]
-    assert ("These rows stand on different base models, so compare a row only with those on the same one: "
-            "phrases-adp-eps3, phrases-noisysgd-eps3 on base weights 8867e2a78e365b32; the other 1 recorded none: "
-            "made before digests were recorded") in phrase_table
+    assert ("These runs stand on different base models, so compare a run only with those on the same one: "
+            "phrases-adp-eps3, phrases-noisysgd-eps3 on base weights 8867e2a78e365b32; phrases-pri-gpt recorded none "
+            "(made before digests were recorded") in phrase_table
 
 
 def test_runs_that_change_a_setting_no_table_varies_are_left_out_and_named(tmp_path):
