@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.baselines.adp import adp_accounting, batch_gammas, privacy_probabilities
+from core.baselines.adp import GAMMA_FLOOR, adp_accounting, batch_gammas, privacy_probabilities
 from core.baselines.dpsgd import Plan, privacy_note
 from core.privacy import (
     dpsgd_epsilon,
@@ -63,6 +63,8 @@ def test_privacy_probabilities_min_max_normalised():
     assert privacy_probabilities(np.array([5.0, 5.0])).tolist() == [1.0, 1.0]
     gammas = batch_gammas([[0, 2], [], [1]], rho)
     assert gammas.tolist() == [0.5, 1.0, 0.5]  # empty batch: full noise
+    # a batch of the single lowest-perplexity sentence (rho 0) is floored: sigma / min(gamma) stays finite
+    assert batch_gammas([[0], [2]], rho).tolist() == [GAMMA_FLOOR, 1.0]
 
 
 def test_adp_valid_epsilon_never_below_dpsgd_and_claimed_below_valid():
@@ -72,6 +74,9 @@ def test_adp_valid_epsilon_never_below_dpsgd_and_claimed_below_valid():
     dpsgd = dpsgd_epsilon(sigma, q, steps, DELTA)
     assert acc["valid"].epsilon >= dpsgd
     assert acc["claimed"].epsilon < acc["valid"].epsilon
+    # exactly: every step at the SMALLEST multiplier (valid), at the MEAN one (claimed); >= alone held for either
+    assert acc["valid"].epsilon == pytest.approx(dpsgd_epsilon(sigma * gammas.min(), q, steps, DELTA), rel=1e-9)
+    assert acc["claimed"].epsilon == pytest.approx(dpsgd_epsilon(sigma * gammas.mean(), q, steps, DELTA), rel=1e-9)
     # all gammas 1: ADP is plain DP-SGD and both numbers agree with it
     ones = adp_accounting(sigma, np.ones(steps), q, DELTA)
     assert ones["valid"].epsilon == pytest.approx(dpsgd) and ones["claimed"].epsilon == pytest.approx(dpsgd)
