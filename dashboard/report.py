@@ -38,8 +38,16 @@ table{border-collapse:collapse;font-size:.9rem;margin:.5rem 0} td,th{border:1px 
 text-align:left;vertical-align:top} th{background:#f7fafc} .muted{color:#718096} mark{background:#fefcbf}
 .card{border:1px solid #e2e8f0;border-radius:8px;padding:.6rem 1rem;margin:.5rem 0}
 .bad{color:#c53030;font-weight:600} .ok{color:#2f855a;font-weight:600} .warn{color:#b7791f;font-weight:600}
-pre.statement{white-space:pre-wrap;font-family:inherit;font-size:.9rem;background:#f7fafc;padding:.6rem 1rem}
+div.statement{font-size:.9rem;background:#f7fafc;padding:.1rem 1rem} div.statement h1{font-size:1.2rem}
 """
+
+
+def markdown_html(text: str) -> str:
+    """A statement.md as HTML (it was shown as raw markdown, asterisks and all); raw HTML in it is escaped, not
+    passed through: a file of a run is data, not markup."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False}).render(text)
 
 
 def _json_cell(value: Any, key: str = "") -> str:
@@ -125,7 +133,7 @@ def build_report_html(record: dict[str, Any], config: dict[str, Any], privacy: d
     ]
     if statement_md:  # a synthetic run's card sat above metrics no ε covers, which only this statement says
         parts.append("<details open><summary>Privacy statement (statement.md): what the ε covers, and what the run "
-                     f"releases outside it</summary><pre class='statement'>{html.escape(statement_md)}</pre>"
+                     f"releases outside it</summary><div class='statement'>{markdown_html(statement_md)}</div>"
                      "</details>")
     parts.append(_kv_table(legacy_adp_sigma_named({k: v for k, v in privacy.items() if k not in ("events",)},
                                                   record.get("method"))))
