@@ -258,6 +258,12 @@ def base_model_note(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
     if both and digest(a) != digest(b):
         return (f"{named} were trained from different base models (their weights digests {digest(a)} and {digest(b)} "
                 f"differ), so their results can differ by more than their configs.{on_devices}")
+    if bool(digest(a)) != bool(digest(b)) and a.get("source") == b.get("source"):
+        # two shipped runs (ADP's canary runs, made 2026-11-27, beside the older shipped ones), or two made here
+        one, other = ("A", "B") if digest(a) else ("B", "A")
+        return (f"{named}: only {one} records its base model's weights digest ({digest(a) or digest(b)}); {other} "
+                "was made before digests were recorded (2026-11-25), on the base model of its day, so the two may "
+                f"stand on other base models and differ by more than their configs.{on_devices}")
     if not both and a.get("source") != b.get("source"):
         return (f"{named}: one was made on this machine, the other is a shipped run, and they do not both record "
                 "their base model's weights digest. A run made here trains from this machine's base model (under "

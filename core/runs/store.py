@@ -747,6 +747,7 @@ def base_models_note(runs: Sequence[tuple[str, str | None]]) -> str:
     groups = [f"{', '.join(names)} on base weights {digest}" for digest, names in by_digest.items() if digest]
     none = by_digest.get(None, [])
     return ("These runs stand on different base models, so compare a run only with those on the same one: "
-            + "; ".join(groups) + (f"; {', '.join(none)} recorded none (made before digests were recorded, on the "
-                                   "base model the shipped runs of their preset and seed share)" if none else "")
+            + "; ".join(groups) + (f"; {', '.join(none)} recorded none (made before digests were recorded on "
+                                   "2026-11-25, on the base model of that time for their preset and seed)"
+                                   if none else "")
             + ".")

@@ -218,7 +218,8 @@ def show_exposure() -> None:
     st.caption("Exposure = log2 (candidates) − log2 (the canary's rank among every number of its digit count, by "
                "how likely the model finds the canary sentence with it). About 1 bit or less: the model does not prefer "
                "the inserted number; the most possible: it prefers it to all others. Measured on the trained model: an "
-               "attack's view of what it memorised, not a guarantee (the phrase ε is). A low exposure shows no sign that "
+               "attack's view of what it memorised, not a guarantee (the phrase ε is one, where the run's ε is: not for ADP "
+               "or a run calibrated to an average phrase ε). A low exposure shows no sign that "
                "the model memorised the canary, not why: a SeqPATE student whose teachers' answers are noise-dominated "
                "learned little from the private data at all.")
     mine = canary_setting(run_id)

@@ -272,6 +272,10 @@ def show_accuracy() -> None:
             "discriminator": "the run's discriminator head's accuracy on the real test texts",
             "LM test loss": "the fine-tuned language model's loss on the real test texts",
             "passed filter": "filter runs: samples the discriminator scored above its threshold",
+            # over all samples: it falls as a set grows, so it does not compare with the real test texts' share
+            **{f"{n}-gram": f"share of the run's distinct {n}-grams found in the train set, over all its samples; "
+                            "the Memorisation tab compares it with the real test texts at their size"
+               for n in range(3, 8)},
         }
         st.dataframe(every, hide_index=True, width="stretch", placeholder="",  # a filter count only for filter runs
                      column_config={"run": st.column_config.TextColumn(width="large"),

@@ -186,6 +186,8 @@ def test_an_old_adp_runs_base_sigma_is_not_shown_as_its_noise_multiplier(roots):
     assert "<th>noise_multiplier</th><td>" not in document  # (the events table has the accounted one)
     _, document = report_of("new-adp", figures=False)
     assert "<th>noise_multiplier</th><td>0.591</td>" in document and LEGACY_ADP_SIGMA not in document
+    # said above everything: the file carries noiseless statistics of the private data (a browser review)
+    assert "<p class='warn'>This report holds statistics of the private sentences computed without noise" in document
 
 
 def test_synthetic_run_report_shows_its_own_metrics(roots):
@@ -195,7 +197,15 @@ def test_synthetic_run_report_shows_its_own_metrics(roots):
     assert not any("BLEU-4" in (f.layout.title.text or "") for f in figures)  # no chart it has no place on
     metrics = dict(re.findall(r"<tr><th>([\w.]+)</th><td>([^<]*)</td></tr>", document.split("<h2>Metrics</h2>")[1]))
     assert metrics["accuracy_synthetic"] == "0.300" and metrics["separability"] == "0.400"
-    assert metrics["ngram_ratios.3"] == "0.0333"
+    assert metrics["ngram_ratios.3"] == "0.0333" and metrics["ngram_ratios_real_test.3"] == "0.0667"
+    # a run that recorded its shares at the real test set's size leads with those, beside the real texts' own
+    write_synth_run(roots["cached"], "synth-matched", "multitask", 8.0, accuracy=0.3,
+                    size_matched={"texts": 4, "draws": 5, "ratios": {str(n): 0.3 / n for n in range(3, 8)}})
+    _, matched = report_of("synth-matched", figures=False)
+    headline = matched.split("<h2>Metrics</h2>")[1].split("</table>")[0]  # the all-samples shares: under All
+    shown = dict(re.findall(r"<tr><th>([\w.]+)</th><td>([^<]*)</td></tr>", headline))
+    assert shown["ngram_ratios_size_matched.ratios.3"] == "0.1000" and "ngram_ratios.3" not in shown
+    assert shown["ngram_ratios_real_test.3"] == "0.0667"
     assert "A synthetic-data run" in document
     assert "<th>epsilon</th><td>15.984</td>" in document  # accounted 16 x 0.999, not rounded to 16
     # its samples, not "completions" of a private prefix and reference with a warning that they quote private text

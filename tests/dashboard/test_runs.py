@@ -336,6 +336,12 @@ def test_compare_warns_when_two_runs_stand_on_other_base_models(roots, app_page)
     [fields] = [c.value for c in at.caption if "differing field(s)" in c.value]
     assert fields.startswith("1 differing field(s); equal fields are hidden. Besides these fields: A (PPL 989.01) "
                              "and B (PPL 905.16): one was made on this machine, the other is a shipped run")
+    # two shipped runs of which one records its base (ADP's canary runs, made here and shipped, beside the older
+    # ones): a browser review read their gap as the canaries' alone
+    note = tables.base_model_note({"ppl": 909.19, "source": "cached", "base_weights": "8867e2a78e365b32"},
+                                  {"ppl": 893.80, "source": "cached"})
+    assert note.startswith("A (PPL 909.19) and B (PPL 893.80): only A records its base model's weights digest "
+                           "(8867e2a78e365b32); B was made before digests were recorded (2026-11-25)")
     # a run without a perplexity (cancelled) says so instead of leaving A bare beside B's number
     note = tables.base_model_note({"state": "cancelled", "source": "live"}, {"ppl": 762.04, "source": "cached"})
     assert note.startswith(
