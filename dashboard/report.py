@@ -17,7 +17,7 @@ from core.config import effective_config
 from dashboard import charts
 from dashboard.loading import at_defaults, flatten
 from dashboard.tables import distinct_configs, shown_pool
-from dashboard.values import as_float
+from dashboard.values import as_dict, as_float
 from dashboard.wording import (
     PHRASE_NOTE,
     completion_html,
@@ -153,10 +153,9 @@ def build_report_html(record: dict[str, Any], config: dict[str, Any], privacy: d
         headline = {k: fmt_num(metrics[k], 3) for k in SYNTH_METRICS if k in metrics}
         # the share falls as a set grows: at the real test set's size beside that set's own share, where the run
         # recorded it (an all-samples 0.165 read as below the real texts' 0.198; at their size it is 0.212)
-        matched = metrics.get("ngram_ratios_size_matched")
-        grams = (matched.get("ratios") if isinstance(matched, dict) else None) or metrics.get("ngram_ratios") or {}
-        key = "ngram_ratios_size_matched.ratios" if isinstance(matched, dict) and matched.get("ratios") \
-            else "ngram_ratios"
+        matched = as_dict(as_dict(metrics.get("ngram_ratios_size_matched")).get("ratios"))
+        key, grams = (("ngram_ratios_size_matched.ratios", matched) if matched
+                      else ("ngram_ratios", as_dict(metrics.get("ngram_ratios"))))
         headline |= {f"{key}.{n}": fmt_num(v, 4) for n, v in grams.items()}
         headline |= {f"ngram_ratios_real_test.{n}": fmt_num(v, 4)
                      for n, v in (metrics.get("ngram_ratios_real_test") or {}).items()}

@@ -268,7 +268,7 @@ def csv_rows(path: Path, text: str, required: Sequence[str]) -> Iterator[tuple[i
             values = [v for v in row.values() if isinstance(v, str)]
             # lines inside fields, as text_lines ends them; a field's last line end is its row's where a quote
             # left open ran to the end of the file
-            inner = [text_lines(v.replace("\r\n", "\n").rstrip("\r\n")) for v in values]
+            inner = [text_lines(v.rstrip("\r\n")) for v in values]
             start = reader.line_num - sum(len(lines) - 1 for lines in inner)
             if any("," in line for lines in inner for line in lines[1:]):
                 raise CorpusError(f"{path} line {start}: a quoted field runs from here to line {reader.line_num} "

@@ -700,6 +700,24 @@ class RunDir:
         return self.incomplete_reason() is None
 
 
+def base_models_note(runs: Sequence[tuple[str, str | None]]) -> str:
+    """For a table of runs given as (name, base weights digest or None): which stand on which base model, where
+    they differ, or "". Runs compare only on one base model; the shipped text runs made before digests were
+    recorded (2026-11-25) have none."""
+    by_digest: dict[str | None, list[str]] = {}
+    for name, digest in runs:
+        by_digest.setdefault(digest, []).append(name)
+    if len(by_digest) < 2:
+        return ""
+    groups = [f"{', '.join(names)} on base weights {digest}" for digest, names in by_digest.items() if digest]
+    none = by_digest.get(None, [])
+    return ("These runs stand on different base models, so compare a run only with those on the same one: "
+            + "; ".join(groups) + (f"; {', '.join(none)} recorded none (made before digests were recorded on "
+                                   "2026-11-25, on the base model of that time for their preset and seed)"
+                                   if none else "")
+            + ".")
+
+
 __all__ = [
     "CANCEL_MARKER",
     "COMPLETIONS",
@@ -724,6 +742,7 @@ __all__ = [
     "append_jsonl",
     "atomic_write_json",
     "atomic_write_text",
+    "base_models_note",
     "collect_versions",
     "is_synth",
     "now_iso",
@@ -733,21 +752,3 @@ __all__ = [
     "read_json",
     "read_jsonl",
 ]
-
-
-def base_models_note(runs: Sequence[tuple[str, str | None]]) -> str:
-    """For a table of runs given as (name, base weights digest or None): which stand on which base model, where
-    they differ, or "". Runs compare only on one base model; the shipped text runs made before digests were
-    recorded (2026-11-25) have none."""
-    by_digest: dict[str | None, list[str]] = {}
-    for name, digest in runs:
-        by_digest.setdefault(digest, []).append(name)
-    if len(by_digest) < 2:
-        return ""
-    groups = [f"{', '.join(names)} on base weights {digest}" for digest, names in by_digest.items() if digest]
-    none = by_digest.get(None, [])
-    return ("These runs stand on different base models, so compare a run only with those on the same one: "
-            + "; ".join(groups) + (f"; {', '.join(none)} recorded none (made before digests were recorded on "
-                                   "2026-11-25, on the base model of that time for their preset and seed)"
-                                   if none else "")
-            + ".")
