@@ -12,8 +12,8 @@ from dashboard import estimate, loading, tables, widgets, wording
 from dashboard.values import as_str  # a record's text field, or None (pandas 3 holds a missing one as NaN)
 
 DP_SGD_PROGRESS_NOTE = ("DP-SGD and ADP log no loss of their private training: a batch's loss is computed from "
-                        "private sentences without noise, so no epsilon would cover it. Losses shown come from "
-                        "public stages (base model, pseudo-data warm-up).")
+                        "private sentences without noise, so no epsilon would cover it.")
+PUBLIC_LOSSES_NOTE = " Losses shown come from public stages (base model, pseudo-data warm-up)."
 SYNTH_PROGRESS_NOTE = ("A synthetic-data run logs its DP fine-tuning loss per epoch, averaged over private batches "
                        "without noise: outside its ε, as its privacy statement (statement.md) says.")
 NO_STUDENT_LOSS_NOTE = ("This run logged no student loss: SeqPATE runs made before 2026-11-26, the shipped ones among "
@@ -318,7 +318,7 @@ def log_and_progress(record: dict, run: RunDir) -> None:
         else:
             st.plotly_chart(figure, width="stretch", key="runs_progress_chart")
         if record["method"] in wording.DPSGD_METHODS:
-            st.caption(DP_SGD_PROGRESS_NOTE)
+            st.caption(DP_SGD_PROGRESS_NOTE + (PUBLIC_LOSSES_NOTE if figure is not None else ""))
         elif synth:
             st.caption(SYNTH_PROGRESS_NOTE)
         elif record["method"] == "seqpate" and logged_student_without_loss(progress):

@@ -496,12 +496,23 @@ def test_a_seqpate_run_without_student_losses_says_why(some_runs, app_page):
 
 
 def test_progress_of_a_dp_sgd_run_says_why_its_private_training_shows_no_loss(some_runs, app_page):
+    """Only a run whose public stages logged a loss is told "Losses shown come from public stages": plain NoisySGD's
+    chart is empty (a review read that sentence under no chart at all)."""
     write_run(some_runs["live"], "live-dpsgd", "noisysgd", epsilon=3.0)
+    (some_runs["live"] / "live-dpsgd" / "progress.jsonl").write_text("")
+    run = write_run(some_runs["live"], "live-dpsgd-pseudo", "noisysgd+pseudo", epsilon=3.0)
+    (run.path / "progress.jsonl").write_text("")
+    run.log_progress("pseudo-finetune", progress=0.2, epoch=1, loss=4.2)
     at = app_page("runs")
     at.selectbox(key="runs_selected").set_value("live-dpsgd").run()
     at.toggle(key="runs_show_progress").set_value(True).run()
     assert not at.exception
     assert "DP-SGD and ADP log no loss of their private training" in texts(at)
+    assert "This run has logged no loss or ε lines in progress.jsonl." in texts(at)
+    assert "Losses shown come from public stages" not in texts(at)
+    at.selectbox(key="runs_selected").set_value("live-dpsgd-pseudo").run()
+    assert not at.exception and len(plotly_specs(at)) == 1
+    assert "Losses shown come from public stages (base model, pseudo-data warm-up)." in texts(at)
 
 
 def test_a_running_dp_sgd_run_without_loss_lines_is_not_told_they_are_coming(some_runs, app_page):
