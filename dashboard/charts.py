@@ -61,6 +61,14 @@ def _made_here(rows: pd.DataFrame) -> pd.Series:
     return rows["source"].map(lambda source: "" if source == "cached" else " · made here")
 
 
+def _base_digest(rows: pd.DataFrame) -> pd.Series:
+    """Per run, " · base <weights digest>" where the run records one (since 2026-11-25), else "": the hover tells
+    runs on another base model apart (ADP's shipped canary runs stand on another than the tiny runs beside them)."""
+    if "base_weights" not in rows:
+        return pd.Series("", index=rows.index)
+    return rows["base_weights"].map(lambda digest: f" · base {digest}" if isinstance(digest, str) else "")
+
+
 def _run_marker(color: str, made_here: pd.Series) -> dict:
     """Shipped runs as dots, runs made here as diamonds: the two train on different base models."""
     return dict(color=color, size=9, symbol=["diamond" if tag else "circle" for tag in made_here])
@@ -92,7 +100,8 @@ def _privacy_utility_traces(df: pd.DataFrame, metric: str, legend: bool = True) 
         # filters...) are points beside it, never averaged into it (a method with variants only has no line)
         settings = rows["variant"].fillna("") if "variant" in rows else pd.Series("", index=rows.index)
         at_defaults = rows[settings == ""]
-        rows = rows.assign(setting=settings.replace("", "defaults") + _made_here(rows) + _epsilon_caveat(rows))
+        rows = rows.assign(setting=settings.replace("", "defaults") + _made_here(rows) + _base_digest(rows)
+                           + _epsilon_caveat(rows))
         if not at_defaults.empty:
             # one point per target ε: runs of one target are accounted a few 1e-7 apart in different seeds
             target = at_defaults.apply(epsilon_group, axis=1).rename("target")

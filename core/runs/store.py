@@ -700,10 +700,11 @@ class RunDir:
         return self.incomplete_reason() is None
 
 
-def base_models_note(runs: Sequence[tuple[str, str | None]]) -> str:
+def base_models_note(runs: Sequence[tuple[str, str | None]], max_named: int = 12) -> str:
     """For a table of runs given as (name, base weights digest or None): which stand on which base model, where
-    they differ, or "". Runs compare only on one base model; the shipped text runs made before digests were
-    recorded (2026-11-25) have none."""
+    they differ or may differ, or "". Runs compare only on one base model; the shipped text runs made before digests
+    were recorded (2026-11-25) have none, so beside a recorded digest they may or may not share its base. Past
+    max_named, the runs recording none are counted, not named (a chart of every shipped run of a seed)."""
     by_digest: dict[str | None, list[str]] = {}
     for name, digest in runs:
         by_digest.setdefault(digest, []).append(name)
@@ -711,10 +712,12 @@ def base_models_note(runs: Sequence[tuple[str, str | None]]) -> str:
         return ""
     groups = [f"{', '.join(names)} on base weights {digest}" for digest, names in by_digest.items() if digest]
     none = by_digest.get(None, [])
-    return ("These runs stand on different base models, so compare a run only with those on the same one: "
-            + "; ".join(groups) + (f"; {', '.join(none)} recorded none (made before digests were recorded on "
-                                   "2026-11-25, on the base model of that time for their preset and seed)"
-                                   if none else "")
+    named = ", ".join(none) if len(none) <= max_named else f"the other {len(none)} runs"
+    lead = ("These runs stand on different base models" if len(groups) > 1
+            else "These runs may stand on different base models (some record their base model's digest, others none)")
+    return (lead + ", so compare a run only with those on the same one: " + "; ".join(groups)
+            + (f"; {named} recorded none (made before digests were recorded on 2026-11-25, on the base model of that "
+               "time for their preset and seed)" if none else "")
             + ".")
 
 

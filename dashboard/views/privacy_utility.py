@@ -5,7 +5,7 @@ import streamlit as st
 
 from core.config import OLD_TEACHER_LOSS, OLD_TEACHER_LOSS_NOTE
 from dashboard import charts, loading, tables, widgets, wording
-from dashboard.values import as_float
+from dashboard.values import as_float, as_str
 
 st.title("Privacy vs utility")
 st.caption("Finished runs of one preset. Private methods are points at their accounted ε (log axis); "
@@ -64,8 +64,13 @@ def show_points() -> None:
         "PPL": main["ppl"],
         "BLEU-4": main["bleu4"],
         "seed": main["seed"],
+        "base model": main["base_weights"].map(as_str).fillna("not recorded"),
     })
-    st.dataframe(points.sort_values(["method", "ε"]), hide_index=True, width="stretch", column_config=metric_cols)
+    base_help = ("The weights digest of the run's base model. Runs made before 2026-11-25 record none, so beside "
+                 "\"not recorded\" a digest may or may not be the same base; two different digests are two base "
+                 "models. Compare runs on one base model only (REPORT.md names the shipped runs made on another).")
+    st.dataframe(points.sort_values(["method", "ε"]), hide_index=True, width="stretch",
+                 column_config={**metric_cols, "base model": st.column_config.TextColumn(help=base_help)})
 
 
 def small_table(rows: pd.DataFrame, first: str, values: pd.Series, order=None) -> pd.DataFrame:

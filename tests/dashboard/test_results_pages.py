@@ -219,6 +219,25 @@ def test_privacy_utility_shows_one_seed_unless_every_seed_is_asked_for(results, 
     assert len(seq_line["x"]) == 3 and seq_line["y"][1] == (2.5 + 9.0) / 2
 
 
+def test_privacy_utility_gives_each_plotted_runs_base_model(results, app_page):
+    """ADP's canary runs (made 2026-11-27 on another base model than the shipped tiny runs) showed as shipped dots
+    beside them with nothing telling them apart: a point's hover and the Points table give its base model."""
+    for name, method in (("adp-canaries", "adp"), ("sgd-canaries", "noisysgd")):
+        run = write_run(results, name, method, epsilon=3.0, canaries="1,10,100", ppl=900.0)
+        run.write_metrics({**run.metrics(), "base_model": {"source": "tiny", "weights_sha256": "8867e2a78e365b32"}})
+    at = app_page("privacy_utility")
+    at.toggle(key="pu_variants").set_value(True).run()
+    bleu, _ = panels(plotly_specs(at)[0])
+    settings = {row[0]: row[1] for trace in bleu["data"] if trace["mode"] == "markers"
+                for row in (trace.get("customdata") or [])}
+    assert settings["adp-canaries"].startswith("canaries") and "· base 8867e2a78e365b32" in settings["adp-canaries"]
+    assert settings["seq-eps3"] == "defaults"
+    open_tab(at, "pu_tab", "Points")
+    points = at.dataframe[0].value.set_index("run")
+    assert points.loc["adp-canaries", "base model"] == "8867e2a78e365b32"
+    assert points.loc["seq-eps3", "base model"] == "not recorded"
+
+
 def test_phrase_histogram_defaults_to_runs_of_the_chosen_runs_seed(roots, app_page):
     phrases = [{"phrase": "Name0", "occurrences": 2, "users": 1, "teachers": 1, "epsilon": 2.0, "kind": "name"}]
     write_run(roots["cached"], "seq", "seqpate", phrases=phrases, partition="by-user")
@@ -617,7 +636,8 @@ def test_the_phrases_page_shows_canary_exposure_beside_the_phrase_epsilon(roots,
     _with_exposure(adp, {"1": 0.2, "10": 0.3})
     adp.write_metrics({**adp.metrics(), "base_model": {"source": "tiny", "weights_sha256": "8867e2a78e365b32"}})
     at.run()
-    expected = ("These runs stand on different base models, so compare a run only with those on the same one: "
+    expected = ("These runs may stand on different base models (some record their base model's digest, others none), "
+                "so compare a run only with those on the same one: "
                 "adp-canaries on base weights 8867e2a78e365b32; pri-canaries, seq-canaries recorded none")
     assert any(c.value.startswith(expected) for c in at.caption)
     # a run without canaries says why it has no exposure

@@ -291,7 +291,8 @@ def test_a_phrase_table_whose_rows_stand_on_different_base_models_says_which(tmp
         run = write_run(tmp_path, name, method, epsilon=3.0, canaries="1,10,100")
         run.write_metrics({**run.metrics(), "base_model": {"source": "tiny", "weights_sha256": "8867e2a78e365b32"}})
     phrase_table = build_report(tmp_path).split("## Secret phrases, leak rate and canary exposure")[1]
-    assert ("These runs stand on different base models, so compare a run only with those on the same one: "
+    assert ("These runs may stand on different base models (some record their base model's digest, others none), "
+            "so compare a run only with those on the same one: "
             "phrases-adp-eps3, phrases-noisysgd-eps3 on base weights 8867e2a78e365b32; phrases-pri-gpt recorded none "
             "(made before digests were recorded") in phrase_table
 

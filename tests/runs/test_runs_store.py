@@ -349,3 +349,21 @@ def test_pid_alive() -> None:
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     time.sleep(0.5)
     assert not pid_alive(proc.pid)
+
+
+def test_base_models_note_says_stand_only_where_two_recorded_digests_differ():
+    """A recorded digest beside runs recording none may or may not share their base (quick seed 2's ADP run was made
+    on the cached base of the runs before it); two recorded digests that differ are two base models. A chart of
+    every shipped run of a seed counts the runs recording none instead of naming them."""
+    from core.runs.store import base_models_note
+
+    assert base_models_note([("a", "d1"), ("b", "d1")]) == "" and base_models_note([("a", None), ("b", None)]) == ""
+    assert base_models_note([("a", "d1"), ("b", "d2"), ("c", None)]) == (
+        "These runs stand on different base models, so compare a run only with those on the same one: a on base "
+        "weights d1; b on base weights d2; c recorded none (made before digests were recorded on 2026-11-25, on the "
+        "base model of that time for their preset and seed).")
+    many = base_models_note([("a", "d1"), *((f"old{i}", None) for i in range(13))])
+    assert many.startswith("These runs may stand on different base models (some record their base model's digest, "
+                           "others none), so compare a run only with those on the same one: a on base weights d1; "
+                           "the other 13 runs recorded none") and "old0" not in many
+    assert "old0, old1" in base_models_note([("a", "d1"), *((f"old{i}", None) for i in range(12))])
