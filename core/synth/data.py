@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -79,6 +80,9 @@ def chitchat_examples(records: Iterable[Record], topics: Sequence[tuple[str, str
 # ------------------------------------------------------------------------------------------------------------
 
 
+WHOLE_FLOAT = re.compile(r"-?\d+\.0+")
+
+
 def _example(path: Path, where: str, text, label) -> Example | None:
     if not isinstance(text, str):
         raise CorpusError(f"{path} {where}: 'text' must be a string, got {type(text).__name__}")
@@ -89,6 +93,8 @@ def _example(path: Path, where: str, text, label) -> Example | None:
     if isinstance(label, float) and label.is_integer():
         label = int(label)  # 1.0 (pandas writes an int column with gaps as floats) is the label 1, not "1.0"
     label = normalise(str(label))
+    if WHOLE_FLOAT.fullmatch(label):
+        label = label.split(".")[0]  # the same in a csv's text: "1.0" and "1" were two labels
     text = normalise(text)
     if not text:
         return None  # blank rows are skipped, as core.data does
