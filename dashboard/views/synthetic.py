@@ -361,9 +361,11 @@ def show_run() -> None:
     """One run: its figures, the UMAP of its embeddings and its samples per label."""
     options = list(table.sort_values(["generator", "ε target", "seed"])["run"])  # the lowest seed first, as REPORT
     several_seeds = table["seed"].nunique() > 1
-    labels = {r["run"]: f"{r['generator']} · ε = {eps_label(r['ε target'])}"
-                        + (f" · seed {r['seed']}" if several_seeds else "") + f" · {r['run']}" for r in rows}
-    run_id = st.selectbox("Run", options, key="synth_run", persist_state="page", format_func=labels.get)
+    # led by the run id, as on the other pages: bound to the URL, a reload or a shared link keeps the run
+    labels = {r["run"]: wording.OPTION_SEPARATOR.join([r["run"], r["generator"], f"ε = {eps_label(r['ε target'])}"]
+                                                      + ([f"seed {r['seed']}"] if several_seeds else [])) for r in rows}
+    run_id = widgets.linked_run_picker("Run", options, "synth_run", options[0], labels.get,
+                                       f"a synthetic-data run of {preset} with the seed chosen")
     chosen = table[table["run"] == run_id].iloc[0]
     row = widgets.wrapping_row()  # five equal columns cut every number to "0.…" at 900 px
     widgets.metric(row, "accuracy (synthetic)", wording.fmt_num(chosen["accuracy (synthetic)"], 3),

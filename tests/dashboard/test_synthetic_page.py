@@ -254,7 +254,7 @@ def test_runs_of_several_seeds_are_told_apart_and_the_lowest_seed_opens(roots):
     open_tab(at, "synth_tab", "One run: embeddings and samples")
     run = at.selectbox(key="synth_run")
     assert run.value == "s-filter-3-seed0"
-    assert run.options[0] == "filter · ε = 3 · seed 0 · s-filter-3-seed0"
+    assert run.options[0] == "s-filter-3-seed0  ·  filter  ·  ε = 3  ·  seed 0"
 
 
 def test_every_table_rounds_as_report_and_readme_print(roots):
@@ -397,3 +397,20 @@ def test_the_command_line_hint_is_the_command_for_the_forms_runs(roots, tmp_path
     for command in commands:
         args = build_parser().parse_args(shlex.split(command)[3:])
         assert (args.epsilon, args.preset) == ("5", "tiny")
+
+
+def test_a_link_opens_the_run_it_names_and_a_stale_one_says_so(roots):
+    """The run picker kept its choice only within the page (persist_state), so a reload or a copied link opened on
+    the first run; it is in the URL now, led by the run id, as on the Runs and Phrases pages."""
+    write_synth_run(roots["live"], "s-multitask-3", "multitask", 3.0, 0.55)
+    write_synth_run(roots["live"], "s-filter-3", "filter", 3.0, 0.40)
+    tab = {"synth_tab": "One run: embeddings and samples"}
+    at = open_page(query={**tab, "synth_run": "s-multitask-3  ·  multitask  ·  ε = 3"})
+    at = at.switch_page("views/synthetic.py").run()
+    assert not at.exception and at.selectbox(key="synth_run").value == "s-multitask-3"
+    at = open_page(query={**tab, "synth_run": "s-filter-3"}).switch_page("views/synthetic.py").run()
+    assert at.selectbox(key="synth_run").value == "s-filter-3"  # the id alone, as a hand-written link names it
+    at = open_page(query={**tab, "synth_run": "s-gone"}).switch_page("views/synthetic.py").run()
+    assert at.selectbox(key="synth_run").value == "s-filter-3"  # the first: filter sorts before multitask
+    assert ("The link's synth_run=s-gone is not a synthetic-data run of tiny with the seed chosen here: showing "
+            "s-filter-3.") in [w.value for w in at.warning]
