@@ -39,7 +39,7 @@ from core.config import (
 )
 from core.runs import registry, store
 from core.runs.registry import RunInfo
-from core.runs.store import RunDir, RunError, RunFormatError
+from core.runs.store import RunDir, RunError, RunFormatError, plainest_first
 from dashboard.estimate import choose_pace, method_began, method_start, pace_runs, timing, trains_its_base
 from dashboard.values import as_dict, as_float, as_int, as_str, safe_read
 from dashboard.wording import is_nan, is_synth_method, present
@@ -347,7 +347,7 @@ def compare_partner(records: Sequence[dict[str, Any]], a: int = 0) -> int:
     """Run B's default beside run A (records[a]): another run of A's preset and seed (whose test sentences are A's,
     so that their perplexities compare), of A's kind (text generation or synthetic data), for a run made here the
     shipped run of its config (another base model: what the pages show in its place; of several shipped copies the
-    one whose id sorts first, as distinct_configs and REPORT.md keep), finished, of A's method; each preference in
+    plainest name, as distinct_configs and REPORT.md keep), finished, of A's method; each preference in
     that order, then the first listed."""
     first = records[a]
 
@@ -359,7 +359,7 @@ def compare_partner(records: Sequence[dict[str, Any]], a: int = 0) -> int:
         r = records[i]
         return (r.get("preset") != first.get("preset") or not same_seed(r, first),
                 is_synth_method(r.get("method")) != is_synth_method(first.get("method")), not shipped_copy(r),
-                str(r.get("run_id")) if shipped_copy(r) else "", r.get("state") != "done",
+                plainest_first(str(r.get("run_id"))) if shipped_copy(r) else (0, ""), r.get("state") != "done",
                 r.get("method") != first.get("method"), i)
 
     return min((i for i in range(len(records)) if i != a), key=misfit)

@@ -15,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from core.config import PRESETS, fixed_epsilon, heuristic_reason, preset_value
+from core.runs.store import plainest_first
 from dashboard.loading import at_defaults, lowest_seed_first, same_seed, seeds_of
 from dashboard.values import as_float, as_int, as_str
 from dashboard.widgets import opened_link_value, remember_shared
@@ -51,17 +52,18 @@ def distinct_configs(df: pd.DataFrame) -> pd.DataFrame:
     """One row per run config: several sweep plans share a run (e.g. SeqPATE at ε 3), and a copy is not a seed.
     Configs that differ only in fields their method never reads (core.config.effective_config) are copies too.
 
-    The copy kept is the newest run made here, else the shipped copy whose run id sorts first, as in REPORT.md
-    (core.runs.report.load_rows). Copies trained at other times can differ in the last bits and so in their sampled
-    completions, or more where the base model was retrained (the shipped runs' bases predate seeding):
-    replaced_shipped_copies names the shipped runs a run made here stands in for."""
+    The copy kept is the newest run made here, else the shipped copy of the plainest name (store.plainest_first:
+    tiny-seqpate-eps3, not -ablationnone), as in REPORT.md (core.runs.report.load_rows). Copies trained at other
+    times can differ in the last bits and so in their sampled completions, or more where the base model was
+    retrained (the shipped runs' bases predate seeding): replaced_shipped_copies names the shipped runs a run made
+    here stands in for."""
     if df.empty or "effective_hash" not in df:
         return df
     hashed = df[df["effective_hash"].notna()]
     local = hashed["source"] != "cached" if "source" in hashed else pd.Series(False, index=hashed.index)
     by_time = [name for name in ("created", "run_id") if name in hashed]
     newest_here = hashed[local].sort_values(by_time, ascending=False, kind="stable", na_position="last")
-    shipped = hashed[~local].sort_values("run_id", kind="stable")
+    shipped = hashed[~local].sort_values("run_id", key=lambda ids: ids.map(plainest_first), kind="stable")
     first = pd.concat([newest_here, shipped]).drop_duplicates(subset="effective_hash")
     return pd.concat([first, df[df["effective_hash"].isna()]]).sort_index()
 
@@ -380,7 +382,7 @@ def shipped_copies_note(pool: pd.DataFrame, table: pd.DataFrame) -> str:
     if not pairs:
         return ""
     return ("Some settings ship under several names, one per sweep plan that needed them, and count once: "
-            + "; ".join(pairs) + ". Each row shows the first name; the copies were trained separately, so their "
+            + "; ".join(pairs) + ". Each row shows the plainest (shortest) name; the copies were trained separately, so their "
             "numbers can differ slightly (thread counts, base models trained before seeding: \"Reproducing a run\" in "
             "the README).")
 

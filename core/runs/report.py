@@ -25,7 +25,7 @@ from core.config import (
     varied_settings,
 )
 from core.runs.compare import NotComparableError, PerplexityComparison, compare_runs, compare_runs_bleu
-from core.runs.store import RunDir, base_models_note, is_synth
+from core.runs.store import RunDir, base_models_note, is_synth, plainest_first
 
 # The paper's Table 1 (AirDialog, sample-level, epsilon 3): PPL, BLEU-4. Quoted for scale only: our corpus,
 # model and data sizes differ, so only orderings are compared.
@@ -74,7 +74,8 @@ def load_rows(folder: Path) -> list[Row]:
     setting no table varies are left out (set_aside_runs names them): a run on another corpus stood in for the
     preset's Pub-GPT, and one with another query budget in App. H's teacher curve."""
     rows, seen = [], set()
-    for path in sorted(p for p in Path(folder).iterdir() if p.is_dir()):
+    # of copies of one config, the plainest name counts (tiny-seqpate-eps3, not -ablationnone), as on the pages
+    for path in sorted((p for p in Path(folder).iterdir() if p.is_dir()), key=lambda p: plainest_first(p.name)):
         run = RunDir(path, source="cached")
         if not run.is_complete():
             continue
@@ -94,7 +95,7 @@ def load_rows(folder: Path) -> list[Row]:
             ppl=float(metrics["ppl"]), bleu4=float(metrics["bleu4"]), metrics=metrics, privacy=privacy, path=path,
             seed=int(cfg.get("seed", stored.get("seed", 0))),
         ))
-    return rows
+    return sorted(rows, key=lambda row: row.name)
 
 
 @dataclass(frozen=True)

@@ -700,6 +700,13 @@ class RunDir:
         return self.incomplete_reason() is None
 
 
+def plainest_first(run_id: str) -> tuple[int, str]:
+    """Sort key among shipped copies of one config (several sweep plans ran it): the shortest id first, the plainest
+    name (tiny-seqpate-eps3 before tiny-seqpate-ablationnone and -teachers10), then alphabetical. The pages and
+    REPORT.md show that copy."""
+    return len(run_id), run_id
+
+
 def base_models_note(runs: Sequence[tuple[str, str | None]], max_named: int = 12) -> str:
     """For a table of runs given as (name, base weights digest or None): which stand on which base model, where
     they differ or may differ, or "". Runs compare only on one base model; the shipped text runs made before digests
@@ -750,6 +757,7 @@ __all__ = [
     "is_synth",
     "now_iso",
     "pid_alive",
+    "plainest_first",
     "process_alive",
     "process_start",
     "read_json",

@@ -211,12 +211,13 @@ def test_compare_opens_on_a_partner_of_the_same_preset_and_seed(roots, app_page)
                {"method": "pub-gpt", "preset": "tiny", "seed": 0, "state": "done"}]
     assert loading.compare_partner(records) == 3
     assert loading.compare_partner(records[:3]) == 2
-    # a run made here beside several shipped copies of its config: the one the pages show (id first in order), as a
-    # walk saw B open on tiny-seqpate-teachers10 where the Overview shows tiny-seqpate-ablationnone
+    # a run made here beside several shipped copies of its config: the one the pages show (the plainest id), as a
+    # walk saw B open on tiny-seqpate-teachers10 where the Overview shows another copy
     copy = {"method": "seqpate", "preset": "tiny", "seed": 0, "state": "done", "effective_hash": "h"}
     records = [{**copy, "run_id": "mine", "source": "live"}, {**copy, "run_id": "tiny-seqpate-teachers10",
-               "source": "cached"}, {**copy, "run_id": "tiny-seqpate-ablationnone", "source": "cached"}]
-    assert loading.compare_partner(records) == 2
+               "source": "cached"}, {**copy, "run_id": "tiny-seqpate-ablationnone", "source": "cached"},
+               {**copy, "run_id": "tiny-seqpate-eps3", "source": "cached"}]
+    assert loading.compare_partner(records) == 3
 
 
 def test_a_run_says_where_it_computed_and_compare_names_a_device_difference(roots, app_page):
