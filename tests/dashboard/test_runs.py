@@ -261,8 +261,8 @@ def test_compare_says_when_two_configs_differ_only_in_fields_the_method_never_re
     at.selectbox(key="runs_cmp_b").set_value("tiny-pub-gpt").run()
     assert list(at.dataframe[-1].value["field"]) == ["seqpate.kd_lambda"]
     assert [s.value for s in at.success] == [
-        "Same run settings: these fields are ones Pub-GPT never reads, so the pages treat the two runs as copies "
-        "(one row: the newest finished run made here, else the shipped one)."]
+        "Same run settings: the 1 field(s) that differ (below) are ones Pub-GPT never reads, so the pages treat the "
+        "two runs as copies (one row: the newest finished run made here, else the shipped one)."]
     at.selectbox(key="runs_cmp_b").set_value("seq-today").run()  # another method: kd_lambda is read by SeqPATE
     assert not at.success
     # each differing field says which run never read it: kd_lambda shaped SeqPATE's run, not Pub-GPT's
@@ -288,7 +288,11 @@ def test_the_same_settings_are_copies_only_among_finished_runs(roots, app_page):
     at = app_page("runs")
     at.selectbox(key="runs_cmp_a").set_value("pub-cancelled").run()
     at.selectbox(key="runs_cmp_b").set_value("pub-done").run()
-    assert [x.value for x in at.success] == ["Same run settings: these fields are ones Pub-GPT never reads."]
+    # the box says how many differ, as the caption below it ("these fields" over "4 differing field(s)" read as a
+    # contradiction to a walk)
+    assert [x.value for x in at.success] == [
+        "Same run settings: the 1 field(s) that differ (below) are ones Pub-GPT never reads."]
+    assert "1 differing field(s); equal fields are hidden." in [x.value for x in at.caption]
 
 
 def test_a_synthetic_runs_training_chart_says_its_loss_is_outside_its_epsilon(roots, app_page):
