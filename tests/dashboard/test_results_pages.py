@@ -179,6 +179,22 @@ def test_a_method_with_variants_only_gets_points_and_no_line_averaging_them():
     assert [list(t.y) for t in traces if t.mode == "lines" and t.legendgroup == "noisysgd"] == [[700.0]]
 
 
+def test_runs_made_here_get_a_line_of_their_own():
+    """With the runs made here in place of their shipped copies, one at ε 3 joined the shipped SeqPATE line, which
+    read 909 -> 1033 -> 909 (a walk): it stands on another base model, so its runs make a dotted line of their own."""
+    import pandas as pd
+
+    from dashboard.charts import privacy_utility_figure
+
+    runs = pd.DataFrame({"run_id": ["s1", "here3", "s8", "here8"], "method": ["seqpate"] * 4,
+                         "epsilon": [1.0, 3.0, 8.0, 8.0], "epsilon_target": [1.0, 3.0, 8.0, 8.0], "variant": [""] * 4,
+                         "source": ["cached", "live", "cached", "live"],
+                         "ppl": [910.0, 1033.0, 908.0, 1020.0], "bleu4": [0.2] * 4})
+    lines = [t for t in privacy_utility_figure(runs, "ppl").data if t.mode == "lines"]
+    assert [(list(t.x), list(t.y), t.line.dash) for t in lines] == [([1.0, 8.0], [910.0, 908.0], None),
+                                                                    ([3.0, 8.0], [1033.0, 1020.0], "dot")]
+
+
 def test_teacher_curve_does_not_blow_a_tiny_spread_up_into_a_peak():
     """The shipped tiny curve: perplexities 908.1 to 909.3 over M = 1..1000 filled the plot autoscaled."""
     import pandas as pd
