@@ -281,7 +281,7 @@ def test_headline_csv_shows_the_shipped_runs_the_overview_shows(roots, app_page)
     at = app_page("export")
     at.selectbox(key="export_table").set_value("headline comparison").run()
     assert at.dataframe[0].value["run ids"].tolist() == ["tiny-pub-gpt"]
-    assert [x.value for x in at.caption if x.value.startswith("Hidden here: pub-gpt-today")]
+    assert [x.value for x in at.info if x.value.startswith("Hidden here: pub-gpt-today")]
     at.toggle(key="export_made_here").set_value(True).run()  # the reader's choice, shared with the Overview
     assert at.dataframe[0].value["run ids"].tolist() == ["pub-gpt-today"]
     assert [i for i in at.info if "replace shipped runs" in i.value]

@@ -92,7 +92,7 @@ def test_the_shipped_runs_come_first_and_a_run_made_here_in_their_place_is_named
     assert not at.exception
     # the shipped run REPORT.md quotes, trained on the shipped base model; the run made here is named as hidden
     assert at.dataframe[0].value["run ids"].tolist() == ["tiny-pub-gpt"]
-    assert [c.value for c in at.caption if c.value.startswith("Hidden here: pub-gpt-today, made on this machine")]
+    assert [c.value for c in at.info if c.value.startswith("Hidden here: pub-gpt-today, made on this machine")]
     assert not [i for i in at.info if "replace shipped runs" in i.value]
     made_here_in_place(at)  # the reader's choice: the run made here, with a note naming what it replaces
     assert at.dataframe[0].value["run ids"].tolist() == ["pub-gpt-today"]
@@ -132,7 +132,7 @@ def test_every_copy_made_here_is_hidden_and_the_newest_stands_in(roots, app_page
     write_run(roots["live"], "pub-gpt-b", "pub-gpt", ppl=502.0)  # newer
     at = app_page()
     assert at.dataframe[0].value["run ids"].tolist() == ["tiny-pub-gpt"]  # not the older copy made here
-    assert [c.value for c in at.caption if c.value.startswith("Hidden here: pub-gpt-a, pub-gpt-b, made")]
+    assert [c.value for c in at.info if c.value.startswith("Hidden here: pub-gpt-a, pub-gpt-b, made")]
     assert made_here_in_place(at).dataframe[0].value["run ids"].tolist() == ["pub-gpt-b"]
 
 
