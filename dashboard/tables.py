@@ -235,7 +235,7 @@ def run_result(record: Mapping[str, Any]) -> str:
     """A run's test perplexity as Compare names it ("PPL 909.34"), or why it has none ("running, no PPL")."""
     ppl = as_float(record.get("ppl"))
     if ppl is not None and math.isfinite(ppl):
-        return f"PPL {ppl:.2f}"
+        return f"PPL {ppl:,.2f}"  # as the run details above print it (1,033.24)
     if is_synth_method(record.get("method")):
         return "synthetic data, no PPL (its accuracy: Synthetic data page)"
     return f"{record['state']}, no PPL" if isinstance(record.get("state"), str) else "no PPL"
@@ -285,7 +285,7 @@ def stand_in_note(pool: pd.DataFrame, shown: set[str]) -> str:
 
     def named(run_id: str, shipped: bool) -> str:
         value = rows.get((shipped, run_id), {}).get("ppl")
-        return f"{run_id} (PPL {value:.2f})" if isinstance(value, (int, float)) and math.isfinite(value) else run_id
+        return f"{run_id} (PPL {value:,.2f})" if isinstance(value, (int, float)) and math.isfinite(value) else run_id
 
     def digest(run_id: str, shipped: bool) -> str | None:
         return as_str(rows.get((shipped, run_id), {}).get("base_weights"))

@@ -407,3 +407,10 @@ def test_the_phrase_histogram_opens_on_the_closest_run_of_each_other_method():
     # another ε, over the one of the same ε without them; ADP, unlike in kind, last
     assert tables.histogram_defaults(records, "me", {"name", "canary"}, kinds_of) == [
         "me", "sgd-avg", "dp-canaries", "adp"]
+
+
+def test_compare_names_a_result_as_the_run_details_print_it():
+    """Compare read "PPL 1033.24" under run details reading "PPL 1,033.24" (a walk)."""
+    assert tables.run_result({"ppl": 1033.244, "method": "seqpate", "state": "done"}) == "PPL 1,033.24"
+    assert tables.run_result({"ppl": None, "method": "seqpate", "state": "running"}) == "running, no PPL"
+    assert tables.run_result({"ppl": None, "method": "synth-filter", "state": "done"}).startswith("synthetic data")
