@@ -245,6 +245,22 @@ def pace_runs(record: Mapping[str, Any], records: Sequence[Mapping[str, Any]], t
                                                       records[i].get("finished") or "", records[i]["run_id"]))
 
 
+def past_duration(record: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> tuple[str, float] | None:
+    """(run id, seconds in all) of the finished run a run about to be launched (record: its preset, method and
+    variant) is likely to take as long as: pace_runs' best that recorded its total time; None where there is none.
+    For the Launch page, which gave no time before launching (a walk's tiny run took 8 minutes). A run of the same
+    target ε first, where record names one (at ε = ∞ a run adds no noise)."""
+    kin = pace_runs(record, records)
+    target = as_float(record.get("epsilon_target"))
+    if target is not None:
+        kin.sort(key=lambda i: as_float(records[i].get("epsilon_target")) != target)  # stable: pace_runs' order next
+    for i in kin:
+        took = as_float(records[i].get("total_s"))
+        if took is not None and math.isfinite(took) and took > 0:
+            return str(records[i]["run_id"]), took
+    return None
+
+
 def bar_share(start: float | None) -> str | None:
     """What a progress bar whose method starts at `start` gives the base model, in words."""
     return {store.METHOD_START_TRAINING: "the base model's training the first half of it",

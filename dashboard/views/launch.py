@@ -21,7 +21,7 @@ from core.config import (
     preset_value,
 )
 from core.runs import jobs
-from dashboard import launch_settings, loading, privacy_math, widgets, wording
+from dashboard import estimate, launch_settings, loading, privacy_math, widgets, wording
 
 # what each ablation of Table 3 switches (core.config.ABLATION_SWITCHES)
 ABLATION_HELP = {
@@ -256,7 +256,23 @@ if configs and not errors:  # a second click, or settings a shipped run has: say
             st.info(f"{wording.method_label(method)}: these settings have been run already: "
                     f"{loading.copies_listed(same)}. Launching adds another copy.", icon=":material/content_copy:")
 
+def how_long(run_configs: dict) -> str:
+    """How long finished runs of these methods, preset and settings took (estimate.past_duration), in one line."""
+    records = loading.run_records(loading.list_infos())
+    parts = []
+    for method, cfg in run_configs.items():
+        wanted = {"preset": cfg.preset, "method": method, "epsilon_target": cfg.privacy.epsilon,
+                  "variant": loading.variant_label(loading.variant_settings(cfg.to_dict()))}
+        past = estimate.past_duration(wanted, records)
+        parts.append(f"{wording.method_label(method)}: " + (f"about {estimate.fmt_duration(past[1])}, as {past[0]} took"
+                                                           if past else f"no finished {cfg.preset} run to go by"))
+    return ("How long: " + "; ".join(parts) + ". Add the base model's training where this machine has not trained "
+            "this preset's yet (a fresh clone's first run of a preset and seed), and time waiting for other jobs.")
+
+
 n_jobs = len(configs)
+if configs and not errors:
+    st.caption(how_long(configs))
 label = f"Launch {n_jobs} job{'s' if n_jobs != 1 else ''}" if n_jobs else "Launch"
 if st.button(label, type="primary", disabled=bool(errors) or not configs, key="launch_button"):
     if errors or not configs:

@@ -256,3 +256,35 @@ def test_runs_frame_paces_a_running_run_on_the_last_finished_one_at_its_settings
     assert not isinstance(row.get("paced_on"), str) and row["trains_base"] and abs(row["remaining_s"] - 130) < 5
     assert row["has_kin"]  # the help says a finished run paces it once its method starts
     assert not isinstance(rows.loc["other", "paced_on"], str)  # no finished NoisySGD run: the pace so far
+
+
+def test_the_launch_page_says_how_long_a_finished_run_of_the_settings_took():
+    """Launch gave no time before launching (a walk's tiny run took 8 minutes): a finished run of the method and
+    preset at the settings, and at the target ε where one is, says how long; one without a total time is skipped."""
+    def done(run_id, method="seqpate", preset="tiny", variant="", target=3.0, total=240.0, finished="2026-01-02"):
+        return {"run_id": run_id, "state": "done", "started": "2026-01-01", "finished": finished, "preset": preset,
+                "method": method, "variant": variant, "epsilon_target": target, "total_s": total}
+
+    records = [done("seq-m5", variant="teachers 5", total=100.0, finished="2026-01-09"),
+               done("seq-inf", target=float("inf"), total=200.0, finished="2026-01-08"),
+               done("seq-eps3", total=240.0),
+               done("seq-eps3-no-total", total=None, finished="2026-01-07"),
+               done("quick-seq", preset="quick", total=700.0, finished="2026-01-09"),
+               done("sgd", method="noisysgd", total=300.0)]
+    wanted = {"preset": "tiny", "method": "seqpate", "variant": "", "epsilon_target": 3.0}
+    assert estimate.past_duration(wanted, records) == ("seq-eps3", 240.0)
+    assert estimate.past_duration({**wanted, "epsilon_target": 8.0}, records) == ("seq-inf", 200.0)  # the newest
+    assert estimate.past_duration({**wanted, "variant": "teachers 5"}, records) == ("seq-m5", 100.0)
+    assert estimate.past_duration({**wanted, "method": "adp"}, records) is None
+
+
+def test_the_launch_page_shows_the_time(roots):
+    from apptest_helpers import open_page
+
+    write_run(roots["cached"], "tiny-seq", "seqpate", epsilon=3.0)
+    at = open_page("launch")
+    at.selectbox(key="launch_preset").set_value("tiny").run()
+    [line] = [c.value for c in at.caption if c.value.startswith("How long")]
+    assert line.startswith("How long: SeqPATE: about ") and ", as tiny-seq took." in line
+    at.selectbox(key="launch_preset").set_value("quick").run()
+    assert "SeqPATE: no finished quick run to go by" in " ".join(c.value for c in at.caption)
