@@ -246,18 +246,21 @@ def pace_runs(record: Mapping[str, Any], records: Sequence[Mapping[str, Any]], t
 
 
 def past_duration(record: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> tuple[str, float] | None:
-    """(run id, seconds in all) of the finished run a run about to be launched (record: its preset, method and
-    variant) is likely to take as long as: pace_runs' best that recorded its total time; None where there is none.
-    For the Launch page, which gave no time before launching (a walk's tiny run took 8 minutes). A run of the same
-    target ε first, where record names one (at ε = ∞ a run adds no noise)."""
+    """(run id, seconds) the finished run a run about to be launched (record: its preset, method and variant) is
+    likely to take as long as took, its base model's training or loading aside (the caller says that comes on top
+    where this machine has not trained it: counted in, a run that trained its own counted it twice): pace_runs'
+    best that recorded its total time; None where there is none. For the Launch page, which gave no time before
+    launching (a walk's tiny run took 8 minutes). A run of the same target ε first, where record names one."""
     kin = pace_runs(record, records)
     target = as_float(record.get("epsilon_target"))
     if target is not None:
         kin.sort(key=lambda i: as_float(records[i].get("epsilon_target")) != target)  # stable: pace_runs' order next
     for i in kin:
-        took = as_float(records[i].get("total_s"))
-        if took is not None and math.isfinite(took) and took > 0:
-            return str(records[i]["run_id"]), took
+        total, base = as_float(records[i].get("total_s")), as_float(records[i].get("base_model_s"))
+        if total is None or not math.isfinite(total) or total <= 0:
+            continue
+        took = total - base if base is not None and math.isfinite(base) and 0 <= base < total else total
+        return str(records[i]["run_id"]), took
     return None
 
 

@@ -215,6 +215,7 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
         "device": as_str(status.get("device")) or as_str(metrics.get("device")) or ("cpu" if metrics else None),
         "base_weights": as_str(base_model.get("weights_sha256")),  # runs since 2026-11-25
         "base_cached": base_model.get("cached"),  # False: the run trained its base model
+        "base_model_s": as_float(timings.get("base_model_s")),  # its training or loading, within total_s
     }
 
 
@@ -282,7 +283,7 @@ RECORD_COLUMNS = (
     "r_name", "r_name_names", "r_name_references",
     "teachers", "filter", "partition", "ablation", "ablation_label", "variant", "variant_shown", "varied", "query_budget", "queries_spent",
     "teachers_per_user", "has_phrases", "has_completions", "config_hash", "effective_hash", "created", "started", "finished",
-    "elapsed_s", "remaining_s", "total_s", "device", "base_weights", "base_cached",
+    "elapsed_s", "remaining_s", "total_s", "device", "base_weights", "base_cached", "base_model_s",
 )
 
 

@@ -447,7 +447,12 @@ def seqpate_section(rows: list[Row]) -> str:
         parts.append("## Number of teachers at epsilon 3 (App. H)\n\n" + table(
             ["teachers", "PPL", "BLEU-4", "noise std", "teacher phase (s)"],
             [[r.teachers, r.ppl, r.bleu4, r.privacy.get("noise_scale"),
-              (r.metrics.get("seqpate_timings") or {}).get("teachers_s")] for r in teach]))
+              (r.metrics.get("seqpate_timings") or {}).get("teachers_s")] for r in teach])
+            # a config several plans ran shows its plainest copy, which may come from another sweep than its row's
+            # neighbours (tiny's M = 10: 140.0 s against the teachers sweep's own copy's 90.6 s)
+            + "\n\nTeacher phase: wall-clock seconds as each run measured them. The runs were made at different "
+              "times, some beside other jobs on the same cores, so read the column as rough; `benchmarks/` times "
+              "the teacher phase on an otherwise idle machine.")
     return "\n\n".join(parts)
 
 

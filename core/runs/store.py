@@ -711,7 +711,7 @@ def base_models_note(runs: Sequence[tuple[str, str | None]], max_named: int = 12
     """For a table of runs given as (name, base weights digest or None): which stand on which base model, where
     they differ or may differ, or "". Runs compare only on one base model; the shipped text runs made before digests
     were recorded (2026-11-25) have none, so beside a recorded digest they may or may not share its base. Past
-    max_named, the runs recording none are counted, not named (a chart of every shipped run of a seed)."""
+    max_named, the runs recording none are counted, not named."""
     by_digest: dict[str | None, list[str]] = {}
     for name, digest in runs:
         by_digest.setdefault(digest, []).append(name)

@@ -80,7 +80,7 @@ def chitchat_examples(records: Iterable[Record], topics: Sequence[tuple[str, str
 # ------------------------------------------------------------------------------------------------------------
 
 
-WHOLE_FLOAT = re.compile(r"-?\d+\.0+")
+WHOLE_FLOAT = re.compile(r"[+-]?\d+\.0*")  # 1.0, -2.00, +1.0, 1. (a dot: "007" stays a name)
 
 
 def _example(path: Path, where: str, text, label) -> Example | None:
@@ -94,7 +94,7 @@ def _example(path: Path, where: str, text, label) -> Example | None:
         label = int(label)  # 1.0 (pandas writes an int column with gaps as floats) is the label 1, not "1.0"
     label = normalise(str(label))
     if WHOLE_FLOAT.fullmatch(label):
-        label = label.split(".")[0]  # the same in a csv's text: "1.0" and "1" were two labels
+        label = str(int(float(label)))  # the same as text (a csv's): "1.0" and "1" were two labels; "-0.0" is 0
     text = normalise(text)
     if not text:
         return None  # blank rows are skipped, as core.data does

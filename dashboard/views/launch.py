@@ -266,8 +266,9 @@ def how_long(run_configs: dict) -> str:
         past = estimate.past_duration(wanted, records)
         parts.append(f"{wording.method_label(method)}: " + (f"about {estimate.fmt_duration(past[1])}, as {past[0]} took"
                                                            if past else f"no finished {cfg.preset} run to go by"))
-    return ("How long: " + "; ".join(parts) + ". Add the base model's training where this machine has not trained "
-            "this preset's yet (a fresh clone's first run of a preset and seed), and time waiting for other jobs.")
+    return ("How long, the base model aside: " + "; ".join(parts) + ". Add its training where this machine has not "
+            "trained this preset's yet (a fresh clone's first run of a preset and seed), and time waiting for other "
+            "jobs.")
 
 
 n_jobs = len(configs)

@@ -276,6 +276,9 @@ def test_the_launch_page_says_how_long_a_finished_run_of_the_settings_took():
     assert estimate.past_duration({**wanted, "epsilon_target": 8.0}, records) == ("seq-inf", 200.0)  # the newest
     assert estimate.past_duration({**wanted, "variant": "teachers 5"}, records) == ("seq-m5", 100.0)
     assert estimate.past_duration({**wanted, "method": "adp"}, records) is None
+    # a run that trained its base model: that time is said apart (tiny-pri-gpt: 169.2 s, 104.8 s of them the base)
+    pri = {**done("pri", method="pri-gpt", total=169.2), "base_cached": False, "base_model_s": 104.8}
+    assert estimate.past_duration({**wanted, "method": "pri-gpt"}, [pri]) == ("pri", pytest.approx(64.4))
 
 
 def test_the_launch_page_shows_the_time(roots):
@@ -285,6 +288,6 @@ def test_the_launch_page_shows_the_time(roots):
     at = open_page("launch")
     at.selectbox(key="launch_preset").set_value("tiny").run()
     [line] = [c.value for c in at.caption if c.value.startswith("How long")]
-    assert line.startswith("How long: SeqPATE: about ") and ", as tiny-seq took." in line
+    assert line.startswith("How long, the base model aside: SeqPATE: about ") and ", as tiny-seq took." in line
     at.selectbox(key="launch_preset").set_value("quick").run()
     assert "SeqPATE: no finished quick run to go by" in " ".join(c.value for c in at.caption)

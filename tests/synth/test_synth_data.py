@@ -85,8 +85,9 @@ def test_csv_and_jsonl_files_load(tmp_path):
     floats.write_text("\n".join(json.dumps({"text": t, "label": y}) for t, y in [("a b", 1), ("c d", 1.0), ("e f", 0.5)]))
     assert [e.label for e in load_labelled(floats)] == ["1", "1", "0.5"]
     floats_csv = tmp_path / "floats.csv"  # and in a csv, where pandas writes such a column as 1.0
-    floats_csv.write_text("text,label\na b,1\nc d,1.0\ne f,0.5\ng h,-2.00\ni j,1.05\nk l,10\n")
-    assert [e.label for e in load_labelled(floats_csv)] == ["1", "1", "0.5", "-2", "1.05", "10"]
+    floats_csv.write_text("text,label\na b,1\nc d,1.0\ne f,0.5\ng h,-2.00\ni j,1.05\nk l,10\nm n,-0.0\no p,+1.0\n"
+                          "q r,1.\ns t,007\n")
+    assert [e.label for e in load_labelled(floats_csv)] == ["1", "1", "0.5", "-2", "1.05", "10", "0", "1", "1", "007"]
     # json.dumps(ensure_ascii=False) writes U+2028, U+2029 and U+0085 raw inside a string: still one line each
     # (str.splitlines split there, and the file was refused as "Unterminated string")
     raw = tmp_path / "raw.jsonl"
