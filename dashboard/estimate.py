@@ -246,11 +246,11 @@ def pace_runs(record: Mapping[str, Any], records: Sequence[Mapping[str, Any]], t
 
 
 def past_duration(record: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> tuple[str, float] | None:
-    """(run id, seconds) the finished run a run about to be launched (record: its preset, method and variant) is
-    likely to take as long as took, its base model's training or loading aside (the caller says that comes on top
-    where this machine has not trained it: counted in, a run that trained its own counted it twice): pace_runs'
-    best that recorded its total time; None where there is none. For the Launch page, which gave no time before
-    launching (a walk's tiny run took 8 minutes). A run of the same target ε first, where record names one."""
+    """For the Launch page (it gave no time before launching; a walk's tiny run took 8 minutes): the finished run
+    that a run about to be launched (record: its preset, method, variant, target ε) should take about as long as,
+    and its time without its base model's training or loading, as (run id, seconds); None where there is none.
+    The run is pace_runs' best with a recorded total time, of the same target ε first. The page says the base
+    model's training comes on top where this machine has not done it (left in, it was counted twice)."""
     kin = pace_runs(record, records)
     target = as_float(record.get("epsilon_target"))
     if target is not None:

@@ -256,6 +256,7 @@ if configs and not errors:  # a second click, or settings a shipped run has: say
             st.info(f"{wording.method_label(method)}: these settings have been run already: "
                     f"{loading.copies_listed(same)}. Launching adds another copy.", icon=":material/content_copy:")
 
+
 def how_long(run_configs: dict) -> str:
     """How long finished runs of these methods, preset and settings took (estimate.past_duration), in one line."""
     records = loading.run_records(loading.list_infos())
