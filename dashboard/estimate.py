@@ -245,10 +245,12 @@ def pace_runs(record: Mapping[str, Any], records: Sequence[Mapping[str, Any]], t
                                                       records[i].get("finished") or "", records[i]["run_id"]))
 
 
-def past_duration(record: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> tuple[str, float] | None:
+def past_duration(record: Mapping[str, Any],
+                  records: Sequence[Mapping[str, Any]]) -> tuple[str, float, float | None] | None:
     """For the Launch page (it gave no time before launching; a walk's tiny run took 8 minutes): the finished run
     that a run about to be launched (record: its preset, method, variant, target ε) should take about as long as,
-    and its time without its base model's training or loading, as (run id, seconds); None where there is none.
+    and its time without its base model's training or loading, as (run id, seconds, its target ε or None); None
+    where there is none.
     The run is pace_runs' best with a recorded total time, of the same target ε first. The page says the base
     model's training comes on top where this machine has not done it (left in, it was counted twice)."""
     kin = pace_runs(record, records)
@@ -260,8 +262,18 @@ def past_duration(record: Mapping[str, Any], records: Sequence[Mapping[str, Any]
         if total is None or not math.isfinite(total) or total <= 0:
             continue
         took = total - base if base is not None and math.isfinite(base) and 0 <= base < total else total
-        return str(records[i]["run_id"]), took
+        return str(records[i]["run_id"]), took, as_float(records[i].get("epsilon_target"))
     return None
+
+
+def base_training(preset: str, records: Sequence[Mapping[str, Any]]) -> tuple[int, float] | None:
+    """(how many, median seconds) of the finished text-generation runs of this preset that trained their base model
+    (found none cached), for the Launch page's "training one comes on top"; None where no run records one. The
+    median: one trained beside other jobs took three times as long (quick: 77, 78 and 229 s)."""
+    took = [float(r["base_model_s"]) for r in records
+            if r.get("state") == "done" and r.get("preset") == preset and r.get("base_cached") is False
+            and not str(r.get("method") or "").startswith("synth-") and (as_float(r.get("base_model_s")) or 0.0) > 0]
+    return (len(took), float(np.median(took))) if took else None
 
 
 def bar_share(start: float | None) -> str | None:

@@ -458,7 +458,9 @@ def privacy_cards(df: pd.DataFrame) -> list[dict[str, Any]]:
                      .astype(bool).sum()) if kind == "private" else 0
         if shared:  # core.config.shared_noise_streams
             caveat = " ".join(filter(None, [caveat, (
-                f"{shared} of these {len(described)} runs were made before the noise had a random stream of its own "
+                # "of these 7" beside the card's "Runs: 11" read as a contradiction: these are the runs its ε lists
+                f"{shared} of the {len(described)} runs whose ε is listed were made before the noise had a random "
+                "stream of its own "
                 "(2026-11-27) and replayed numbers drawn elsewhere in the run: their ε is a measurement at their "
                 "noise level, not a proven bound (see their statements).")]))
         cards.append({

@@ -258,18 +258,28 @@ if configs and not errors:  # a second click, or settings a shipped run has: say
 
 
 def how_long(run_configs: dict) -> str:
-    """How long finished runs of these methods, preset and settings took (estimate.past_duration), in one line."""
+    """How long finished runs of these methods, preset and settings took (estimate.past_duration), their base
+    model aside, and how long training that took here (estimate.base_training), in one line."""
     records = loading.run_records(loading.list_infos())
     parts = []
     for method, cfg in run_configs.items():
-        wanted = {"preset": cfg.preset, "method": method, "epsilon_target": cfg.privacy.epsilon,
+        target = cfg.privacy.epsilon if fixed_epsilon(method) is None else None
+        wanted = {"preset": cfg.preset, "method": method, "epsilon_target": target,
                   "variant": loading.variant_label(loading.variant_settings(cfg.to_dict()))}
         past = estimate.past_duration(wanted, records)
-        parts.append(f"{wording.method_label(method)}: " + (f"about {estimate.fmt_duration(past[1])}, as {past[0]} took"
-                                                           if past else f"no finished {cfg.preset} run to go by"))
-    return ("How long, the base model aside: " + "; ".join(parts) + ". Add its training where this machine has not "
-            "trained this preset's yet (a fresh clone's first run of a preset and seed), and time waiting for other "
-            "jobs.")
+        if past is None:
+            parts.append(f"{wording.method_label(method)}: no finished {cfg.preset} run to go by")
+            continue
+        run_id, took, its_eps = past
+        other_eps = f" at ε {wording.fmt_eps(its_eps)}" if target is not None and its_eps != target else ""
+        parts.append(f"{wording.method_label(method)}: about {estimate.fmt_duration(took)}, as {run_id}{other_eps} "
+                     "took")
+    base = estimate.base_training(next(iter(run_configs.values())).preset, records)
+    size = (f" (about {estimate.fmt_duration(base[1])}, the median of the {base[0]} finished run(s) that trained one)"
+            if base else "")
+    return ("How long, the base model aside: " + "; ".join(parts) + ". Where this machine has no base model for "
+            f"this preset and seed yet (a fresh clone's first run), training one comes on top{size}, as does time "
+            "waiting for other jobs.")
 
 
 n_jobs = len(configs)

@@ -9,11 +9,13 @@ from dashboard.values import as_float, as_str
 
 st.title("Privacy vs utility")
 st.caption("Finished runs of one preset. Private methods are points at their accounted ε (log axis); "
-           "non-private references are flat dashed lines: Pub-GPT and Pub-GPT + pseudo use no private data "
-           "(ε = 0), Pri-GPT uses it without noise (ε = ∞). A line goes through the mean of its runs at each target "
-           "ε (one run per seed with every seed chosen); each point is one run: hover it for its run id; a "
-           "diamond is a run made on this machine, whose base model is not the shipped runs', and such runs have "
-           "a dotted line of their own. Adaptive DP's ε, and "
+           "non-private references are flat lines, each its own dash pattern: Pub-GPT and Pub-GPT + pseudo use no "
+           "private data (ε = 0), Pri-GPT uses it without noise (ε = ∞). A method's solid line goes through the mean "
+           "of its runs at the preset's defaults at each target ε (one run per seed with every seed chosen; "
+           "experiment variants are points beside it); each point is one run: hover it for its run id; a "
+           "diamond is a run made on this machine, whose base model is not the shipped runs': a method's runs made "
+           "here are joined by a dotted line of their own, and a reference made here says so in its name. "
+           "Adaptive DP's ε, and "
            "that of a variant with a phrase-avg target, is a heuristic, not a DP guarantee: its noise level was "
            "chosen from the private data (the Overview's \"ε is\" column and privacy cards say which runs' ε are "
            "measurements). "

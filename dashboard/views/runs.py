@@ -378,8 +378,9 @@ else:
             # says which fields: "these fields" over "4 differing field(s)" read as a contradiction to a walk
             st.success(f"Same run settings: the {len(diff)} field(s) that differ (below) are ones "
                        f"{wording.method_label(config_a.get('method'))} never reads"
-                       + (", so the pages treat the two runs as copies (one row: the newest finished run made here, "
-                          "else the shipped one)." if finished else "."))
+                       + (", so the pages treat the two runs as copies (one row: the shipped one, or with \"Runs "
+                          "made here in place of their shipped copies\" on, the newest finished run made here)."
+                          if finished else "."))
         st.caption(f"{len(diff)} differing field(s); equal fields are hidden."
                    # the gap between two results is not the fields' alone where the base models differ too
                    + (f" Besides these fields: {note}" if note and not same_settings else ""))

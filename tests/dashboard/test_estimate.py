@@ -272,13 +272,19 @@ def test_the_launch_page_says_how_long_a_finished_run_of_the_settings_took():
                done("quick-seq", preset="quick", total=700.0, finished="2026-01-09"),
                done("sgd", method="noisysgd", total=300.0)]
     wanted = {"preset": "tiny", "method": "seqpate", "variant": "", "epsilon_target": 3.0}
-    assert estimate.past_duration(wanted, records) == ("seq-eps3", 240.0)
-    assert estimate.past_duration({**wanted, "epsilon_target": 8.0}, records) == ("seq-inf", 200.0)  # the newest
-    assert estimate.past_duration({**wanted, "variant": "teachers 5"}, records) == ("seq-m5", 100.0)
+    assert estimate.past_duration(wanted, records) == ("seq-eps3", 240.0, 3.0)
+    inf = float("inf")
+    assert estimate.past_duration({**wanted, "epsilon_target": 8.0}, records) == ("seq-inf", 200.0, inf)  # newest
+    assert estimate.past_duration({**wanted, "variant": "teachers 5"}, records) == ("seq-m5", 100.0, 3.0)
     assert estimate.past_duration({**wanted, "method": "adp"}, records) is None
     # a run that trained its base model: that time is said apart (tiny-pri-gpt: 169.2 s, 104.8 s of them the base)
     pri = {**done("pri", method="pri-gpt", total=169.2), "base_cached": False, "base_model_s": 104.8}
-    assert estimate.past_duration({**wanted, "method": "pri-gpt"}, [pri]) == ("pri", pytest.approx(64.4))
+    assert estimate.past_duration({**wanted, "method": "pri-gpt"}, [pri]) == ("pri", pytest.approx(64.4), 3.0)
+    # what the page says comes on top: the median of the text runs that trained one (not a synthetic-data run's)
+    slow = {**pri, "run_id": "pri-loaded", "base_model_s": 300.0}
+    synth = {**pri, "run_id": "synth", "method": "synth-filter", "base_model_s": 27.0}
+    assert estimate.base_training("tiny", [*records, pri, slow, {**pri, "base_model_s": 100.0}, synth]) == (3, 104.8)
+    assert estimate.base_training("quick", [*records, pri]) is None
 
 
 def test_the_launch_page_shows_the_time(roots):
@@ -289,5 +295,8 @@ def test_the_launch_page_shows_the_time(roots):
     at.selectbox(key="launch_preset").set_value("tiny").run()
     [line] = [c.value for c in at.caption if c.value.startswith("How long")]
     assert line.startswith("How long, the base model aside: SeqPATE: about ") and ", as tiny-seq took." in line
+    at.text_input(key="launch_eps").set_value("8").run()  # no run at 8: the one used names its ε
+    [line] = [c.value for c in at.caption if c.value.startswith("How long")]
+    assert ", as tiny-seq at ε 3 took." in line
     at.selectbox(key="launch_preset").set_value("quick").run()
     assert "SeqPATE: no finished quick run to go by" in " ".join(c.value for c in at.caption)

@@ -193,6 +193,11 @@ def test_runs_made_here_get_a_line_of_their_own():
     lines = [t for t in privacy_utility_figure(runs, "ppl").data if t.mode == "lines"]
     assert [(list(t.x), list(t.y), t.line.dash) for t in lines] == [([1.0, 8.0], [910.0, 908.0], None),
                                                                     ([3.0, 8.0], [1033.0, 1020.0], "dot")]
+    # a reference made here in place of the shipped one says so (it looked shipped, beside shipped SeqPATE)
+    pub = pd.DataFrame({"run_id": ["pub-here"], "method": ["pub-gpt"], "epsilon": [0.0], "epsilon_target": [None],
+                        "variant": [""], "source": ["live"], "ppl": [1163.6], "bleu4": [0.2]})
+    names = [t.name for t in privacy_utility_figure(pd.concat([runs, pub]), "ppl").data if t.legendgroup == "pub-gpt"]
+    assert names == ["Pub-GPT (ε=0, reference, made here)"]
 
 
 def test_teacher_curve_does_not_blow_a_tiny_spread_up_into_a_peak():

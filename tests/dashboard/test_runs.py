@@ -262,7 +262,8 @@ def test_compare_says_when_two_configs_differ_only_in_fields_the_method_never_re
     assert list(at.dataframe[-1].value["field"]) == ["seqpate.kd_lambda"]
     assert [s.value for s in at.success] == [
         "Same run settings: the 1 field(s) that differ (below) are ones Pub-GPT never reads, so the pages treat the "
-        "two runs as copies (one row: the newest finished run made here, else the shipped one)."]
+        "two runs as copies (one row: the shipped one, or with \"Runs made here in place of their shipped copies\" "
+        "on, the newest finished run made here)."]
     at.selectbox(key="runs_cmp_b").set_value("seq-today").run()  # another method: kd_lambda is read by SeqPATE
     assert not at.success
     # each differing field says which run never read it: kd_lambda shaped SeqPATE's run, not Pub-GPT's

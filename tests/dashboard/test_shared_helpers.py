@@ -283,7 +283,8 @@ def test_runs_whose_noise_shared_a_stream_are_measurements_on_every_summary(root
     html = build_report_html(records.loc["old-sgd"].to_dict() | {"run_id": "old-sgd"}, {}, old.privacy(), {}, [])
     assert "<span class='warn'>ε = 3, δ = 1e-06 as accounted for one training sentence, a measurement" in html
     card = next(c for c in tables.privacy_cards(loading.finished_frame()) if c["method"] == "noisysgd")
-    assert card["caveat"].startswith("1 of these 2 runs were made before the noise had a random stream of its own")
+    assert card["caveat"].startswith("1 of the 2 runs whose ε is listed were made before the noise had a random "
+                                     "stream of its own")
     seq = next(c for c in tables.privacy_cards(loading.finished_frame()) if c["method"] == "seqpate")
     assert not seq["caveat"]
 
