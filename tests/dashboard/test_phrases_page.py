@@ -112,6 +112,7 @@ def test_phrase_table_has_readable_headers_and_no_none(roots, app_page):
     assert table.HasField("placeholder") and table.placeholder == ""
     labels = {col: config[col]["label"] for col in table.column_order}
     assert labels["contains_private_text"] == "private text" and labels["in_completions"] == "in completions"
+    assert config["contains_private_text"]["type_config"]["type"] == "checkbox"  # a tick, not the word True
     assert labels["epsilon"] == "ε" and all("_" not in label for label in labels.values())
     assert "inserted" not in table.column_order  # names only (the kind shown first): no copies inserted
     at.radio(key="phrases_kind").set_value("all").run()
