@@ -134,14 +134,14 @@ def _privacy_utility_traces(df: pd.DataFrame, metric: str, legend: bool = True) 
         # a reference made here (another base model) in place of the shipped one said nothing of it: the shipped
         # SeqPATE line was silently compared with a Pub-GPT of another base
         here = _made_here(rows) != ""
-        made_here = ", made here" if here.all() else ", partly made here" if here.any() else ""
+        here_tag = ", made here" if here.all() else ", partly made here" if here.any() else ""
         xs = np.geomspace(x_lo, x_hi, 25)  # points along the line, so that its hover shows anywhere on it
         traces.append(go.Scatter(
             x=xs, y=[value] * len(xs), mode="lines",
             line=dict(color=color, dash=REFERENCE_DASHES[index % len(REFERENCE_DASHES)], width=2),
-            name=f"{method_label(method)} (ε={eps_text}, reference{made_here})", legendgroup=method,
+            name=f"{method_label(method)} (ε={eps_text}, reference{here_tag})", legendgroup=method,
             customdata=[[ids]] * len(xs), showlegend=legend,
-            hovertemplate=(f"<b>{method_label(method)}</b> (non-private reference, ε={eps_text}{made_here})<br>"
+            hovertemplate=(f"<b>{method_label(method)}</b> (non-private reference, ε={eps_text}{here_tag})<br>"
                            f"{label}=%{{y:.3f}}<br>run %{{customdata[0]}}<extra></extra>"),
         ))
     if legend and not private.empty and (_made_here(private) != "").any():

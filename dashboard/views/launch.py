@@ -248,8 +248,10 @@ with right:
 for message in errors:
     st.error(message, icon=":material/error:")
 
+# one listing of the runs for the two notes below (settings already run; how long), only where they show
+infos = loading.list_infos() if configs and not errors else []
 if configs and not errors:  # a second click, or settings a shipped run has: say so before computing them again
-    runs = loading.runs_frame()
+    runs = loading.runs_frame(infos)
     for method, cfg in configs.items():
         same = loading.runs_with_settings(runs, cfg.to_dict())
         if not same.empty:
@@ -257,10 +259,9 @@ if configs and not errors:  # a second click, or settings a shipped run has: say
                     f"{loading.copies_listed(same)}. Launching adds another copy.", icon=":material/content_copy:")
 
 
-def how_long(run_configs: dict) -> str:
-    """How long finished runs of these methods, preset and settings took (estimate.past_duration), their base
-    model aside, and how long training that took here (estimate.base_training), in one line."""
-    records = loading.run_records(loading.list_infos())
+def how_long(run_configs: dict, records: list[dict]) -> str:
+    """How long finished runs (records) of these methods, preset and settings took (estimate.past_duration), their
+    base model aside, and how long training that took (estimate.base_training), in one line."""
     parts = []
     for method, cfg in run_configs.items():
         target = cfg.privacy.epsilon if fixed_epsilon(method) is None else None
@@ -284,7 +285,7 @@ def how_long(run_configs: dict) -> str:
 
 n_jobs = len(configs)
 if configs and not errors:
-    st.caption(how_long(configs))
+    st.caption(how_long(configs, loading.run_records(infos)))  # cached: the frame above read the same records
 label = f"Launch {n_jobs} job{'s' if n_jobs != 1 else ''}" if n_jobs else "Launch"
 if st.button(label, type="primary", disabled=bool(errors) or not configs, key="launch_button"):
     if errors or not configs:
