@@ -245,25 +245,33 @@ def pace_runs(record: Mapping[str, Any], records: Sequence[Mapping[str, Any]], t
                                                       records[i].get("finished") or "", records[i]["run_id"]))
 
 
-def past_duration(record: Mapping[str, Any],
-                  records: Sequence[Mapping[str, Any]]) -> tuple[str, float, float | None] | None:
-    """For the Launch page (it gave no time before launching; a walk's tiny run took 8 minutes): the finished run
+def past_durations(record: Mapping[str, Any],
+                   records: Sequence[Mapping[str, Any]]) -> list[tuple[str, float, float | None]]:
+    """For the Launch page (it gave no time before launching; a walk's tiny run took 8 minutes): the finished runs
     that a run about to be launched (record: its preset, method, variant, target ε) should take about as long as,
-    and its time without its base model's training or loading, as (run id, seconds, its target ε or None); None
-    where there is none.
-    The run is pace_runs' best with a recorded total time, of the same target ε first. The page says the base
-    model's training comes on top where this machine has not done it (left in, it was counted twice)."""
+    best first, each with its time without its base model's training or loading, as (run id, seconds, its target ε
+    or None).
+    They are pace_runs' with a recorded total time, of the same target ε first. The page says the base model's
+    training comes on top where this machine has not done it (left in, it was counted twice)."""
     kin = pace_runs(record, records)
     target = as_float(record.get("epsilon_target"))
     if target is not None:
         kin.sort(key=lambda i: as_float(records[i].get("epsilon_target")) != target)  # stable: pace_runs' order next
+    found = []
     for i in kin:
         total, base = as_float(records[i].get("total_s")), as_float(records[i].get("base_model_s"))
         if total is None or not math.isfinite(total) or total <= 0:
             continue
         took = total - base if base is not None and math.isfinite(base) and 0 <= base < total else total
-        return str(records[i]["run_id"]), took, as_float(records[i].get("epsilon_target"))
-    return None
+        found.append((str(records[i]["run_id"]), took, as_float(records[i].get("epsilon_target"))))
+    return found
+
+
+def past_duration(record: Mapping[str, Any],
+                  records: Sequence[Mapping[str, Any]]) -> tuple[str, float, float | None] | None:
+    """The best of past_durations (the most recently finished at the same target ε, where any is), or None."""
+    found = past_durations(record, records)
+    return found[0] if found else None
 
 
 def base_training(preset: str, records: Sequence[Mapping[str, Any]]) -> tuple[int, float] | None:

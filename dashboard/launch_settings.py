@@ -74,11 +74,19 @@ def build_launch_config(method: str, preset: str, epsilon: Any, delta: Any, teac
     return preset_config(preset, **overrides)
 
 
+def empty_boxes(settings: dict[str, Any]) -> list[str]:
+    """The Launch boxes emptied, by label, whose number a run needs: the seed, and the k or p of the filter kind
+    chosen (an empty teachers box is the preset's count)."""
+    needed = {"Seed": "seed", "k": "top_k" if settings["filter_kind"] == "top-k" else None,
+              "p": "top_p" if settings["filter_kind"] == "top-p" else None}
+    return [label for label, name in needed.items() if name is not None and settings[name] is None]
+
+
 def launch_filter_spec(settings: dict[str, Any]) -> str:
     """'top-k:50' / 'top-p:0.95', or '' for the preset's own filter (also where no kind is chosen)."""
-    if settings["filter_kind"] == "top-k":
+    if settings["filter_kind"] == "top-k" and settings["top_k"] is not None:  # None: an emptied box (empty_boxes)
         return f"top-k:{int(settings['top_k'])}"
-    if settings["filter_kind"] == "top-p":
+    if settings["filter_kind"] == "top-p" and settings["top_p"] is not None:
         return f"top-p:{float(settings['top_p'])!r}"  # repr: :g kept 6 digits (0.9999999 became 1, no filtering)
     return ""
 
@@ -95,7 +103,7 @@ def settings_to_query(settings: dict[str, Any]) -> dict[str, str]:
         "partition": settings["partition"],
         "ablation": settings["ablation"],
         "preset": settings["preset"],
-        "seed": str(int(settings["seed"])),
+        "seed": "" if settings["seed"] is None else str(int(settings["seed"])),
     }
 
 
@@ -200,7 +208,8 @@ def save_launch_settings() -> dict[str, Any]:
     for name in COUNT_SETTINGS:
         if settings[name] is not None:
             settings[name] = int(as_shown(settings[name], 0))  # the whole number its count_input box shows
-    settings["top_p"] = as_shown(settings["top_p"], TOP_P_DECIMALS)  # the p its box shows
+    if settings["top_p"] is not None:  # None: an emptied box (a count box may be empty as well)
+        settings["top_p"] = as_shown(settings["top_p"], TOP_P_DECIMALS)  # the p its box shows
     st.session_state[_SHADOW] = settings
     query = settings_to_query(settings)
     current = st.query_params.to_dict()

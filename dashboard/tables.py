@@ -501,7 +501,8 @@ def exposure_table(metrics: Mapping[str, Any] | None, phrases: list[Mapping[str,
             "copies inserted": as_int(d.get("inserted")),
             "phrase ε": eps_of.get(as_float(d.get("inserted"))),
             "exposure (bits)": as_float(d.get("exposure")),
-            "95% interval": (f"{low:.1f} to {high:.1f}" if (low := as_float(d.get("exposure_low"))) is not None
+            # two decimals, as REPORT.md gives them (one read "0.2 to 0.2" for 0.21 to 0.24)
+            "95% interval": (f"{low:.2f} to {high:.2f}" if (low := as_float(d.get("exposure_low"))) is not None
                              and (high := as_float(d.get("exposure_high"))) is not None else ""),
             "most possible": math.log2(candidates) if candidates and candidates > 0 else None,
             "ranked by": ranked,

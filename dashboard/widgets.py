@@ -175,17 +175,27 @@ def metric(row: Any, label: str, value: str, help: str | None = None) -> None:
     row.metric(label, value, help=help, width=METRIC_WIDTH if len(value) <= 8 else "content")
 
 
-def float_input(where: Any, label: str, *, decimals: int = 2, min_value: float | None = None,
-                max_value: float | None = None, **kwargs: Any) -> float | None:
+def float_input(where: Any, label: str, *, key: str, decimals: int = 2, min_value: float | None = None,
+                max_value: float | None = None, optional: bool = False, **kwargs: Any) -> float | None:
     """st.number_input whose value is the number it shows: Streamlit shows a float box through its format but
     returns what was typed, so a typed ε 0.015 showed 0.01 and was used as 0.015, and top-p 0.999 showed 1.00.
 
     The range is checked here, not by the box: given min/max, Streamlit's box turns red at a number outside them
     and keeps the last one without a word (a typed 0 teachers launched the preset's 10). A number outside
     [min_value, max_value] is named in an error under the box and read as None; the box itself only refuses what
-    no page could use (beyond ±BOX_LIMIT, e.g. 1e400)."""
-    number = where.number_input(label, format=f"%.{decimals}f", min_value=-BOX_LIMIT, max_value=BOX_LIMIT, **kwargs)
+    no page could use (beyond ±BOX_LIMIT, e.g. 1e400).
+
+    An emptied box reads None, with an error under it unless `optional` (Launch's teachers: empty is the preset's).
+    Streamlit hands back a box's default for an empty one (its min_value where none is given: a cleared σ read
+    -10^15, a cleared Q silently the default 2,000), so the default `value` goes in through session state."""
+    default = kwargs.pop("value", None)
+    if key not in st.session_state and default is not None:
+        st.session_state[key] = default
+    number = where.number_input(label, format=f"%.{decimals}f", min_value=-BOX_LIMIT, max_value=BOX_LIMIT,
+                                value=None, key=key, **kwargs)
     if number is None:
+        if not optional:
+            where.error(f"{label} is empty: type a number", icon=":material/error:")
         return None
     typed, number = number, as_shown(number, decimals)
     if problem := _range_error(label, number, min_value, max_value, decimals, typed):
@@ -194,15 +204,16 @@ def float_input(where: Any, label: str, *, decimals: int = 2, min_value: float |
     return number
 
 
-def count_input(where: Any, label: str, *, min_value: int | None = 1, max_value: int | None = None, step: int = 1,
-                **kwargs: Any) -> int | None:
+def count_input(where: Any, label: str, *, key: str, min_value: int | None = 1, max_value: int | None = None,
+                step: int = 1, **kwargs: Any) -> int | None:
     """st.number_input for a whole number that reads what was typed. Streamlit parses a whole-number box with
     parseInt, so a typed 1e9 became 1 (the Calculator then answered for one query, and 1e3 teachers launched one);
     a float box that shows no decimals reads 1e9 as 10^9. Its value is the whole number it shows; one outside
-    [min_value, max_value] is named under the box and read as None (float_input)."""
+    [min_value, max_value], or none (an emptied box), is named under the box and read as None (float_input)."""
     if kwargs.get("value") is not None:
         kwargs["value"] = float(kwargs["value"])
-    number = float_input(where, label, decimals=0, min_value=None if min_value is None else float(min_value),
+    number = float_input(where, label, key=key, decimals=0,
+                         min_value=None if min_value is None else float(min_value),
                          max_value=None if max_value is None else float(max_value), step=float(step), **kwargs)
     return None if number is None else int(number)
 

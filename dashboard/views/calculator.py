@@ -17,7 +17,9 @@ MAX_COUNT = 10**12
 MAX_STEPS = 10**6  # DP-SGD steps: 1-10 s of PLD accounting (q 1e-6 to 1e-2); 10^7 took 47 s, 10^9 did not finish
 
 st.title("Privacy calculator")
-st.caption("Instant what-if numbers from core.privacy: the same code that accounts the runs. No training.")
+st.caption("What-if numbers from core.privacy: the same code that accounts the runs. No training: SeqPATE's "
+           "answers are instant, DP-SGD's PLD accountant takes a second to about 10 s on a new setting (more steps, "
+           "longer).")
 
 
 # The boxes the modes share keep what was typed across a switch (a walk found Q back at 2,000 after it), and the

@@ -76,7 +76,7 @@ with left:
         preset_for_help = st.session_state.get("launch_preset", "quick")
         default_teachers = preset_value(preset_for_help, "seqpate", "teachers")
         pair = widgets.wrapping_row()
-        widgets.count_input(pair, "Teachers", value=None, min_value=None, key="launch_teachers", disabled=no_seqpate,
+        widgets.count_input(pair, "Teachers", optional=True, min_value=None, key="launch_teachers", disabled=no_seqpate,
                             placeholder=f"preset {default_teachers}", width=FIELD_WIDTH)
         pair.selectbox("Partition", ["random", "by-user"], key="launch_partition", disabled=no_seqpate,
                        width=FIELD_WIDTH,
@@ -116,7 +116,9 @@ if device_problem:
                   "dashboard without it, or with cpu, or with cuda on a machine with a GPU.")
 if not settings["methods"]:
     errors.append("choose at least one method")
-for method in settings["methods"]:
+if empty := launch_settings.empty_boxes(settings):  # each box says so beneath it too
+    errors.append(f"{' and '.join(empty)} {'is' if len(empty) == 1 else 'are'} empty: type a number")
+for method in settings["methods"] if not empty else []:
     try:
         configs[method] = launch_settings.build_launch_config(
             method, settings["preset"], settings["eps"], settings["delta"], settings["teachers"], filter_spec,
@@ -267,14 +269,18 @@ def how_long(run_configs: dict, records: list[dict]) -> str:
         target = cfg.privacy.epsilon if fixed_epsilon(method) is None else None
         wanted = {"preset": cfg.preset, "method": method, "epsilon_target": target,
                   "variant": loading.variant_label(loading.variant_settings(cfg.to_dict()))}
-        past = estimate.past_duration(wanted, records)
-        if past is None:
+        past = estimate.past_durations(wanted, records)
+        if not past:
             parts.append(f"{wording.method_label(method)}: no finished {cfg.preset} run to go by")
             continue
-        run_id, took, its_eps = past
+        run_id, took, its_eps = past[0]
         other_eps = f" at ε {wording.fmt_eps(its_eps)}" if target is not None and its_eps != target else ""
+        # the others at that ε too: one run's time alone read as exact (quick's SeqPATE took 10m 27s to 12m 16s)
+        times = [t for _, t, e in past if e == its_eps or (e is None and its_eps is None)]
+        spread = (f" (the {len(times)} such runs took {estimate.fmt_duration(min(times))} to "
+                  f"{estimate.fmt_duration(max(times))})" if len(times) > 1 and max(times) > min(times) else "")
         parts.append(f"{wording.method_label(method)}: about {estimate.fmt_duration(took)}, as {run_id}{other_eps} "
-                     "took")
+                     f"took{spread}")
     base = estimate.base_training(next(iter(run_configs.values())).preset, records)
     size = (f" (about {estimate.fmt_duration(base[1])}, the median of the {base[0]} finished run(s) that trained one)"
             if base else "")

@@ -67,7 +67,9 @@ st.dataframe(
         "δ": st.column_config.TextColumn(help="δ of the (ε, δ) guarantee (0: no δ term; –: none at ε = ∞)"),
         "ε is": st.column_config.TextColumn(help="where ε is not a DP guarantee: heuristic (the noise level was "
                                             "chosen from the private data), measurement (made before the noise "
-                                            "had a random stream of its own: ε at its noise level, not a proven "
+                                            "had a random stream of its own, and replayed numbers drawn elsewhere "
+                                            "in the run: DP-SGD, ADP and synthetic-data runs, and SeqPATE's at "
+                                            "seed 0 with more than 7 teachers; ε at its noise level, not a proven "
                                             "bound); see the privacy statements below"),
         "R_name": st.column_config.NumberColumn(format="percent", help="name leak rate (App. O): share of "
                                                 "completions that contain a private user's name"

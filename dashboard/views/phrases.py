@@ -213,7 +213,7 @@ def show_exposure() -> None:
         return
     st.dataframe(table, hide_index=True, width="stretch", placeholder="", column_config={
         "phrase ε": st.column_config.NumberColumn(format="%.3g", help="The canary's ε (phrases.csv)."),
-        "exposure (bits)": st.column_config.NumberColumn(format="%.1f"),
+        "exposure (bits)": st.column_config.NumberColumn(format="%.2f"),
         "most possible": st.column_config.NumberColumn(format="%.1f", help="log2 of the candidates: the model "
                                                                            "prefers the canary to every other")})
     st.caption("Exposure = log2 (candidates) − log2 (the canary's rank among every number of its digit count, by "
@@ -235,7 +235,7 @@ def show_exposure() -> None:
                     "bits by copies inserted)")
         st.dataframe(compared, hide_index=True, width="stretch", placeholder="", column_config={
             "run ε": st.column_config.NumberColumn(format="%.3g", help="The run's sample-level ε."),
-            **{col: st.column_config.NumberColumn(format="%.1f") for col in compared if col.endswith("×")}})
+            **{col: st.column_config.NumberColumn(format="%.2f") for col in compared if col.endswith("×")}})
         # ADP's canary runs (made 2026-11-27) stand on another base model than the shipped tiny runs beside them
         if note := store.base_models_note([(i, as_str(records[i].get("base_weights"))) for i in compared["run"]]):
             st.caption(note)

@@ -375,15 +375,17 @@ else:
     else:
         if same_settings:  # the method is part of the effective config
             finished = record_a["state"] == record_b["state"] == "done"  # the result pages show finished runs only
-            # says which fields: "these fields" over "4 differing field(s)" read as a contradiction to a walk
-            st.success(f"Same run settings: the {len(diff)} field(s) that differ (below) are ones "
-                       f"{wording.method_label(config_a.get('method'))} never reads"
+            # says which fields: "these fields" over "4 differing field(s)" (as the caption below read) was taken for a contradiction
+            which = "the field that differs (below) is one" if len(diff) == 1 else \
+                f"the {len(diff)} fields that differ (below) are ones"
+            st.success(f"Same run settings: {which} {wording.method_label(config_a.get('method'))} never reads"
                        + (", so the pages treat the two runs as copies (one row: the shipped one, or with \"Runs "
                           "made here in place of their shipped copies\" on, the newest finished run made here)."
                           if finished else "."))
-        st.caption(f"{len(diff)} differing field(s); equal fields are hidden."
+        st.caption(f"{len(diff)} field{' differs' if len(diff) == 1 else 's differ'} (below); equal fields are "
+                   "hidden."
                    # the gap between two results is not the fields' alone where the base models differ too
-                   + (f" Besides these fields: {note}" if note and not same_settings else ""))
+                   + (f" Not the fields alone: {note}" if note and not same_settings else ""))
         if not diff["never read by"].astype(bool).any():
             diff = diff.drop(columns="never read by")
         st.dataframe(diff, hide_index=True, width="stretch", column_config={"never read by": st.column_config.TextColumn(

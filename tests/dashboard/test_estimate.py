@@ -277,6 +277,11 @@ def test_the_launch_page_says_how_long_a_finished_run_of_the_settings_took():
     assert estimate.past_duration({**wanted, "epsilon_target": 8.0}, records) == ("seq-inf", 200.0, inf)  # newest
     assert estimate.past_duration({**wanted, "variant": "teachers 5"}, records) == ("seq-m5", 100.0, 3.0)
     assert estimate.past_duration({**wanted, "method": "adp"}, records) is None
+    # every such run, best first: the page gives their spread (quick's SeqPATE at ε 3 took 10m 27s to 12m 16s)
+    older = done("seq-eps3-older", total=300.0, finished="2026-01-01")
+    assert estimate.past_durations(wanted, [*records, older]) == [("seq-eps3", 240.0, 3.0),
+                                                                  ("seq-eps3-older", 300.0, 3.0),
+                                                                  ("seq-inf", 200.0, inf)]
     # a run that trained its base model: that time is said apart (tiny-pri-gpt: 169.2 s, 104.8 s of them the base)
     pri = {**done("pri", method="pri-gpt", total=169.2), "base_cached": False, "base_model_s": 104.8}
     assert estimate.past_duration({**wanted, "method": "pri-gpt"}, [pri]) == ("pri", pytest.approx(64.4), 3.0)
@@ -298,5 +303,11 @@ def test_the_launch_page_shows_the_time(roots):
     at.text_input(key="launch_eps").set_value("8").run()  # no run at 8: the one used names its ε
     [line] = [c.value for c in at.caption if c.value.startswith("How long")]
     assert ", as tiny-seq at ε 3 took." in line
+    # a second run of the settings that took longer: the spread is said, one run's time alone read as exact
+    slower = write_run(roots["cached"], "tiny-seq-seed1", "seqpate", epsilon=3.0, seed=1)
+    slower.write_metrics({**slower.metrics(), "timings": {"total_s": 185.0}})
+    at.text_input(key="launch_eps").set_value("3").run()
+    [line] = [c.value for c in at.caption if c.value.startswith("How long")]
+    assert "(the 2 such runs took 1m 02s to 3m 05s)" in line, line
     at.selectbox(key="launch_preset").set_value("quick").run()
     assert "SeqPATE: no finished quick run to go by" in " ".join(c.value for c in at.caption)

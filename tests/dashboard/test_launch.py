@@ -137,6 +137,24 @@ def test_numbers_outside_a_boxs_range_are_refused_with_the_reason_not_replaced_b
     assert at.button(key="launch_button").disabled and list(roots["live"].iterdir()) == []
 
 
+def test_an_emptied_box_is_named_and_launches_nothing(roots, app_page, fake_job):
+    """Streamlit hands back a number box's default for an empty one: an emptied Seed read -10^15 (its min_value)
+    and was refused as that number. Seed, k and p emptied are named; an empty Teachers box is the preset's count."""
+    at = app_page("launch", {"preset": "tiny", "methods": "seqpate"})
+    at.number_input(key="launch_seed").set_value(None).run()
+    assert [e.value for e in at.error] == ["Seed is empty: type a number", "Seed is empty: type a number"]
+    assert at.button(key="launch_button").disabled and not at.exception
+    at.number_input(key="launch_seed").set_value(2).run()
+    at.number_input(key="launch_teachers").set_value(None).run()
+    assert not at.error and not at.button(key="launch_button").disabled
+    for kind, key, label in (("top-k", "launch_top_k", "k"), ("top-p", "launch_top_p", "p")):
+        at.radio(key="launch_filter_kind").set_value(kind).run()
+        at.number_input(key=key).set_value(None).run()
+        assert f"{label} is empty: type a number" in [e.value for e in at.error], kind
+        assert at.button(key="launch_button").disabled and not at.exception
+    assert list(roots["live"].iterdir()) == []
+
+
 def test_settings_round_trip_through_the_url(roots, app_page):
     query = {"methods": "seqpate,pub-gpt", "eps": "8", "delta": "1e-5", "teachers": "20", "filter": "top-k:50",
              "partition": "by-user", "ablation": "-kl", "preset": "tiny", "seed": "3"}

@@ -630,7 +630,7 @@ def test_the_phrases_page_shows_canary_exposure_beside_the_phrase_epsilon(roots,
     other = write_run(cached, "seq-other-canaries", "seqpate", epsilon=3.0, canaries="1,10",
                       phrases=CANARY_PHRASES, config={"data__canary_seed": 9})  # other numbers: not compared
     write_run(cached, "plain", "seqpate", epsilon=3.0, phrases=phrase_rows())
-    _with_exposure(seq, {"1": 0.2, "10": 0.3})
+    _with_exposure(seq, {"1": 0.21, "10": 0.3})
     _with_exposure(pri, {"1": 2.2, "10": 10.4})
     _with_exposure(other, {"1": 5.0, "10": 5.0})
     at = app_page("phrases")
@@ -640,8 +640,9 @@ def test_the_phrases_page_shows_canary_exposure_beside_the_phrase_epsilon(roots,
     assert not at.exception
     mine, compared = (d.value for d in at.dataframe)
     assert mine["copies inserted"].tolist() == [1, 10] and mine["phrase ε"].tolist() == [0.9, 8.5]
-    assert mine["exposure (bits)"].tolist() == [0.2, 0.3] and mine["95% interval"].tolist() == ["0.1 to 0.4",
-                                                                                                 "0.1 to 0.6"]
+    # to two decimals, as REPORT.md (one decimal read "0.1 to 0.4" here, and "0.2 to 0.2" for a run's 0.21 to 0.24)
+    assert mine["exposure (bits)"].tolist() == [0.21, 0.3] and mine["95% interval"].tolist() == ["0.10 to 0.42",
+                                                                                                  "0.15 to 0.60"]
     assert mine["most possible"].tolist() == pytest.approx([math.log2(1e6)] * 2)
     assert mine["ranked by"].tolist() == ["4,096 sampled of 1,000,000"] * 2
     assert compared["run"].tolist() == ["pri-canaries", "seq-canaries"]  # Pri-GPT first, in the methods' order
@@ -650,7 +651,7 @@ def test_the_phrases_page_shows_canary_exposure_beside_the_phrase_epsilon(roots,
                              phrases=[{**r, "epsilon": float("inf")} for r in CANARY_PHRASES]), {"1": 2.3, "10": 9.9})
     at.run()
     assert at.dataframe[1].value["run"].tolist() == ["pri-canaries", "seq-canaries"]
-    assert compared["1×"].tolist() == [2.2, 0.2] and compared["10×"].tolist() == [10.4, 0.3]
+    assert compared["1×"].tolist() == [2.2, 0.21] and compared["10×"].tolist() == [10.4, 0.3]
     assert not [c for c in at.caption if "different base models" in c.value]  # none records a digest
     # runs on another base model (ADP's canary runs, made here): the table says which stand on which
     adp = write_run(cached, "adp-canaries", "adp", epsilon=3.0, canaries="1,10", phrases=CANARY_PHRASES)

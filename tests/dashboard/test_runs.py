@@ -261,7 +261,7 @@ def test_compare_says_when_two_configs_differ_only_in_fields_the_method_never_re
     at.selectbox(key="runs_cmp_b").set_value("tiny-pub-gpt").run()
     assert list(at.dataframe[-1].value["field"]) == ["seqpate.kd_lambda"]
     assert [s.value for s in at.success] == [
-        "Same run settings: the 1 field(s) that differ (below) are ones Pub-GPT never reads, so the pages treat the "
+        "Same run settings: the field that differs (below) is one Pub-GPT never reads, so the pages treat the "
         "two runs as copies (one row: the shipped one, or with \"Runs made here in place of their shipped copies\" "
         "on, the newest finished run made here)."]
     at.selectbox(key="runs_cmp_b").set_value("seq-today").run()  # another method: kd_lambda is read by SeqPATE
@@ -292,8 +292,8 @@ def test_the_same_settings_are_copies_only_among_finished_runs(roots, app_page):
     # the box says how many differ, as the caption below it ("these fields" over "4 differing field(s)" read as a
     # contradiction to a walk)
     assert [x.value for x in at.success] == [
-        "Same run settings: the 1 field(s) that differ (below) are ones Pub-GPT never reads."]
-    assert "1 differing field(s); equal fields are hidden." in [x.value for x in at.caption]
+        "Same run settings: the field that differs (below) is one Pub-GPT never reads."]
+    assert "1 field differs (below); equal fields are hidden." in [x.value for x in at.caption]
 
 
 def test_a_synthetic_runs_training_chart_says_its_loss_is_outside_its_epsilon(roots, app_page):
@@ -339,8 +339,8 @@ def test_compare_warns_when_two_runs_stand_on_other_base_models(roots, app_page)
     at.run()
     at.selectbox(key="runs_cmp_b").set_value("shipped-m5").run()
     assert not at.warning
-    [fields] = [c.value for c in at.caption if "differing field(s)" in c.value]
-    assert fields.startswith("1 differing field(s); equal fields are hidden. Besides these fields: A (PPL 989.01) "
+    [fields] = [c.value for c in at.caption if "equal fields are hidden" in c.value]
+    assert fields.startswith("1 field differs (below); equal fields are hidden. Not the fields alone: A (PPL 989.01) "
                              "and B (PPL 905.16): one was made on this machine, the other is a shipped run")
     # two shipped runs of which one records its base (ADP's canary runs, made here and shipped, beside the older
     # ones): a browser review read their gap as the canaries' alone

@@ -132,6 +132,34 @@ def test_calculator_counts_are_whole_numbers_rounded_as_shown(roots, app_page):
     assert "ε" not in metrics(at) and not at.exception
 
 
+def test_calculator_an_emptied_box_is_named_not_replaced(roots, app_page):
+    """A walk emptied the σ box and read "must be from 0.01 to 1,000,000.00, got -1,000,000,000,000,000.00"
+    (Streamlit hands back a box's default for an empty one, its min_value where none is given), and emptied Q and
+    M and got answers for the defaults 2,000 and 1,000 without a word. Each is now named, and nothing computed."""
+    at = app_page("calculator")
+    at.radio(key="calc_sp_mode").set_value("ε from noise").run()
+    at.number_input(key="calc_sp_queries").set_value(1000).run()
+    for key, label in (("calc_sp_std", "noise std σ"), ("calc_sp_queries", "queries Q"),
+                       ("calc_sp_teachers", "teachers M")):
+        at.number_input(key=key).set_value(None).run()
+        assert [e.value for e in at.error] == [f"{label} is empty: type a number"], key
+        assert "ε" not in metrics(at) and not at.exception
+        at.number_input(key=key).set_value(50.0 if key == "calc_sp_std" else 1000).run()
+        assert float(metrics(at)["ε"]) == pytest.approx(epsilon_for_gaussian(50.0, 1000, 1e-6), rel=1e-3)
+    at = app_page("calculator")
+    at.session_state["calc_tab"] = "DP-SGD"
+    at.session_state["calc_dp_mode"] = "ε from noise multiplier"
+    at.run()
+    for key, label in (("calc_dp_n", "private training sentences N"), ("calc_dp_batch", "expected batch size"),
+                       ("calc_dp_epochs", "epochs"), ("calc_dp_sigma", "noise multiplier")):
+        value = at.number_input(key=key).value
+        at.number_input(key=key).set_value(None).run()
+        assert [e.value for e in at.error] == [f"{label} is empty: type a number"], key
+        assert "ε" not in metrics(at) and not at.exception
+        at.number_input(key=key).set_value(value).run()
+        assert metrics(at)["ε"] == f"{dpsgd_epsilon(1.0, 32 / 20000, math.ceil(2 * 20000 / 32), 1e-6):.4g}"
+
+
 def test_calculator_dpsgd_refuses_step_counts_it_cannot_account(roots, app_page):
     at = app_page("calculator")
     at.session_state["calc_tab"] = "DP-SGD"
