@@ -165,9 +165,11 @@ def cmd_run(args) -> int:
     check_device()
     check_device_executor(cfg.method, cfg.seqpate.executor, device_setting())
 
-    run = RunDir.create(run_dir, cfg.to_dict(), cfg.seed)
+    # the engine loads (torch: 6-9 s) before the folder is made: a Ctrl-C or SIGTERM while it loaded left the
+    # folder "queued" for good
     from core.runs.pipeline import install_sigterm_handler
     install_sigterm_handler()
+    run = RunDir.create(run_dir, cfg.to_dict(), cfg.seed)
     return execute_run(cfg, run)
 
 
@@ -366,16 +368,22 @@ def cmd_runs(args) -> int:
     return 0
 
 
+MAX_RESAMPLES = 1_000_000  # bootstrap resamples of compare: drawn in batches, about a minute at quick's test set
+MAX_DRAWS = 1_000  # sampled completions per prefix: about 10 s each on quick (20 is plenty, README)
+
+
 def cmd_compare(args) -> int:
     from core.runs.compare import NotComparableError, compare_runs, compare_runs_bleu, shared_references
     from core.runs.registry import listed_id
     from core.runs.store import RunError, is_synth
 
     run_a, run_b = named_run(args.run_a), named_run(args.run_b)
-    if args.resamples < 1:
-        raise ConfigError(f"--resamples must be at least 1, got {args.resamples}")
-    if args.draws < 1:
-        raise ConfigError(f"--draws must be at least 1, got {args.draws}")
+    if run_a.path.resolve() == run_b.path.resolve():  # read "no clear difference"
+        raise ConfigError(f"run A and run B are the same run ({listed_id(run_a)}): give two runs")
+    if not 1 <= args.resamples <= MAX_RESAMPLES:  # 10^9 asked numpy for 1.46 TiB at once
+        raise ConfigError(f"--resamples must be from 1 to {MAX_RESAMPLES:,}, got {args.resamples}")
+    if not 1 <= args.draws <= MAX_DRAWS:  # each draw is a pass over the test prefixes with both models
+        raise ConfigError(f"--draws must be from 1 to {MAX_DRAWS:,}, got {args.draws}")
     if not 0 < args.confidence < 1:  # checked up front: without per-sentence NLL it was never read, and passed
         raise ConfigError(f"--confidence must be between 0 and 1, got {args.confidence}")
     if args.draws > 1:
@@ -613,6 +621,9 @@ def main(argv: list[str] | None = None) -> int:
         code = args.func(args)
         sys.stdout.flush()  # a closed pipe must fail here, inside the try, not at interpreter exit
         return code
+    except KeyboardInterrupt:  # a run's own stop is recorded by run_to_completion; this is a command's, or before
+        print("interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # `runs list | head` closed the pipe: not an error to report (Python's documented way)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1

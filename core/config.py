@@ -12,6 +12,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import typing
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -740,6 +741,19 @@ def _check_model_files(folder: Path, max_tokens: int) -> None:
             raise ConfigError(f"model {folder}: model.safetensors: {' '.join(str(exc).split())}") from None
 
 
+# what Ray's init takes as an address: "auto", "local", or a cluster's host:port (ray://host:port for Ray Client)
+RAY_ADDRESS = re.compile(r"(ray://)?(?P<host>[^\s:/]+|\[[0-9A-Fa-f:]+\]):(?P<port>\d{1,5})")
+
+
+def check_ray_address(address: str) -> None:
+    """Refused before any work: Ray itself said "Invalid address format" once the pseudo data was made, and the run
+    failed at its teacher phase."""
+    match = RAY_ADDRESS.fullmatch(address)
+    if address not in ("", "auto", "local") and not (match and 1 <= int(match["port"]) <= 65535):
+        raise ConfigError(f"ray address must be auto or host:port (e.g. 10.0.0.5:6379, or ray://host:10001), got "
+                          f"{address!r}")
+
+
 def validate(cfg: RunConfig) -> RunConfig:
     p = cfg.privacy
     eps = p.epsilon
@@ -770,6 +784,7 @@ def validate(cfg: RunConfig) -> RunConfig:
         raise ConfigError(f"query budget must be at least 1, got {s.query_budget}")
     if s.executor not in ("local", "process", "ray"):
         raise ConfigError(f"executor must be local, process or ray, got {s.executor!r}")
+    check_ray_address(s.ray_address)
     parse_filter(s.filter)
     d = cfg.data
     if d.prefix_words < 1:  # -3 made every prefix "all but the last 3 words"

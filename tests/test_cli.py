@@ -100,8 +100,12 @@ def test_compare_says_which_run_is_lower(pub_gpt_run, tmp_path):
     bleu4 = RunDir(run_dir).metrics()["bleu4"]
     assert result["bleu4"]["bleu_a"] == pytest.approx(bleu4) == result["bleu4"]["bleu_b"]
     assert result["bleu4"]["verdict"] == "no clear difference"
-    same = cli("compare", str(run_dir), str(run_dir))
+    copy = tmp_path / "copy"  # a copy (the run itself is refused: below)
+    shutil.copytree(run_dir, copy)
+    same = cli("compare", str(run_dir), str(copy))
     assert same.returncode == 0 and "no clear difference" in same.stdout
+    itself = cli("compare", str(run_dir), str(run_dir))  # read "no clear difference" (a CLI audit)
+    assert itself.returncode == 2 and itself.stderr == "error: run A and run B are the same run (pub): give two runs\n"
     (worse / "test_nll.csv").unlink()  # an older run: perplexity is not compared, BLEU-4 still is
     older = cli("compare", str(run_dir), str(worse))
     assert older.returncode == 0 and "perplexity: not compared" in older.stdout and "BLEU-4" in older.stdout
@@ -141,16 +145,18 @@ def test_compare_draws_more_completions_from_the_saved_models(pub_gpt_run, tmp_p
                 for drawn in (draws, resample_completions(RunDir(other), 3))]
     assert [bleu4["bleu_a"], bleu4["bleu_b"]] == pytest.approx(expected, rel=1e-12)
     assert bleu4["draws"] == 3 and bleu4["n_completions"] == 90 and 0 < bleu4["p_value"] <= 1
-    same = cli("compare", str(run_dir), str(run_dir), "--draws", "3", "--json")
-    assert json.loads(same.stdout)["bleu4"]["p_value"] == 1.0  # one run against itself: the same draws
+    copy = tmp_path / "copy"
+    shutil.copytree(run_dir, copy)
+    same = cli("compare", str(run_dir), str(copy), "--draws", "3", "--json")
+    assert json.loads(same.stdout)["bleu4"]["p_value"] == 1.0  # one run against its copy: the same draws
     shipped = tmp_path / "shipped"  # shipped runs keep no weights: one line, not a traceback
     shipped_source = Path(__file__).resolve().parents[1] / "cached_runs" / "tiny-pub-gpt"
     shutil.copytree(shipped_source, shipped)
     refused = cli("compare", str(shipped), str(shipped_source), "--draws", "2")
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
     assert refused.stderr.startswith("error: --draws 2 needs both runs' saved models: shipped kept no model weights")
-    zero = cli("compare", str(run_dir), str(run_dir), "--draws", "0")
-    assert zero.returncode == 2 and "--draws must be at least 1, got 0" in zero.stderr
+    zero = cli("compare", str(run_dir), str(other), "--draws", "0")
+    assert zero.returncode == 2 and "--draws must be from 1 to 1,000, got 0" in zero.stderr
 
 
 def test_a_run_keeps_its_weights_and_completes_a_typed_prefix(pub_gpt_run, tmp_path):
@@ -197,6 +203,11 @@ def test_a_run_keeps_its_weights_and_completes_a_typed_prefix(pub_gpt_run, tmp_p
     (["compare", "tiny-pub-gpt", "tiny-pri-gpt", "--confidence", "1.5"], "--confidence must be between 0 and 1, "
                                                                           "got 1.5"),
     (["compare", "tiny-pub-gpt", "tiny-pri-gpt", "--confidence", "nan"], "--confidence must be between 0 and 1"),
+    # 10^9 asked numpy for 1.46 TiB (a traceback); 10^5 draws started a job of days (a CLI audit)
+    (["compare", "tiny-pub-gpt", "tiny-pri-gpt", "--resamples", "1000000000"],
+     "--resamples must be from 1 to 1,000,000, got 1000000000"),
+    (["compare", "tiny-pub-gpt", "tiny-pri-gpt", "--draws", "100000"], "--draws must be from 1 to 1,000, got 100000"),
+    (["compare", "tiny-pub-gpt", "cached_runs/tiny-pub-gpt"], "run A and run B are the same run (tiny-pub-gpt)"),
 ])
 def test_every_command_refuses_settings_out_of_range_in_one_line(args, message, capsys):
     """A negative seed was refused by every command but `complete`; a confidence of 1.5 or nan passed `compare`
@@ -223,14 +234,15 @@ def test_an_empty_completion_says_why(pub_gpt_run, monkeypatch, capsys):
     assert json.loads(capsys.readouterr().out) == [{"run": "pub", "completion": "hi"}]
 
 
-def test_saved_models_sample_where_seqpate_device_says(pub_gpt_run):
+def test_saved_models_sample_where_seqpate_device_says(pub_gpt_run, tmp_path):
     """`complete` and `compare --draws` load a run's saved model where runs compute: an unknown device, or cuda
     without a GPU, is refused in one line (they sampled on the CPU whatever SEQPATE_DEVICE said)."""
     import torch
 
     run_dir, _ = pub_gpt_run
+    shutil.copytree(run_dir, tmp_path / "copy")
     commands = (["complete", str(run_dir), "--prefix", "my name is"],
-                ["compare", str(run_dir), str(run_dir), "--draws", "2"])
+                ["compare", str(run_dir), str(tmp_path / "copy"), "--draws", "2"])
     devices = {"gpu": "error: SEQPATE_DEVICE must be cpu or cuda, got 'gpu'\n"}
     if not torch.cuda.is_available():
         devices["cuda"] = "sees no CUDA GPU"
@@ -310,7 +322,8 @@ def test_flags_the_method_never_reads_are_noted_and_not_stored(capsys):
 
 
 def test_compare_and_report_say_what_is_wrong(tmp_path):
-    same = json.loads(cli("compare", "quick-pub-gpt", "quick-pub-gpt", "--json").stdout)
+    shutil.copytree(Path(__file__).resolve().parents[1] / "cached_runs" / "quick-pub-gpt", tmp_path / "copy")
+    same = json.loads(cli("compare", "quick-pub-gpt", str(tmp_path / "copy"), "--json").stdout)
     assert same["bleu4"]["p_value"] == 1.0 and same["bleu4"]["verdict"] == "no clear difference"  # was p = 0.000
     failed = RunDir.create(tmp_path / "failed", micro_config(method="pub-gpt").to_dict(), seed=0)
     failed.set_status(state="failed", stage="evaluate", error="boom")
@@ -460,6 +473,29 @@ def test_a_thread_count_that_is_not_a_number_is_refused_before_a_run_folder_is_m
         assert out.stderr.count("\n") == 1 and not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize("command", [["run", "--method", "pub-gpt"], ["synth", "--generator", "filter"]])
+def test_a_run_folder_is_made_only_once_a_stop_can_be_recorded_in_it(command, tmp_path, monkeypatch):
+    """A Ctrl-C or SIGTERM while the engine loaded (torch: 6-9 s) left a folder "queued" for good: the folder was
+    made before the engine was imported and SIGTERM handled. Now SIGTERM is handled when the folder is made."""
+    import signal
+
+    from core.cli import main
+
+    seen = []
+
+    def create(*args, **kwargs):
+        seen.append(signal.getsignal(signal.SIGTERM))
+        raise KeyboardInterrupt  # a Ctrl-C the moment the folder would be made: nothing written, exit 130
+
+    monkeypatch.setattr(RunDir, "create", create)
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        assert main([*command, "--preset", "tiny", "--run-dir", str(tmp_path / "run")]) == 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert len(seen) == 1 and seen[0] not in (signal.SIG_DFL, previous) and not (tmp_path / "run").exists()
+
+
 SHIPPED_RUN = Path(__file__).resolve().parents[1] / "cached_runs" / "tiny-adp-eps3"
 
 
@@ -480,6 +516,10 @@ def test_mistakes_that_used_to_pass_or_mislead_are_one_line(tmp_path):
         (["report", "--runs", str(SHIPPED_RUN)], "is a run folder"),  # wrote REPORT.md into the run
         (["report", "--runs", str(config)], "not a folder"),
         (["sweep", "--plan", "adp", "--out", ""], "argument --out: needs a folder name"),
+        # Ray said "Invalid address format" once the pseudo data was made: a failed run folder (a CLI audit)
+        (["run", "--method", "seqpate", "--executor", "ray", "--ray-address", "not a host", "--run-dir",
+          str(tmp_path / "r")], "ray address must be auto or host:port (e.g. 10.0.0.5:6379, or ray://host:10001), "
+                                "got 'not a host'"),
     ]:
         out = cli(*args)
         assert out.returncode == 2 and message in out.stderr and out.stderr.count("\n") == 1, (args, out.stderr)

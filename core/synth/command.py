@@ -94,11 +94,12 @@ def cmd_synth(args) -> int:
     job = prepare_job(cfg, base)  # data errors end here, before anything is written
     thread_setting()  # so does a SEQPATE_THREADS that is not a number
     check_device()  # and a SEQPATE_DEVICE that is not cpu or cuda, or cuda without a GPU
-    run = RunDir.create(Path(args.run_dir), job.config_dict(), cfg.seed)
-
+    # the engine loads before the folder is made (a stop while it loaded left the folder "queued" for good)
+    import core.synth.run  # noqa: F401 (execute_job's engine, loaded here)
     from core.runs.pipeline import install_sigterm_handler
 
     install_sigterm_handler()
+    run = RunDir.create(Path(args.run_dir), job.config_dict(), cfg.seed)
     return execute_job(job, run)
 
 
