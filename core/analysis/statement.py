@@ -72,6 +72,11 @@ SEEDED_NOISE = ("- Randomness: the noise and the sampling were drawn from pseudo
 KIND_SYNTH = "synthetic-data"  # a synthetic-data run's DP-Adam (synth_statement; not a mechanism_kind of text runs)
 
 
+SHARED_HEADLINE = ("Its noise replayed numbers drawn elsewhere in the run (see \"Made before the noise had random "
+                   "streams of its own\" below), so what follows is what its noise level would give were the noise "
+                   "independent: ")
+
+
 def shared_stream_lines(method: str, kind: str, privacy: dict[str, Any], seed: int, teachers: int = 0) -> list[str]:
     """What a run made before its mechanism drew from streams of its own (core.privacy.streams; its privacy.json
     has no `random_streams`) shared its noise with, where core.config.shared_noise_streams says it shared any."""
@@ -208,11 +213,14 @@ def _guarantee_lines(cfg, privacy: dict[str, Any], kind: str) -> list[str]:
         change, relation = neighbours(kind, str(privacy.get("mechanism", "gaussian")))
         # noise chosen from the private data (ADP, a phrase-avg target): the bound below is a heuristic (see below)
         heuristic = heuristic_reason(method, cfg.privacy.target, cfg.privacy.epsilon) is not None
+        # said where the bound is stated: a reader stops at the first line (a walk read the bound as proven)
+        shared = shared_noise_streams(cfg.method, privacy, cfg.seed, cfg.seqpate.teachers)
         lines += [
             f"**Protected unit: one {unit if unit != 'sample' else 'sentence (sample)'}"
             + (", as a heuristic, not a DP guarantee.** Its noise level was chosen from the private data (see "
                "below), so the bound that follows holds only as far as that choice is public: "
-               if heuristic else ".** ")
+               if heuristic else f", as a measurement, not a proven bound.** {SHARED_HEADLINE}" if shared
+               else ".** ")
             + f"(epsilon, delta) = ({_num(eps, 4)}, {_num(delta)}): for any one private training sentence, "
             f"{change} changes the probability of anything this run released by at most a factor "
             f"e^epsilon = {_num(math.exp(eps) if isinstance(eps, (int, float)) and eps < 700 else math.inf)}, "
@@ -404,7 +412,10 @@ def synth_statement(synth: dict[str, Any], privacy: dict[str, Any], metrics: dic
         stages = privacy.get("steps_by_stage") or {}
         head_steps = stages.get("discriminator_head", 0)
         lines += [
-            f"**Protected unit: one labelled training sentence (its text and label).** (epsilon, delta) = "
+            "**Protected unit: one labelled training sentence (its text and label)"
+            + (f", as a measurement, not a proven bound.** {SHARED_HEADLINE}"
+               if shared_noise_streams(f"synth-{generator}", privacy, int(synth.get("seed", 0))) else ".** ")
+            + "(epsilon, delta) = "
             f"({_num(eps, 4)}, {_num(delta)}): adding or removing any one sentence of the training set changes the "
             "probability of the fine-tuned model, and so of every sample generated from it (samples.jsonl, "
             f"completions.jsonl), by at most a factor e^epsilon = {_num(math.exp(eps) if eps < 700 else math.inf)}, "
