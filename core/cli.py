@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -214,8 +215,8 @@ def run_to_completion(run, execute, summary) -> int:
     from core.runs.jobs import cancel_requested
     from core.runs.pipeline import Cancelled  # loaded by the engine already
 
-    run.set_status(pid=os.getpid())
-    try:
+    try:  # the pid too: a stop then is recorded (only the folder's own making, a millisecond, lies before this)
+        run.set_status(pid=os.getpid())
         metrics = execute(should_stop=lambda: cancel_requested(run.path))
     except (Cancelled, KeyboardInterrupt) as exc:
         return stopped(run, exc)
@@ -292,6 +293,11 @@ def cmd_report(args) -> int:
     notes = Path(args.notes) if args.notes else None
     if notes is not None and not notes.is_file():  # the report used to leave its Notes out without a word
         raise ConfigError(f"--notes {notes}: no such file")
+    if notes is not None:
+        try:
+            notes.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:  # said "'utf-8' codec can't decode byte 0xff", naming no file
+            raise ConfigError(f"--notes {notes}: not UTF-8 text (byte {exc.start})") from None
     runs = Path(args.runs)
     if (runs / "config.json").is_file():  # REPORT.md would land inside that run
         raise ConfigError(f"--runs {runs} is a run folder; give the folder that holds runs (e.g. runs, cached_runs)")
@@ -610,10 +616,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+NUMBER_FLAGS = ("--epsilon", "--delta", "--sigma")
+LOOKS_NEGATIVE = re.compile(r"-(\d|\.\d|inf|nan)", re.IGNORECASE)
+
+
+def attach_negative_numbers(argv: list[str]) -> list[str]:
+    """`--epsilon -inf` as `--epsilon=-inf`: argparse takes a value starting with '-' (other than a plain -3) for a
+    flag and said "expected one argument", where the value's own range check names it."""
+    out: list[str] = []
+    for arg in argv:
+        if out and out[-1] in NUMBER_FLAGS and LOOKS_NEGATIVE.match(arg):
+            out[-1] = f"{out[-1]}={arg}"
+        else:
+            out.append(arg)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     from core.runs.store import RunError  # no torch: store imports only the standard library and core.config
 
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(attach_negative_numbers(sys.argv[1:] if argv is None else argv))
     # a run prints its own progress lines (core.runs.pipeline.progress_logger); the libraries' tqdm bars would
     # fill a job's log.txt with carriage returns. Read when huggingface_hub is first imported, i.e. later.
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")

@@ -741,17 +741,20 @@ def _check_model_files(folder: Path, max_tokens: int) -> None:
             raise ConfigError(f"model {folder}: model.safetensors: {' '.join(str(exc).split())}") from None
 
 
-# what Ray's init takes as an address: "auto", "local", or a cluster's host:port (ray://host:port for Ray Client)
-RAY_ADDRESS = re.compile(r"(ray://)?(?P<host>[^\s:/]+|\[[0-9A-Fa-f:]+\]):(?P<port>\d{1,5})")
+# what Ray's init takes as an address: "auto", "local", a cluster's host:port, or a client's scheme://... (ray://
+# host:10001, or a provider's, whose form is its own)
+RAY_ADDRESS = re.compile(r"(?P<host>[^\s:/?]+|\[[0-9A-Fa-f:]+\]):(?P<port>\d{1,5})")
+RAY_CLIENT_ADDRESS = re.compile(r"\w+://\S+")
 
 
 def check_ray_address(address: str) -> None:
     """Refused before any work: Ray itself said "Invalid address format" once the pseudo data was made, and the run
     failed at its teacher phase."""
     match = RAY_ADDRESS.fullmatch(address)
-    if address not in ("", "auto", "local") and not (match and 1 <= int(match["port"]) <= 65535):
-        raise ConfigError(f"ray address must be auto or host:port (e.g. 10.0.0.5:6379, or ray://host:10001), got "
-                          f"{address!r}")
+    if (address not in ("", "auto", "local") and not RAY_CLIENT_ADDRESS.fullmatch(address)
+            and not (match and 1 <= int(match["port"]) <= 65535)):
+        raise ConfigError(f"ray address must be auto, local, host:port or scheme://... (e.g. 10.0.0.5:6379, or "
+                          f"ray://host:10001), got {address!r}")
 
 
 def validate(cfg: RunConfig) -> RunConfig:
@@ -806,8 +809,9 @@ def validate(cfg: RunConfig) -> RunConfig:
         raise ConfigError(f"pseudo-data top-k must be 0 (no truncation) or positive, got {dc.pseudo_top_k}")
     if not (0.0 < dc.top_p <= 1.0):
         raise ConfigError(f"decode top-p must be in (0, 1], got {dc.top_p}")
-    if not (dc.temperature > 0 and dc.pseudo_temperature > 0):
-        raise ConfigError("decode temperatures must be positive")
+    for name in ("temperature", "pseudo_temperature"):
+        if not getattr(dc, name) > 0:
+            raise ConfigError(f"decode.{name} must be positive, got {getattr(dc, name)}")
     if cfg.model.source != "tiny":
         _check_model_dir(cfg.model.source, d.max_tokens)
     from core.data.secrets import parse_canary_counts  # lazy: core.data imports this module

@@ -267,13 +267,6 @@ def past_durations(record: Mapping[str, Any],
     return found
 
 
-def past_duration(record: Mapping[str, Any],
-                  records: Sequence[Mapping[str, Any]]) -> tuple[str, float, float | None] | None:
-    """The best of past_durations (the most recently finished at the same target ε, where any is), or None."""
-    found = past_durations(record, records)
-    return found[0] if found else None
-
-
 def base_training(preset: str, records: Sequence[Mapping[str, Any]]) -> tuple[int, float] | None:
     """(how many, median seconds) of the finished text-generation runs of this preset that trained their base model
     (found none cached), for the Launch page's "training one comes on top"; None where no run records one. The

@@ -75,10 +75,12 @@ def build_launch_config(method: str, preset: str, epsilon: Any, delta: Any, teac
 
 
 def empty_boxes(settings: dict[str, Any]) -> list[str]:
-    """The Launch boxes emptied, by label, whose number a run needs: the seed, and the k or p of the filter kind
-    chosen (an empty teachers box is the preset's count)."""
-    needed = {"Seed": "seed", "k": "top_k" if settings["filter_kind"] == "top-k" else None,
-              "p": "top_p" if settings["filter_kind"] == "top-p" else None}
+    """The Launch boxes emptied, by label, whose number a run needs: the seed, and, where SeqPATE is chosen (no
+    other method reads a filter; its boxes are greyed out then), the k or p of the filter kind chosen. An empty
+    teachers box is the preset's count."""
+    seqpate = "seqpate" in settings["methods"]
+    needed = {"Seed": "seed", "k": "top_k" if seqpate and settings["filter_kind"] == "top-k" else None,
+              "p": "top_p" if seqpate and settings["filter_kind"] == "top-p" else None}
     return [label for label, name in needed.items() if name is not None and settings[name] is None]
 
 
@@ -159,7 +161,9 @@ def settings_from_query(query: dict[str, str]) -> tuple[dict[str, Any], list[str
                 settings[name] = raw
             else:
                 ignored.append(f"{name}={raw} (not one of {', '.join(options)})")
-    if (raw := get("seed")) is not None and raw.strip():
+    if (raw := get("seed")) is not None and not raw.strip():  # a box left empty (a link copied then), as ε's
+        ignored.append(f"seed= (empty: {LAUNCH_DEFAULTS['seed']} kept)")
+    elif raw is not None:
         try:
             seed = int(raw)
         except ValueError:

@@ -185,7 +185,8 @@ def float_input(where: Any, label: str, *, key: str, decimals: int = 2, min_valu
     [min_value, max_value] is named in an error under the box and read as None; the box itself only refuses what
     no page could use (beyond ±BOX_LIMIT, e.g. 1e400).
 
-    An emptied box reads None, with an error under it unless `optional` (Launch's teachers: empty is the preset's).
+    An emptied box reads None, with an error under it unless `optional` (Launch's teachers: empty is the preset's)
+    or disabled.
     Streamlit hands back a box's default for an empty one (its min_value where none is given: a cleared σ read
     -10^15, a cleared Q silently the default 2,000), so the default `value` goes in through session state."""
     default = kwargs.pop("value", None)
@@ -194,7 +195,7 @@ def float_input(where: Any, label: str, *, key: str, decimals: int = 2, min_valu
     number = where.number_input(label, format=f"%.{decimals}f", min_value=-BOX_LIMIT, max_value=BOX_LIMIT,
                                 value=None, key=key, **kwargs)
     if number is None:
-        if not optional:
+        if not optional and not kwargs.get("disabled"):  # a greyed-out box is read by nothing (Launch's k, p)
             where.error(f"{label} is empty: type a number", icon=":material/error:")
         return None
     typed, number = number, as_shown(number, decimals)

@@ -194,8 +194,9 @@ def test_a_run_keeps_its_weights_and_completes_a_typed_prefix(pub_gpt_run, tmp_p
     again = cli("complete", str(run_dir), "--prefix", "my name is", "--seed", "3")
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)[0]["completion"] == first["completion"]  # seeded, and the prefix's spacing does not matter
-    empty = cli("complete", str(run_dir), "--prefix", "   ")
-    assert empty.returncode == 2 and "type a prefix" in empty.stderr
+    for blank in ("   ", "\x01\x02"):  # control characters alone were completed as an empty prefix
+        empty = cli("complete", str(run_dir), "--prefix", blank)
+        assert empty.returncode == 2 and "type a prefix" in empty.stderr
 
 
 @pytest.mark.parametrize("args, message", [
@@ -208,6 +209,10 @@ def test_a_run_keeps_its_weights_and_completes_a_typed_prefix(pub_gpt_run, tmp_p
      "--resamples must be from 1 to 1,000,000, got 1000000000"),
     (["compare", "tiny-pub-gpt", "tiny-pri-gpt", "--draws", "100000"], "--draws must be from 1 to 1,000, got 100000"),
     (["compare", "tiny-pub-gpt", "cached_runs/tiny-pub-gpt"], "run A and run B are the same run (tiny-pub-gpt)"),
+    # a value starting with '-' read as a flag: "argument --epsilon: expected one argument" (a CLI audit)
+    (["privacy", "calibrate", "--queries", "10", "--epsilon", "-inf"], "epsilon must be a positive number or inf, "
+                                                                      "got -inf"),
+    (["run", "--method", "seqpate", "--delta", "-1e-6", "--run-dir", "x"], "delta must be in (0, 1), got -1e-06"),
 ])
 def test_every_command_refuses_settings_out_of_range_in_one_line(args, message, capsys):
     """A negative seed was refused by every command but `complete`; a confidence of 1.5 or nan passed `compare`
@@ -331,6 +336,9 @@ def test_compare_and_report_say_what_is_wrong(tmp_path):
     assert out.returncode == 2 and "run B (failed) is not a finished run (state failed)" in out.stderr
     out = cli("report", "--runs", str(tmp_path), "--notes", str(tmp_path / "missing.md"))
     assert out.returncode == 2 and "no such file" in out.stderr and not (tmp_path / "REPORT.md").exists()
+    (tmp_path / "binary.md").write_bytes(b"notes\n\xff\xfe")  # named no file: "'utf-8' codec can't decode ..."
+    out = cli("report", "--runs", str(tmp_path), "--notes", str(tmp_path / "binary.md"))
+    assert out.returncode == 2 and out.stderr == f"error: --notes {tmp_path / 'binary.md'}: not UTF-8 text (byte 6)\n"
 
 
 def test_a_finished_run_with_a_file_lost_since_is_named_as_such(tmp_path):
@@ -518,8 +526,8 @@ def test_mistakes_that_used_to_pass_or_mislead_are_one_line(tmp_path):
         (["sweep", "--plan", "adp", "--out", ""], "argument --out: needs a folder name"),
         # Ray said "Invalid address format" once the pseudo data was made: a failed run folder (a CLI audit)
         (["run", "--method", "seqpate", "--executor", "ray", "--ray-address", "not a host", "--run-dir",
-          str(tmp_path / "r")], "ray address must be auto or host:port (e.g. 10.0.0.5:6379, or ray://host:10001), "
-                                "got 'not a host'"),
+          str(tmp_path / "r")], "ray address must be auto, local, host:port or scheme://... (e.g. 10.0.0.5:6379, "
+                                "or ray://host:10001), got 'not a host'"),
     ]:
         out = cli(*args)
         assert out.returncode == 2 and message in out.stderr and out.stderr.count("\n") == 1, (args, out.stderr)

@@ -313,6 +313,8 @@ def corpus_format(cfg: DataConfig) -> str:
     if cfg.corpus == CHITCHAT:
         return "chitchat"
     suffix = Path(cfg.corpus).suffix.lower()
+    if Path(cfg.corpus).expanduser().is_dir():  # it was told to rename the folder's extension
+        raise CorpusError(f"corpus path is a directory, not a file: {cfg.corpus}")
     if not suffix and not Path(cfg.corpus).exists():  # a misspelt name (chitchatt) rather than a file
         raise CorpusError(f"unknown corpus {cfg.corpus!r}: neither {CHITCHAT!r} nor an existing file")
     if suffix not in _EXTENSIONS:

@@ -47,7 +47,7 @@ def saved_model(run: RunDir):
 def complete_prefix(run: RunDir, prefix: str, seed: int = 0) -> str:
     """One seeded completion of `prefix` by the run's saved model, decoded with the run's own settings."""
     text = " ".join(prefix.split())
-    if not text:
+    if not any(ch.isprintable() and not ch.isspace() for ch in text):  # control characters alone read as empty
         raise ValueError("type a prefix to complete")
     model, tokenizer = saved_model(run)
     length = len(encode_prefixes(tokenizer, [text])[0])

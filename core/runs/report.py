@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from core.config import (
     OLD_TEACHER_LOSS,
     OLD_TEACHER_LOSS_NOTE,
     VARIANT_FIELDS,
+    ConfigError,
     ablation_label,
     effective_hash,
     preset_value,
@@ -26,6 +27,7 @@ from core.config import (
 )
 from core.runs.compare import NotComparableError, PerplexityComparison, compare_runs, compare_runs_bleu
 from core.runs.store import RunDir, base_models_note, is_synth, plainest_first
+from core.synth.config import synth_config
 
 # The paper's Table 1 (AirDialog, sample-level, epsilon 3): PPL, BLEU-4. Quoted for scale only: our corpus,
 # model and data sizes differ, so only orderings are compared.
@@ -109,6 +111,20 @@ class SynthRow:
     seed: int = 0
 
 
+def synth_other_settings(cfg: dict) -> dict[str, Any]:
+    """The settings a synthetic-data run's config records that differ from its preset's, its generator, epsilon and
+    seed aside: the synthetic-data table compares runs at the preset's settings (a run on a user's csv of two labels
+    read as a chitchat result there)."""
+    synth = cfg.get("synth") or {}
+    preset = synth.get("preset", cfg.get("preset"))
+    try:
+        defaults = asdict(synth_config(str(preset)))
+    except ConfigError:
+        return {"preset": preset}
+    return {f"synth.{k}": v for k, v in synth.items()
+            if k in defaults and k not in ("generator", "epsilon", "seed") and v != defaults[k]}
+
+
 def load_synth_rows(folder: Path) -> list[SynthRow]:
     rows = []
     for path in sorted(p for p in Path(folder).iterdir() if p.is_dir()):
@@ -116,7 +132,7 @@ def load_synth_rows(folder: Path) -> list[SynthRow]:
         if not run.is_complete():  # first: an unfinished run's config.json may not parse
             continue
         stored = run.config() or {}
-        if not is_synth(stored):
+        if not is_synth(stored) or synth_other_settings(stored["config"]):
             continue
         cfg = stored["config"]
         rows.append(SynthRow(name=path.name, preset=cfg["preset"], generator=cfg["synth"]["generator"],
@@ -177,8 +193,14 @@ def one(rows: list[Row], **want) -> Row | None:
 
 
 def default_teachers(rows: list[Row]) -> int | None:
-    seq = [r.teachers for r in rows if r.method == "seqpate" and is_plain(r)]
-    return max(set(seq), key=seq.count) if seq else None
+    """The teacher count Tables 3 and 4 compare at: the preset's where a plain SeqPATE run has it, else the most
+    common among them (a folder with one run at the preset's M and one at M = 1 tied, and the tie chose M = 1)."""
+    seq = [r for r in rows if r.method == "seqpate" and is_plain(r)]
+    presets_m = {preset_value(r.preset, "seqpate", "teachers") for r in seq}
+    if len(presets_m) == 1 and (m := presets_m.pop()) in {r.teachers for r in seq}:
+        return m
+    counts = [r.teachers for r in seq]
+    return max(set(counts), key=counts.count) if counts else None
 
 
 def noise_dominance_note(rows: list[Row]) -> str:
@@ -600,13 +622,15 @@ def synth_section(rows: list[SynthRow]) -> str:
 
 
 def set_aside_runs(folder: Path) -> list[str]:
-    """'NAME (setting value, ...)' of every finished text-generation run here that changes a setting none of the
-    report's tables varies (other_settings), so load_rows leaves it out."""
+    """'NAME (setting value, ...)' of every finished run here that changes a setting none of the report's tables
+    varies (other_settings, synth_other_settings), so load_rows and load_synth_rows leave it out."""
     out = []
     for path in sorted(p for p in Path(folder).iterdir() if p.is_dir()):
         run = RunDir(path, source="cached")
-        if run.is_complete() and not is_synth(stored := run.config() or {}):
-            if other := other_settings(stored.get("config") or {}):
+        if run.is_complete():
+            stored = run.config() or {}
+            cfg = stored.get("config") or {}
+            if other := (synth_other_settings(cfg) if is_synth(stored) else other_settings(cfg)):
                 out.append(f"{run.run_id} ({', '.join(f'{k} {v}' for k, v in other.items())})")
     return out
 

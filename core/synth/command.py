@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from core.config import ConfigError, check_device, field_names, parse_number, thread_setting
@@ -85,6 +86,20 @@ def _base_overrides(base: dict) -> dict:
     return out
 
 
+def balancing_note(data, cfg: SynthConfig) -> str:
+    """A note where a user's file lost texts to balancing (108 rows, 100 of one label and 8 of the other, trained
+    on 12 without a word) and what delta that leaves (1/|train|), or ""."""
+    kept = len(data.train) + len(data.test)
+    if cfg.corpus == "chitchat" or data.read <= kept:
+        return ""
+    per_label = kept // len(data.labels)  # balance() cuts every label to min(rarest label's count, per_label)
+    cut = f"per_label {cfg.per_label}" if per_label == cfg.per_label and data.rarest > per_label else \
+        "the rarest label's count"
+    return (f"note: {data.source}: every label is cut to {per_label:,} texts ({cut}), so {kept:,} of "
+            f"its {data.read:,} texts are used ({len(data.train):,} to train, {len(data.test):,} to test; delta = "
+            f"1/{len(data.train):,})")
+
+
 def cmd_synth(args) -> int:
     from core.runs.store import RunDir, check_new_run_dir
     from core.synth.job import prepare_job
@@ -92,6 +107,8 @@ def cmd_synth(args) -> int:
     cfg, base = config_from_args(args)
     check_new_run_dir(Path(args.run_dir))  # before the data is read: a refusal is quick
     job = prepare_job(cfg, base)  # data errors end here, before anything is written
+    if note := balancing_note(job.data, cfg):
+        print(note, file=sys.stderr)
     thread_setting()  # so does a SEQPATE_THREADS that is not a number
     check_device()  # and a SEQPATE_DEVICE that is not cpu or cuda, or cuda without a GPU
     # the engine loads before the folder is made (a stop while it loaded left the folder "queued" for good)
@@ -151,4 +168,5 @@ def execute_job(job, run) -> int:
 
     keys = ("accuracy_synthetic", "accuracy_real", "separability", "epsilon")
     return run_to_completion(run, partial(execute, job, run), lambda metrics: {
-        "method": job.cfg.method, **{k: metrics.get(k) for k in keys}, "ngram_ratios": metrics.get("ngram_ratios")})
+        "method": job.cfg.method, **{k: metrics.get(k) for k in keys}, "delta": (run.privacy() or {}).get("delta"),
+        "ngram_ratios": metrics.get("ngram_ratios")})

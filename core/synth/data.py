@@ -39,6 +39,8 @@ class LabelledData:
     test: tuple[Example, ...]
     labels: tuple[str, ...]  # sorted label names; a label's index is its class id
     source: str
+    read: int = 0  # the examples read before balancing, and the rarest label's count among them: balance() cuts
+    rarest: int = 0  # every label to it, or to per_label where that is fewer
 
     def index(self, label: str) -> int:
         return self.labels.index(label)
@@ -93,6 +95,8 @@ def _example(path: Path, where: str, text, label) -> Example | None:
     if isinstance(label, float) and label.is_integer():
         label = int(label)  # 1.0 (pandas writes an int column with gaps as floats) is the label 1, not "1.0"
     label = normalise(str(label))
+    if label.lower() == "nan":  # a missing label written out as text (str(NaN)), as a jsonl NaN is refused
+        raise CorpusError(f"{path} {where}: missing label ({label})")
     if WHOLE_FLOAT.fullmatch(label):
         label = str(int(float(label)))  # the same as text (a csv's): "1.0" and "1" were two labels; "-0.0" is 0
     text = normalise(text)
@@ -203,7 +207,8 @@ def labelled_data(cfg: SynthConfig, public_users: frozenset[str] = frozenset(),
     balanced = balance(examples, cfg.per_label, cfg.seed)
     train, test = split(balanced, cfg.test_fraction, cfg.seed)
     labels = tuple(sorted({e.label for e in balanced}))
-    return LabelledData(tuple(train), tuple(test), labels, source)
+    counts = Counter(e.label for e in examples)
+    return LabelledData(tuple(train), tuple(test), labels, source, read=len(examples), rarest=min(counts.values()))
 
 
 def check_enough(counts: Counter[str], cfg: SynthConfig, source: str) -> None:

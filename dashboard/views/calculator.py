@@ -34,9 +34,9 @@ SIGMA_KEY, SIGMA_DECIMALS = "calc_dp_sigma", 4
 
 def std_box(where) -> float | None:
     """The σ box "ε from noise" and "queries from ε and noise" share: 100 until a σ is typed or computed."""
-    first = {} if STD_KEY in st.session_state else {"value": 100.0}  # a value set by the page is not overridden
+    # (a σ set by the page is kept: float_input seeds the default only where the key holds none)
     return widgets.float_input(where, "noise std σ", min_value=0.01, max_value=MAX_STD, step=10.0, key=STD_KEY,
-                               persist_state="page", **first)
+                               persist_state="page", value=100.0)
 
 
 def seqpate_calculator() -> None:
@@ -117,9 +117,8 @@ def dpsgd_calculator() -> None:
         eps = widgets.epsilon_input(a, key="calc_dp_eps", persist_state="page")
         given = eps
     else:
-        first = {} if SIGMA_KEY in st.session_state else {"value": 1.0}  # a value set by the page is not overridden
         sigma = widgets.float_input(a, "noise multiplier", decimals=SIGMA_DECIMALS, min_value=0.05, max_value=MAX_STD,
-                                    step=0.1, key=SIGMA_KEY, persist_state="page", **first)
+                                    step=0.1, key=SIGMA_KEY, persist_state="page", value=1.0)  # kept where set
         given = sigma
     if None in (n, batch, epochs, delta, given):  # a box out of its range says so beneath it
         return

@@ -262,7 +262,7 @@ if configs and not errors:  # a second click, or settings a shipped run has: say
 
 
 def how_long(run_configs: dict, records: list[dict]) -> str:
-    """How long finished runs (records) of these methods, preset and settings took (estimate.past_duration), their
+    """How long finished runs (records) of these methods, preset and settings took (estimate.past_durations), their
     base model aside, and how long training that took (estimate.base_training), in one line."""
     parts = []
     for method, cfg in run_configs.items():
@@ -276,9 +276,9 @@ def how_long(run_configs: dict, records: list[dict]) -> str:
         run_id, took, its_eps = past[0]
         other_eps = f" at ε {wording.fmt_eps(its_eps)}" if target is not None and its_eps != target else ""
         # the others at that ε too: one run's time alone read as exact (quick's SeqPATE took 10m 27s to 12m 16s)
-        times = [t for _, t, e in past if e == its_eps or (e is None and its_eps is None)]
-        spread = (f" (the {len(times)} such runs took {estimate.fmt_duration(min(times))} to "
-                  f"{estimate.fmt_duration(max(times))})" if len(times) > 1 and max(times) > min(times) else "")
+        times = [t for _, t, e in past if e == its_eps]
+        low, high = estimate.fmt_duration(min(times)), estimate.fmt_duration(max(times))
+        spread = f" (the {len(times)} such runs took {low} to {high})" if low != high else ""
         parts.append(f"{wording.method_label(method)}: about {estimate.fmt_duration(took)}, as {run_id}{other_eps} "
                      f"took{spread}")
     base = estimate.base_training(next(iter(run_configs.values())).preset, records)

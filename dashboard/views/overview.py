@@ -61,17 +61,24 @@ st.dataframe(
     # every row without scrolling, up to 30 (tiny has 29; Streamlit's default of 10 hid rows the seed warning names)
     height=35 * (min(len(table), 30) + 1) + 3,
     column_config={
-        "PPL": st.column_config.NumberColumn(format="%.2f", help="corpus perplexity on private test sentences"),
-        "BLEU-4": st.column_config.NumberColumn(format="%.2f", help="sacrebleu BLEU-4 of completions (0-100)"),
-        "ε": st.column_config.NumberColumn(format="%.3g", help="accounted ε (0: public only, Infinity: not private)"),
-        "δ": st.column_config.TextColumn(help="δ of the (ε, δ) guarantee (0: no δ term; –: none at ε = ∞)"),
-        "ε is": st.column_config.TextColumn(help="where ε is not a DP guarantee: heuristic (the noise level was "
+        # the numbers narrow, so that the run ids (30 characters) are not cut at 1,400 px
+        "PPL": st.column_config.NumberColumn(format="%.2f", width=70,
+                                             help="corpus perplexity on private test sentences"),
+        "BLEU-4": st.column_config.NumberColumn(format="%.2f", width=65,
+                                                help="sacrebleu BLEU-4 of completions (0-100)"),
+        "ε": st.column_config.NumberColumn(format="%.3g", width=60,
+                                           help="accounted ε (0: public only, Infinity: not private)"),
+        "δ": st.column_config.TextColumn(width=60, help="δ of the (ε, δ) guarantee (0: no δ term; –: none at ε = ∞)"),
+        "runs": st.column_config.NumberColumn(width=50),
+        "Method": st.column_config.TextColumn(width=150),
+        "run ids": st.column_config.TextColumn(width=240),
+        "ε is": st.column_config.TextColumn(width=155, help="where ε is not a DP guarantee: heuristic (the noise level was "
                                             "chosen from the private data), measurement (made before the noise "
                                             "had a random stream of its own, and replayed numbers drawn elsewhere "
                                             "in the run: DP-SGD, ADP and synthetic-data runs, and SeqPATE's at "
                                             "seed 0 with more than 7 teachers; ε at its noise level, not a proven "
                                             "bound); see the privacy statements below"),
-        "R_name": st.column_config.NumberColumn(format="percent", help="name leak rate (App. O): share of "
+        "R_name": st.column_config.NumberColumn(format="percent", width=70, help="name leak rate (App. O): share of "
                                                 "completions that contain a private user's name"
                                                 + (f"; {scope}" if (scope := tables.leak_scope(pool)) else "")),
     },

@@ -123,8 +123,10 @@ def launch_form(all_runs: pd.DataFrame, expanded: bool) -> None:
         if device_problem:  # jobs inherit SEQPATE_DEVICE from where the dashboard started, as on Launch
             st.error(f"Nothing can be launched: {device_problem}.", icon=":material/error:")
         # the form's values as last applied (a form hands them over on Launch): the lines that make those runs
-        commands = [synth_command(g, eps_text, preset_choice, seed) for g in chosen or ["multitask"]]
-        st.caption("Or from the command line, one run per generator: " + "; ".join(f"`{c}`" for c in commands) + ".")
+        if seed is not None:  # an emptied seed box says so under it: no line for a seed not given
+            commands = [synth_command(g, eps_text, preset_choice, seed) for g in chosen or ["multitask"]]
+            st.caption("Or from the command line, one run per generator: " + "; ".join(f"`{c}`" for c in commands)
+                       + ".")
         if submitted and seed is not None:
             launched, failed, copies = [], [], []
             try:

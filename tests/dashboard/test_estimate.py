@@ -272,11 +272,11 @@ def test_the_launch_page_says_how_long_a_finished_run_of_the_settings_took():
                done("quick-seq", preset="quick", total=700.0, finished="2026-01-09"),
                done("sgd", method="noisysgd", total=300.0)]
     wanted = {"preset": "tiny", "method": "seqpate", "variant": "", "epsilon_target": 3.0}
-    assert estimate.past_duration(wanted, records) == ("seq-eps3", 240.0, 3.0)
+    assert estimate.past_durations(wanted, records)[0] == ("seq-eps3", 240.0, 3.0)
     inf = float("inf")
-    assert estimate.past_duration({**wanted, "epsilon_target": 8.0}, records) == ("seq-inf", 200.0, inf)  # newest
-    assert estimate.past_duration({**wanted, "variant": "teachers 5"}, records) == ("seq-m5", 100.0, 3.0)
-    assert estimate.past_duration({**wanted, "method": "adp"}, records) is None
+    assert estimate.past_durations({**wanted, "epsilon_target": 8.0}, records)[0] == ("seq-inf", 200.0, inf)  # newest
+    assert estimate.past_durations({**wanted, "variant": "teachers 5"}, records)[0] == ("seq-m5", 100.0, 3.0)
+    assert estimate.past_durations({**wanted, "method": "adp"}, records) == []
     # every such run, best first: the page gives their spread (quick's SeqPATE at ε 3 took 10m 27s to 12m 16s)
     older = done("seq-eps3-older", total=300.0, finished="2026-01-01")
     assert estimate.past_durations(wanted, [*records, older]) == [("seq-eps3", 240.0, 3.0),
@@ -284,7 +284,7 @@ def test_the_launch_page_says_how_long_a_finished_run_of_the_settings_took():
                                                                   ("seq-inf", 200.0, inf)]
     # a run that trained its base model: that time is said apart (tiny-pri-gpt: 169.2 s, 104.8 s of them the base)
     pri = {**done("pri", method="pri-gpt", total=169.2), "base_cached": False, "base_model_s": 104.8}
-    assert estimate.past_duration({**wanted, "method": "pri-gpt"}, [pri]) == ("pri", pytest.approx(64.4), 3.0)
+    assert estimate.past_durations({**wanted, "method": "pri-gpt"}, [pri])[0] == ("pri", pytest.approx(64.4), 3.0)
     # what the page says comes on top: the median of the text runs that trained one (not a synthetic-data run's)
     slow = {**pri, "run_id": "pri-loaded", "base_model_s": 300.0}
     synth = {**pri, "run_id": "synth", "method": "synth-filter", "base_model_s": 27.0}

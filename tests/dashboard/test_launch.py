@@ -152,6 +152,9 @@ def test_an_emptied_box_is_named_and_launches_nothing(roots, app_page, fake_job)
         at.number_input(key=key).set_value(None).run()
         assert f"{label} is empty: type a number" in [e.value for e in at.error], kind
         assert at.button(key="launch_button").disabled and not at.exception
+    # without SeqPATE nothing reads the filter (its boxes are greyed out): an empty p refuses nothing
+    at.multiselect(key="launch_methods").set_value(["pub-gpt"]).run()
+    assert not at.error and not at.button(key="launch_button").disabled
     assert list(roots["live"].iterdir()) == []
 
 
@@ -186,6 +189,10 @@ def test_bad_url_parameters_are_ignored_with_a_warning(roots, app_page):
     assert "seed=-1 (not a whole number from 0 to 4,294,967,295)" in warning
     assert at.number_input(key="launch_seed").value == 0
     assert at.selectbox(key="launch_preset").value == "quick"
+    # a link copied while the seed box was empty: named, as an empty ε is (it opened on seed 0 without a word)
+    at = app_page("launch", {"seed": ""})
+    assert "seed= (empty: 0 kept)" in " ".join(w.value for w in at.warning)
+    assert at.number_input(key="launch_seed").value == 0
 
 
 def test_a_url_parameter_the_page_does_not_know_is_named_not_dropped_unseen(roots, app_page):

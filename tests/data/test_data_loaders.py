@@ -209,6 +209,14 @@ def test_missing_file(tmp_path):
         load_corpus(DataConfig(corpus=str(missing)))
 
 
+def test_a_folder_is_named_as_a_folder(tmp_path):
+    # it was "cannot tell the format of .../corp from its extension; name it .json ..." (a CLI audit)
+    for name in ("corp", "corp.csv"):
+        (tmp_path / name).mkdir()
+        with pytest.raises(CorpusError, match=f"corpus path is a directory, not a file: .*{name}$"):
+            load_corpus(DataConfig(corpus=str(tmp_path / name)))
+
+
 def test_unknown_extension_names_the_setting_that_reads_it(tmp_path):
     """Europarl's own files are named like europarl-v7.de-en.en; the message said "set corpus_format", which no
     flag sets: it now gives the config file's exact setting, and that setting reads the file."""

@@ -144,7 +144,7 @@ def test_missing_corpus_and_a_folder_as_corpus(tmp_path: Path) -> None:
                    "corpus file not found")
     (tmp_path / "folder.txt").mkdir()
     one_line_error(cli("run", "--corpus", str(tmp_path / "folder.txt"), "--run-dir", str(run_dir)),
-                   "corpus file not found")
+                   "corpus path is a directory, not a file")  # it said "not found"
     assert not run_dir.exists()
 
 

@@ -315,6 +315,24 @@ def test_runs_that_change_a_setting_no_table_varies_are_left_out_and_named(tmp_p
     assert "my-pub" not in report.split("Left out, runs that change")[1].split("\n", 1)[1]  # in no table
 
 
+def test_tables_compare_at_the_presets_settings_in_a_users_folder_too(tmp_path):
+    """A CLI audit's folder: a synthetic-data run on the user's csv of two labels was a row of the seed-004 table,
+    read as a chitchat result, and of a SeqPATE run at the preset's 10 teachers and one at 1 (tied), Table 3's
+    "none" row was the 1-teacher run."""
+    write_synth_run(tmp_path, "s-filter", "filter", 3.0, 0.40)
+    write_synth_run(tmp_path, "s-mine", "filter", 3.0, 0.90)
+    config = json.loads((tmp_path / "s-mine" / "config.json").read_text())
+    config["config"]["synth"]["corpus"] = "mine.csv"
+    (tmp_path / "s-mine" / "config.json").write_text(json.dumps(config))
+    assert [r.name for r in load_synth_rows(tmp_path)] == ["s-filter"]
+    write_run(tmp_path, "seq", "seqpate", epsilon=3.0, ppl=989.0)
+    write_run(tmp_path, "seq-m1", "seqpate", epsilon=3.0, ppl=900.0, teachers=1)
+    report = build_report(tmp_path)
+    assert "s-mine (synth.corpus mine.csv)" in report.split("Left out, runs that change")[1]
+    table3 = report.split("## Ablations at epsilon 3 (Table 3)")[1].split("##")[0]
+    assert "| none | 989.00 |" in table3 and "900.00" not in table3
+
+
 def test_the_seed_table_needs_table_1_runs_in_a_second_seed(tmp_path):
     """A seed-1 SeqPATE variant (top-k 5, by-user) alone brought "these runs repeat Table 1 with seed 1" over a
     table of seed-0 rows."""

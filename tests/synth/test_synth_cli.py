@@ -74,6 +74,7 @@ def test_micro_run_writes_a_complete_run(micro_run):
     assert 0.0 <= metrics["separability"] <= 1.0  # needs the fine-tuned model's embeddings, which the run drops
     assert set(metrics["ngram_ratios"]) == {"3", "4", "5", "6", "7"}
     assert summary["accuracy_synthetic"] == metrics["accuracy_synthetic"]
+    assert summary["delta"] == privacy["delta"]  # the weak delta = 1/|train| is said beside epsilon (a CLI audit)
     assert metrics["torch_threads"] == thread_setting()  # the subprocess saw this environment
     assert metrics["cpu"] == cpu_info()  # the machine's CPU, which picks torch's kernels
     assert metrics["device"] == "cpu"  # SEQPATE_DEVICE blank: the default
@@ -203,6 +204,30 @@ def test_unknown_generator_is_refused_by_the_parser(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["synth", "--generator", "gan", "--run-dir", str(tmp_path / "run")])
     assert exit_.value.code == 2 and "invalid choice: 'gan'" in capsys.readouterr().err
+
+
+def test_a_users_file_cut_by_balancing_is_said(tmp_path):
+    """A CLI audit's file of 100 texts of one label and 8 of another trained on 12 of them, without a word."""
+    from core.synth.command import balancing_note
+    from core.synth.config import synth_config
+    from core.synth.data import labelled_data
+
+    path = tmp_path / "mine.csv"
+    path.write_text("text,label\n" + "".join(f"text {i} of a,a\n" for i in range(100))
+                    + "".join(f"text {i} of b,b\n" for i in range(8)))
+    cfg = synth_config("tiny", corpus=str(path))
+    data = labelled_data(cfg)
+    assert balancing_note(data, cfg) == (f"note: {path}: every label is cut to 8 texts (the rarest label's count), "
+                                         "so 16 of its 108 texts are used (12 to train, 4 to test; delta = 1/12)")
+    path.write_text("text,label\n" + "".join(f"text {i} of {lb},{lb}\n" for i in range(8) for lb in "ab"))
+    assert balancing_note(labelled_data(cfg), cfg) == ""  # nothing cut, nothing said
+    # tiny's per_label 200 is more than the rarest label's 100: the rarest label cut it (a review read "per_label")
+    path.write_text("text,label\n" + "".join(f"text {i} of a,a\n" for i in range(150))
+                    + "".join(f"text {i} of b,b\n" for i in range(100)))
+    assert "every label is cut to 100 texts (the rarest label's count)" in balancing_note(labelled_data(cfg), cfg)
+    path.write_text("text,label\n" + "".join(f"text {i} of {lb},{lb}\n" for i in range(300) for lb in "ab"))
+    assert "every label is cut to 200 texts (per_label 200), so 400 of its 600" in balancing_note(labelled_data(cfg),
+                                                                                                cfg)
 
 
 def test_bad_labelled_file_names_its_line(tmp_path, capsys):

@@ -124,6 +124,9 @@ def test_csv_and_jsonl_files_load(tmp_path):
     ("d.jsonl", '{"text": "hi", "label": "a"}\n{"text": "yo", \n', "d.jsonl line 2: not valid JSON"),
     ("d.jsonl", '["hi", "a"]\n', "d.jsonl line 1: expected a JSON object, got list"),
     ("d.jsonl", '{"text": "hi", "label": 1}\n{"text": "yo", "label": NaN}\n', "d.jsonl line 2: missing label (nan)"),
+    # a missing value written out as text (str(NaN)) was a third label 'nan' (a CLI audit)
+    ("d.csv", "text,label\nhello,a\nbye,NaN\n", "d.csv line 3: missing label (NaN)"),
+    ("d.jsonl", '{"text": "hi", "label": "a"}\n{"text": "yo", "label": "nan"}\n', "d.jsonl line 2: missing label (nan)"),
     ("d.jsonl", '{"text": "hi", "label": "a"}\n{"text": "yo", "label": "a"}\n', "needs at least 2 labels"),
     ("d.csv", "", "d.csv: file is empty"),
     ("d.txt", "hello\n", "must be a .csv or .jsonl file"),
