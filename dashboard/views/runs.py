@@ -375,7 +375,7 @@ else:
     else:
         if same_settings:  # the method is part of the effective config
             finished = record_a["state"] == record_b["state"] == "done"  # the result pages show finished runs only
-            # says which fields: "these fields" over "4 differing field(s)" (as the caption below read) was taken for a contradiction
+            # says how many fields: "these fields" above the caption's "4 differing field(s)" read as a contradiction
             which = "the field that differs (below) is one" if len(diff) == 1 else \
                 f"the {len(diff)} fields that differ (below) are ones"
             st.success(f"Same run settings: {which} {wording.method_label(config_a.get('method'))} never reads"
