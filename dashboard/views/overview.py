@@ -5,7 +5,8 @@ import streamlit as st
 from dashboard import loading, tables, widgets
 from dashboard.diagram import PIPELINE_DOT
 
-PRIVACY_CARD_WIDTH = 200  # px: four fit beside the sidebar on a 1,400 px screen, two at 800 px
+PRIVACY_CARD_WIDTH = 290  # px: three fit beside the sidebar on a 1,400 px screen (at 200, four made a caveat a column
+# 20 lines tall beside short cards), one or two on a narrow one
 
 st.title("SeqPATE bench")
 st.caption("Differentially private text generation: SeqPATE (Tian et al., NeurIPS 2022) against DP-SGD "
@@ -101,7 +102,7 @@ st.caption("One card per method, over all its runs at this preset (every seed an
            "copies of one setting (a run shared by several sweep plans, or made here with a shipped run's settings) "
            "count once.")
 cards = tables.privacy_cards(df[df["preset"] == preset])
-# cards of a fixed width in a row that wraps: four side by side on a wide screen, fewer on a narrow one (equal
+# cards of a fixed width in a row that wraps: three side by side on a wide screen, fewer on a narrow one (equal
 # columns stayed four wide down to Streamlit's 640 px breakpoint and wrapped the text a letter per line at 800 px)
 cards_row = st.container(horizontal=True, wrap=True)
 for card in cards:
