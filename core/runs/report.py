@@ -111,6 +111,11 @@ class SynthRow:
     seed: int = 0
 
 
+# synth fields only some generators read (core.synth.run, core.synth.train): another's value is no setting of theirs
+SYNTH_FIELDS_READ_BY = {"filter_": ("filter",), "pplm_": ("pplm", "multitask"), "disc_weight": ("multitask",),
+                        "multitask_clipping": ("multitask",)}
+
+
 def synth_other_settings(cfg: dict) -> dict[str, Any]:
     """The settings a synthetic-data run's config records that differ from its preset's, its generator, epsilon and
     seed aside: the synthetic-data table compares runs at the preset's settings (a run on a user's csv of two labels
@@ -121,8 +126,11 @@ def synth_other_settings(cfg: dict) -> dict[str, Any]:
         defaults = asdict(synth_config(str(preset)))
     except ConfigError:
         return {"preset": preset}
+    generator = synth.get("generator")
     return {f"synth.{k}": v for k, v in synth.items()
-            if k in defaults and k not in ("generator", "epsilon", "seed") and v != defaults[k]}
+            if k in defaults and k not in ("generator", "epsilon", "seed") and v != defaults[k]
+            and generator in next((g for field, g in SYNTH_FIELDS_READ_BY.items() if k.startswith(field)),
+                                  (generator,))}
 
 
 def load_synth_rows(folder: Path) -> list[SynthRow]:

@@ -325,6 +325,15 @@ def test_tables_compare_at_the_presets_settings_in_a_users_folder_too(tmp_path):
     config["config"]["synth"]["corpus"] = "mine.csv"
     (tmp_path / "s-mine" / "config.json").write_text(json.dumps(config))
     assert [r.name for r in load_synth_rows(tmp_path)] == ["s-filter"]
+    # a setting the run's generator never reads is not one of its settings (a filter run's PPLM step size)
+    config["config"]["synth"] = {**config["config"]["synth"], "corpus": "chitchat", "pplm_stepsize": 0.3}
+    (tmp_path / "s-mine" / "config.json").write_text(json.dumps(config))
+    assert [r.name for r in load_synth_rows(tmp_path)] == ["s-filter", "s-mine"]
+    config["config"]["synth"]["filter_threshold"] = 0.7
+    (tmp_path / "s-mine" / "config.json").write_text(json.dumps(config))
+    assert [r.name for r in load_synth_rows(tmp_path)] == ["s-filter"]
+    config["config"]["synth"] = {**config["config"]["synth"], "corpus": "mine.csv", "filter_threshold": 0.5}
+    (tmp_path / "s-mine" / "config.json").write_text(json.dumps(config))
     write_run(tmp_path, "seq", "seqpate", epsilon=3.0, ppl=989.0)
     write_run(tmp_path, "seq-m1", "seqpate", epsilon=3.0, ppl=900.0, teachers=1)
     report = build_report(tmp_path)
