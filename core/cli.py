@@ -293,11 +293,6 @@ def cmd_report(args) -> int:
     notes = Path(args.notes) if args.notes else None
     if notes is not None and not notes.is_file():  # the report used to leave its Notes out without a word
         raise ConfigError(f"--notes {notes}: no such file")
-    if notes is not None:
-        try:
-            notes.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:  # said "'utf-8' codec can't decode byte 0xff", naming no file
-            raise ConfigError(f"--notes {notes}: not UTF-8 text (byte {exc.start})") from None
     runs = Path(args.runs)
     if (runs / "config.json").is_file():  # REPORT.md would land inside that run
         raise ConfigError(f"--runs {runs} is a run folder; give the folder that holds runs (e.g. runs, cached_runs)")

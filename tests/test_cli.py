@@ -337,8 +337,11 @@ def test_compare_and_report_say_what_is_wrong(tmp_path):
     out = cli("report", "--runs", str(tmp_path), "--notes", str(tmp_path / "missing.md"))
     assert out.returncode == 2 and "no such file" in out.stderr and not (tmp_path / "REPORT.md").exists()
     (tmp_path / "binary.md").write_bytes(b"notes\n\xff\xfe")  # named no file: "'utf-8' codec can't decode ..."
-    out = cli("report", "--runs", str(tmp_path), "--notes", str(tmp_path / "binary.md"))
-    assert out.returncode == 2 and out.stderr == f"error: --notes {tmp_path / 'binary.md'}: not UTF-8 text (byte 6)\n"
+    one = tmp_path / "one"  # a folder with a finished run, so that the report gets as far as its notes
+    shutil.copytree(Path(__file__).resolve().parents[1] / "cached_runs" / "tiny-pub-gpt", one / "tiny-pub-gpt")
+    out = cli("report", "--runs", str(one), "--notes", str(tmp_path / "binary.md"))
+    assert out.returncode == 2 and out.stderr == f"error: notes {tmp_path / 'binary.md'}: not UTF-8 text (byte 6)\n"
+    assert not (one / "REPORT.md").exists()
 
 
 def test_a_finished_run_with_a_file_lost_since_is_named_as_such(tmp_path):

@@ -116,6 +116,12 @@ SYNTH_FIELDS_READ_BY = {"filter_": ("filter",), "pplm_": ("pplm", "multitask"), 
                         "multitask_clipping": ("multitask",)}
 
 
+def synth_field_read(field: str, generator: str | None) -> bool:
+    """Whether a synthetic-data run of this generator reads this SynthConfig field (SYNTH_FIELDS_READ_BY)."""
+    readers = [g for prefix, g in SYNTH_FIELDS_READ_BY.items() if field.startswith(prefix)]
+    return not readers or generator in readers[0]
+
+
 def synth_other_settings(cfg: dict) -> dict[str, Any]:
     """The settings a synthetic-data run's config records that differ from its preset's, its generator, epsilon and
     seed aside: the synthetic-data table compares runs at the preset's settings (a run on a user's csv of two labels
@@ -126,11 +132,8 @@ def synth_other_settings(cfg: dict) -> dict[str, Any]:
         defaults = asdict(synth_config(str(preset)))
     except ConfigError:
         return {"preset": preset}
-    generator = synth.get("generator")
-    return {f"synth.{k}": v for k, v in synth.items()
-            if k in defaults and k not in ("generator", "epsilon", "seed") and v != defaults[k]
-            and generator in next((g for field, g in SYNTH_FIELDS_READ_BY.items() if k.startswith(field)),
-                                  (generator,))}
+    return {f"synth.{k}": v for k, v in synth.items() if k in defaults and k not in ("generator", "epsilon", "seed")
+            and v != defaults[k] and synth_field_read(k, synth.get("generator"))}
 
 
 def load_synth_rows(folder: Path) -> list[SynthRow]:
@@ -702,7 +705,10 @@ def build_report(folder: Path, notes: str = "", notes_path: Path | None = None) 
 
 
 def write_report(folder: Path, notes_path: Path | None = None) -> Path:
-    notes = notes_path.read_text(encoding="utf-8") if notes_path and notes_path.is_file() else ""
+    try:
+        notes = notes_path.read_text(encoding="utf-8") if notes_path and notes_path.is_file() else ""
+    except UnicodeDecodeError as exc:  # said "'utf-8' codec can't decode byte 0xff", naming no file
+        raise ValueError(f"notes {notes_path}: not UTF-8 text (byte {exc.start})") from None
     out = Path(folder) / "REPORT.md"
     out.write_text(build_report(Path(folder), notes, notes_path if notes else None), encoding="utf-8")
     return out
