@@ -602,8 +602,10 @@ def parse_number(text: Any, name: str, allow_inf: bool = True) -> float:
             value = float(str(text).strip())
         except (TypeError, ValueError):
             raise ConfigError(f"{name} must be {wanted}, got {text!r}") from None
-    if math.isnan(value) or (math.isinf(value) and not allow_inf):
+    if math.isnan(value):
         raise ConfigError(f"{name} must be {wanted}, got {text!r}")
+    if math.isinf(value) and not allow_inf:
+        raise ConfigError(f"{name} must be a finite number, got {text!r}")
     if math.isinf(value) and not isinstance(text, (int, float)) and "inf" not in str(text).lower():
         # float('1e400') is inf: a huge number typed is not a request for no noise
         raise ConfigError(f"{name} {str(text).strip()[:40]!r} is too large for a number; write inf for no noise")

@@ -461,7 +461,7 @@ def test_privacy_calibrate_refuses_what_it_cannot_compute_in_one_line():
                           (["--epsilon", "3", "--delta", "1e-310"], "delta must be at least 1e-12"),
                           (["--sigma", "69", "--delta", "1e-310"], "delta must be at least 1e-12"),
                           # inf was "a number (or inf)" in one message and refused by the next
-                          (["--sigma", "inf"], "sigma must be a number, got 'inf'"),
+                          (["--sigma", "inf"], "sigma must be a finite number, got 'inf'"),
                           (["--sigma", "-1"], "--sigma must be at least 0"),
                           (["--epsilon", "3", "--queries", "0"], "--queries must be at least 1")]:
         out = cli("privacy", "calibrate", "--queries", "1000", *args)
