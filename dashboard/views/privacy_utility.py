@@ -1,5 +1,7 @@
 """Privacy-utility: BLEU-4 and PPL vs epsilon per method (paper Fig. 2), ablations, filters, teacher counts."""
 
+import math
+
 import pandas as pd
 import streamlit as st
 
@@ -54,6 +56,27 @@ seqpate = runs[runs["method"] == "seqpate"]
 def show_curves() -> None:
     """Paper Fig. 2: BLEU-4 and perplexity against ε, one line per private method, references flat."""
     st.plotly_chart(charts.privacy_utility_panels(main), width="stretch", key="pu_curves")
+    if not noise_dominance_note(subject="SeqPATE's points"):  # that note already says why its line is flat
+        flat_seqpate_note()
+
+
+FLAT_SPREAD = 0.02  # SeqPATE's mean PPL over its target ε values within 2%: a line a reader takes for a bug
+
+
+def flat_seqpate_note() -> None:
+    """Below the curves: where SeqPATE's perplexity barely moves from its smallest ε to no noise at all, say so and
+    why (REPORT.md's controls), rather than leave a flat line for the reader to explain."""
+    at_defaults = loading.at_defaults(main[main["method"] == "seqpate"])  # not the variants beside the line
+    ppl = at_defaults.groupby("epsilon_target")["ppl"].mean().dropna()
+    if len(ppl) < 3 or ppl.min() <= 0 or (ppl.max() - ppl.min()) / ppl.min() > FLAT_SPREAD:
+        return
+    st.caption(f"SeqPATE's perplexity is flat here: {ppl.min():,.2f} to {ppl.max():,.2f} over target ε "
+               f"{wording.fmt_eps(ppl.index.min())} to {wording.fmt_eps(ppl.index.max())}, a spread of "
+               f"{(ppl.max() - ppl.min()) / ppl.min():.1%}. "
+               + ("No noise at all (ε = ∞) gives about the same: at this preset the teachers' answers barely "
+                  "change the student, noisy or not (REPORT.md's controls say where its gain over Pub-GPT comes "
+                  "from)." if math.isinf(ppl.index.max())
+                  else "At this preset the teachers' answers barely change the student."))
 
 
 def show_points() -> None:
@@ -96,23 +119,25 @@ def at_varied_epsilons(pool: pd.DataFrame, varied: pd.DataFrame) -> pd.DataFrame
     return pool[pool["epsilon_target"].isin(set(varied["epsilon_target"].dropna()))]
 
 
-def noise_dominance_note(by_teachers: bool = False) -> None:
+def noise_dominance_note(by_teachers: bool = False, subject: str = "the rows below") -> bool:
     """Above a table of SeqPATE's own variants: where its runs at the preset's defaults and ε 3 release noise larger
     than the teachers' average distribution could ever be (std / M > 1, tiny's 6.9), the table shows the student's
-    losses and the noise, not what the teachers know (REPORT.md says the same)."""
+    losses and the noise, not what the teachers know (REPORT.md says the same). Whether it said so."""
     base = seqpate[(seqpate["variant"].fillna("") == "") & (seqpate["epsilon_target"] == 3.0)]
     if base.empty:
-        return
+        return False
     record = base.iloc[0]
     std = as_float((loading.read_shown(loading.get_run(record["run_id"]), "privacy") or {}).get("noise_scale"))
     teachers = as_float(record["teachers"])
     if std is not None and teachers and std / teachers > 1:
         rows = (f"the runs with fewer than {std:.0f} teachers (σ / M > 1) differ" if by_teachers
-                else "the rows below differ")
+                else f"{subject} differ")
         st.caption(f"Noise-dominated at this preset: at ε 3 the noise std is {std:.1f} on a sum of M = {teachers:.0f} "
                    f"teacher distributions (std / M = {std / teachers:.1f}, against at most 1 for any candidate's "
                    f"average probability), so the teachers carry almost no signal, and {rows} by the student's own "
                    "losses and the noise.")
+        return True
+    return False
 
 
 # Each table varies one setting with every other at the preset's defaults (loading.only_varies).

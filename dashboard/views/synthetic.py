@@ -22,8 +22,13 @@ GENERATORS = {"filter": "conditional prompting + filter", "pplm": "PPLM, head on
               "multitask": "multitask + PPLM (paper)"}
 # the model whose embeddings each generator's separability measures (core.synth.run.evaluate): filter and pplm
 # fine-tune the LM on the LM loss only, then train their discriminator head on it frozen (core.synth.train)
-EMBEDDING_MODELS = {"filter": "filter: frozen (LM-only) model", "pplm": "PPLM: the same frozen (LM-only) model",
-                    "multitask": "multitask: multitask-fine-tuned model"}
+# short headers: a header sizes its column, and at 1,280 px the longer ones pushed multitask's numbers off the table
+EMBEDDING_MODELS = {"filter": "filter: frozen model", "pplm": "PPLM: same frozen model",
+                    "multitask": "multitask: joint model"}
+EMBEDDING_MODEL_HELP = {"filter": "the model fine-tuned on the LM loss alone; its discriminator head is trained on it "
+                                  "frozen",
+                        "pplm": "the same frozen (LM-only) model as filter's: equal at the same ε and seed",
+                        "multitask": "the model fine-tuned on the LM and discriminator losses together"}
 
 
 def synth_command(generator: str, epsilon_text: str, preset: str, seed: int | None) -> str:
@@ -259,7 +264,8 @@ def show_accuracy() -> None:
                 + (f" ({'; '.join(averaged)})." if averaged else "."))
     st.dataframe(pivot("separability"), width="stretch", placeholder="–",
                  column_config={"_index": EPSILON_INDEX,
-                                **{g: st.column_config.NumberColumn(EMBEDDING_MODELS[g], format="%.3f")
+                                **{g: st.column_config.NumberColumn(EMBEDDING_MODELS[g], format="%.3f",
+                                                                    help=EMBEDDING_MODEL_HELP[g])
                                    for g in GENERATORS}})
     with st.expander("Every run", expanded=False):
         every = table.sort_values(["generator", "ε target", "seed"])

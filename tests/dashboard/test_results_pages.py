@@ -692,3 +692,27 @@ def test_tables_of_seqpates_variants_say_when_its_answers_are_noise_dominated(ro
         seq.write_privacy({**seq.privacy(), "noise_scale": std})
         at = open_tab(app_page("privacy_utility"), "pu_tab", "Ablations (Table 3)")
         assert not at.exception and any(x.value.startswith(note) for x in at.caption) is said
+
+
+def test_curves_say_when_seqpates_line_is_flat_and_why(roots, app_page):
+    """A lecturer projecting the curves saw tiny's SeqPATE at 905-910 from ε 0.5 to 8 and quick's at 219-221 up to
+    ε = ∞, with the reason only on the other tabs and in REPORT.md."""
+    runs = {eps: write_run(roots["cached"], f"seq-eps{eps:g}", "seqpate", epsilon=eps, ppl=ppl)
+            for eps, ppl in ((0.5, 908.5), (3.0, 909.4), (8.0, 905.2))}
+    for run in runs.values():  # tiny's noise on M = 10: the noise note says why, and nothing else
+        run.write_privacy({**run.privacy(), "noise_scale": 69.04})
+    captions = [x.value for x in app_page("privacy_utility").caption]
+    assert any(c.startswith("Noise-dominated at this preset") and "SeqPATE's points differ" in c for c in captions)
+    assert not any("flat here" in c for c in captions)
+    for run in runs.values():  # quick's: the answers could carry signal, and the line is flat all the same
+        run.write_privacy({**run.privacy(), "noise_scale": 9.5})
+    at = app_page("privacy_utility")
+    captions = " ".join(x.value for x in at.caption)
+    assert not at.exception and "Noise-dominated" not in captions
+    assert ("SeqPATE's perplexity is flat here: 905.20 to 909.40 over target ε 0.5 to 8, a spread of 0.5%. At this "
+            "preset the teachers' answers barely change the student.") in captions
+    write_run(roots["cached"], "seq-epsinf", "seqpate", epsilon=math.inf, ppl=907.0)
+    captions = " ".join(x.value for x in app_page("privacy_utility").caption)
+    assert "No noise at all (ε = ∞) gives about the same" in captions
+    runs[8.0].write_metrics({**runs[8.0].metrics(), "ppl": 850.0})  # a line that moves: 7.0%
+    assert not any("flat here" in x.value for x in app_page("privacy_utility").caption)

@@ -178,9 +178,10 @@ def test_separability_columns_name_the_model_they_measure(roots):
     at = open_page("synthetic")
     assert not at.exception, at.exception
     columns = json.loads(at.dataframe[1].proto.columns)
-    assert columns["filter"]["label"] == "filter: frozen (LM-only) model"
-    assert columns["pplm"]["label"] == "PPLM: the same frozen (LM-only) model"
-    assert columns["multitask"]["label"] == "multitask: multitask-fine-tuned model"
+    assert columns["filter"]["label"] == "filter: frozen model"
+    assert columns["pplm"]["label"] == "PPLM: same frozen model"
+    assert columns["multitask"]["label"] == "multitask: joint model"
+    assert "frozen (LM-only)" in columns["pplm"]["help"] and "together" in columns["multitask"]["help"]
     assert "fine-tuned model's mean embeddings" not in texts(at)
     assert "filter and PPLM share one frozen (LM-only) model" in texts(at)
 
