@@ -90,6 +90,12 @@ def fmt_num(value: Any, digits: int = 2) -> str:
     return f"{number:,.{digits}f}"
 
 
+def fmt_noise(value: float) -> str:
+    """A noise level a reader may type back into a box: six significant digits (σ 69.0436 at Q 1,000, ε 3; shown as
+    69.04, typed back it answered 999 queries), with thousands separated rather than in e-notation."""
+    return f"{value:,.1f}" if value >= 1000 else f"{value:.6g}"
+
+
 def statement_body(markdown: str) -> str:
     """A run's statement.md to show inside an expander that already names it: its title dropped, and its section
     headings made small (a page-sized "# ..." inside an expander dwarfs the page's own headings)."""

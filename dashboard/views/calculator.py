@@ -75,8 +75,9 @@ def seqpate_calculator() -> None:
     # a typed ε as typed (2.345)
     # a computed ε to 4 digits: at 3 an ε of 1.9994 read "2" beside its reading's e^ε ≈ 7.38
     widgets.metric(row, "ε", f"{eps:.6g}" if mode != "ε from noise" else wording.fmt_eps(eps, digits=4))
-    widgets.metric(row, "noise multiplier z", f"{z:.4g}", help="std / L2 sensitivity (√2: one teacher changes)")
-    widgets.metric(row, "noise std σ", f"{std:.4g}")
+    widgets.metric(row, "noise multiplier z", wording.fmt_noise(z), help="std / L2 sensitivity (√2: one teacher "
+                                                                          "changes)")
+    widgets.metric(row, "noise std σ", wording.fmt_noise(std))
     widgets.metric(row, "σ / M", f"{std / teachers:.4g}", help="noise on the AVERAGE of the M teacher distributions")
     widgets.metric(row, "queries Q", f"{queries:,}")
     if queries < 1:

@@ -12,6 +12,7 @@ from apptest_helpers import ROOT, metrics, plotly_specs, texts
 from fake_runs import phrase_rows, write_run
 
 from core.privacy import dpsgd_epsilon, epsilon_for_gaussian, gaussian_noise_multiplier
+from dashboard.wording import fmt_noise
 
 
 def test_calculator_seqpate_matches_core_privacy(roots, app_page):
@@ -19,8 +20,8 @@ def test_calculator_seqpate_matches_core_privacy(roots, app_page):
     assert not at.exception
     z = gaussian_noise_multiplier(3.0, 1e-6, 2000)  # the quick preset's Q
     shown = metrics(at)
-    assert shown["noise multiplier z"] == f"{z:.4g}"
-    assert shown["noise std σ"] == f"{z * math.sqrt(2):.4g}"
+    assert shown["noise multiplier z"] == fmt_noise(z) == "69.0436"  # six digits: typed back, 69.04 is short
+    assert shown["noise std σ"] == fmt_noise(z * math.sqrt(2)) == "97.6424"
     assert shown["σ / M"] == f"{z * math.sqrt(2) / 1000:.4g}"  # the quick preset's 1,000 teachers by default
     noise, = plotly_specs(at)
     titles = [note["text"] for note in noise["layout"]["annotations"]]
@@ -35,7 +36,7 @@ def test_calculator_seqpate_matches_core_privacy(roots, app_page):
     # δ is typed as text, as on the Launch page: what is typed is what is used (a %.1e number box showed 1.26e-7
     # as 1.3e-7 and computed with 1.26e-7)
     at.text_input(key="calc_sp_delta").input("1.26e-7").run()
-    assert metrics(at)["noise multiplier z"] == f"{gaussian_noise_multiplier(3.0, 1.26e-7, 2000):.4g}"
+    assert metrics(at)["noise multiplier z"] == fmt_noise(gaussian_noise_multiplier(3.0, 1.26e-7, 2000))
     for typed, reason in [("1e-13", "δ must be at least 1e-12"), ("0", "δ must be in (0, 1)"),
                           ("abc", "δ must be a number")]:
         at.text_input(key="calc_sp_delta").input(typed).run()
@@ -86,12 +87,14 @@ def test_calculator_modes_keep_what_was_typed_and_answer_each_other(roots, app_p
     at.text_input(key="calc_sp_eps").input("1").run()
     std = metrics(at)["noise std σ"]
     at.radio(key="calc_sp_mode").set_value("ε from noise").run()
-    assert at.number_input(key="calc_sp_std").value == pytest.approx(float(std), abs=0.05)  # shown to 4 digits
+    assert at.number_input(key="calc_sp_std").value == pytest.approx(float(std), abs=0.01)  # rounded up
     assert float(metrics(at)["ε"]) == pytest.approx(1.0, abs=0.01) and not at.error
     # a σ beyond the box's range is carried at its edge, not refused in the other mode
     at.radio(key="calc_sp_mode").set_value("noise from ε").run()
     at.text_input(key="calc_sp_eps").input("0.01").run()
     at.number_input(key="calc_sp_queries").set_value(1e12).run()
+    std = gaussian_noise_multiplier(0.01, 1e-6, 10**12) * math.sqrt(2)
+    assert metrics(at)["noise std σ"] == fmt_noise(std) == f"{std:,.1f}"  # 433,244,856.9, not 4.332e+08
     at.radio(key="calc_sp_mode").set_value("ε from noise").run()
     assert at.number_input(key="calc_sp_std").value == 1e6 and not at.error
 
@@ -103,7 +106,7 @@ def test_calculator_counts_are_whole_numbers_rounded_as_shown(roots, app_page):
     at = app_page("calculator")
     at.number_input(key="calc_sp_queries").set_value(2000.5).run()
     assert metrics(at)["queries Q"] == "2,001"
-    assert metrics(at)["noise multiplier z"] == f"{gaussian_noise_multiplier(3.0, 1e-6, 2001):.4g}"
+    assert metrics(at)["noise multiplier z"] == fmt_noise(gaussian_noise_multiplier(3.0, 1e-6, 2001))
     at.number_input(key="calc_sp_queries").set_value(1e9).run()
     assert metrics(at)["queries Q"] == "1,000,000,000" and not at.exception
     # ε is typed as text, as on Launch: 0.005 and 2.345 are the ε Launch takes (a 2-decimal box read 0.01, 2.35)
@@ -112,7 +115,7 @@ def test_calculator_counts_are_whole_numbers_rounded_as_shown(roots, app_page):
     at.text_input(key="calc_sp_eps").input("2.345").run()
     assert metrics(at)["ε"] == "2.345"  # as typed (3 significant digits showed 2.35)
     at.text_input(key="calc_sp_eps").input("0.005").run()
-    assert metrics(at)["noise multiplier z"] == f"{gaussian_noise_multiplier(0.005, 1e-6, 10**9):.4g}"
+    assert metrics(at)["noise multiplier z"] == fmt_noise(gaussian_noise_multiplier(0.005, 1e-6, 10**9))
     # ε ends where the engine's range does (ε 10^9 ran the server out of memory): past it, the reason is named under
     # the box and nothing is computed
     for typed, reason in [("5000", "ε must be at most 1000"), ("0", "ε must be a positive number or inf, got 0.0"),
