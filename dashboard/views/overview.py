@@ -96,6 +96,12 @@ runs_shown = ("the run of the chosen seed, or with every seed the mean over the 
 st.caption(f"One row per method and ε at this preset's defaults: {runs_shown}; runs with other settings (teacher "
            "counts, filters, ablations, phrase-level targets, any other changed setting) are on the Privacy-utility "
            "page. PPL lower is better, BLEU-4 higher is better.")
+leaks = table["R_name"].dropna() if "R_name" in table else []
+if len(leaks) and (leaks == 0).all():  # Pri-GPT's 0% too: the column cannot tell methods apart here
+    st.caption("R_name is 0% in every row, the non-private Pri-GPT's included"
+               + (f": {scope}" if (scope := tables.leak_scope(pool)) else "")
+               + ". The Phrases page's canary exposure (secrets planted 1, 10 and 100 times) measures memorisation "
+               "directly.")
 
 st.subheader("Privacy statements")
 st.caption("One card per method, over all its runs at this preset (every seed and setting, phrase-level runs too); "

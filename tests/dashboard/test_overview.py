@@ -8,6 +8,8 @@ import math
 from apptest_helpers import texts
 from fake_runs import write_run
 
+from core.runs.store import RunDir
+
 
 def test_empty_overview_says_no_runs(roots, app_page):
     at = app_page()
@@ -290,3 +292,10 @@ def test_the_leak_rates_help_says_how_little_a_zero_can_show(roots, app_page):
     help_text = json.loads(at.dataframe[0].proto.columns)["R_name"]["help"]
     assert "it looks for 4-13 private users' names" in help_text and "0-2 of the test sentences'" in help_text
     assert "a rate of 0 says little" in help_text
+    # a lecturer projecting the page never sees a tooltip: with every row at 0% the page says it under the table
+    captions = [x.value for x in at.caption]
+    assert any(c.startswith("R_name is 0% in every row, the non-private Pri-GPT's included: it looks for 4-13")
+               and "canary exposure" in c for c in captions)
+    pri = RunDir(roots["cached"] / "pri")
+    pri.write_metrics({**pri.metrics(), "r_name": 0.125})  # a column that tells the methods apart needs no note
+    assert not any(x.value.startswith("R_name is 0%") for x in app_page().caption)
