@@ -5,7 +5,7 @@ import streamlit as st
 from dashboard import loading, tables, widgets
 from dashboard.diagram import PIPELINE_DOT
 
-PRIVACY_CARD_WIDTH = 290  # px: three fit beside the sidebar on a 1,400 px screen (at 200, four made a caveat a column
+PRIVACY_CARD_WIDTH = 260  # px: three fit beside the sidebar from a 1,280 px screen up (at 200, four made a caveat a column
 # 20 lines tall beside short cards), one or two on a narrow one
 
 st.title("SeqPATE bench")
@@ -96,6 +96,11 @@ runs_shown = ("the run of the chosen seed, or with every seed the mean over the 
 st.caption(f"One row per method and ε at this preset's defaults: {runs_shown}; runs with other settings (teacher "
            "counts, filters, ablations, phrase-level targets, any other changed setting) are on the Privacy-utility "
            "page. PPL lower is better, BLEU-4 higher is better.")
+if "ε is" in table and table["ε is"].fillna("").str.contains("measurement").any():  # the help is a tooltip
+    st.caption("\"measurement\" under ε is: these runs were made before each noise had a random stream of its own "
+               "(2026-11-27), and their noise replayed random numbers drawn elsewhere in the run. Their ε is what the "
+               "accountant gives at their noise level, not a proven DP bound. A run launched now draws its noise "
+               "from a stream of its own, and its ε is a guarantee (a heuristic for Adaptive DP either way).")
 leaks = table["R_name"].dropna() if "R_name" in table else []
 if len(leaks) and (leaks == 0).all():  # Pri-GPT's 0% too: the column cannot tell methods apart here
     st.caption("R_name is 0% in every row, the non-private Pri-GPT's included"

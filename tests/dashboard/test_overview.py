@@ -299,3 +299,14 @@ def test_the_leak_rates_help_says_how_little_a_zero_can_show(roots, app_page):
     pri = RunDir(roots["cached"] / "pri")
     pri.write_metrics({**pri.metrics(), "r_name": 0.125})  # a column that tells the methods apart needs no note
     assert not any(x.value.startswith("R_name is 0%") for x in app_page().caption)
+
+
+def test_a_measured_epsilon_is_explained_on_the_page_not_only_in_a_tooltip(roots, app_page):
+    """A lecturer saw "measurement" on nearly every row of the shipped tables; what it means was in the column's help
+    alone, which a projector never shows."""
+    run = write_run(roots["cached"], "sgd", "noisysgd", epsilon=3.0)
+    assert not any(x.value.startswith('"measurement" under ε is') for x in app_page().caption)  # its own stream
+    run.write_privacy({k: v for k, v in run.privacy().items() if k != "random_streams"})  # made before 2026-11-27
+    at = app_page()
+    note = next(x.value for x in at.caption if x.value.startswith('"measurement" under ε is'))
+    assert "not a proven DP bound" in note and "A run launched now draws its noise from a stream of its own" in note
