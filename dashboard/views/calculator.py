@@ -86,8 +86,8 @@ def seqpate_calculator() -> None:
         st.markdown(wording.epsilon_reading(eps, delta, seqpate=True))
         st.markdown(
             f"The teachers' answer is the **sum** of M = {teachers} probability vectors; one changed sentence "
-            f"moves it by at most √2 whatever M is, so the noise std σ = {std:.4g} does not depend on M. Relative "
-            f"to the **average** distribution (what the student learns from) the noise is σ/M = "
+            f"moves it by at most √2 whatever M is, so the noise std σ = {wording.fmt_noise(std)} does not depend "
+            f"on M. Relative to the **average** distribution (what the student learns from) the noise is σ/M = "
             f"{std / teachers:.4g}: more teachers, less relative noise"
             + (" — here the noise still swamps the average (σ/M > 1)." if std / teachers > 1 else ".")
             + " Each teacher then trains on less data, though, so more teachers do not always help (the paper's "
