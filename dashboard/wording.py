@@ -35,6 +35,17 @@ _PALETTE = ("#2b6cb0", "#c53030", "#2f855a", "#b7791f", "#6b46c1", "#319795", "#
 METHOD_COLORS: dict[str, str] = {m: _PALETTE[i % len(_PALETTE)] for i, m in enumerate(METHODS)}
 
 
+# what each ablation of Table 3 switches (core.config.ABLATION_SWITCHES), for Launch's help and the Ablations table
+ABLATION_MEANINGS = {
+    "none": "full SeqPATE",
+    "-merge_p": "teachers vote for their top candidate instead of averaging their distributions",
+    "-kl": "cross-entropy over the vocabulary on the noisy answer's top candidate instead of KL to it",
+    "-pseudo": "no loss on the pseudo labels",
+    "-effi_kd": "every position queried, not only the hard ones",
+    "-gaussian": "Laplace noise instead of Gaussian (L1 sensitivity 2)",
+    "-all": "all five at once",
+}
+
 PHRASE_NOTE = "Completions, references and phrase tables quote private text by design: do not share them."
 
 

@@ -23,17 +23,6 @@ from core.config import (
 from core.runs import jobs
 from dashboard import estimate, launch_settings, loading, privacy_math, widgets, wording
 
-# what each ablation of Table 3 switches (core.config.ABLATION_SWITCHES)
-ABLATION_HELP = {
-    "none": "full SeqPATE",
-    "-merge_p": "teachers vote for their top candidate instead of averaging their distributions",
-    "-kl": "cross-entropy over the vocabulary on the noisy answer's top candidate instead of KL to it",
-    "-pseudo": "no loss on the pseudo labels",
-    "-effi_kd": "every position queried, not only the hard ones",
-    "-gaussian": "Laplace noise instead of Gaussian (L1 sensitivity 2)",
-    "-all": "all five at once",
-}
-
 st.title("Launch runs")
 st.caption("Each selected method becomes one background job (`python -m core job`); jobs queue and keep running "
            "when you reload or close the browser. The settings live in the URL: copy it to share them.")
@@ -103,7 +92,8 @@ with left:
             widgets.float_input(pair, "p", decimals=launch_settings.TOP_P_DECIMALS, step=0.01, key="launch_top_p",
                                 disabled=no_seqpate, width=FIELD_WIDTH, persist_state="session")
         st.selectbox("Ablation", ABLATIONS, key="launch_ablation", disabled=no_seqpate,
-                     help="Table 3 of the paper: " + "; ".join(f"{name}: {what}" for name, what in ABLATION_HELP.items()))
+                     help="Table 3 of the paper: " + "; ".join(f"{name}: {what}"
+                                                               for name, what in wording.ABLATION_MEANINGS.items()))
 
 settings = launch_settings.save_launch_settings()
 filter_spec = launch_settings.launch_filter_spec(settings)

@@ -153,6 +153,9 @@ def show_ablations() -> None:
     names = rows["ablation_label"].fillna("none").replace({"none": "SeqPATE (full)"})
     st.dataframe(small_table(rows, "ablation", names), hide_index=True, width="stretch",
                  column_config={**metric_cols, "ablation": st.column_config.TextColumn(width="medium")})
+    shown = [a for a in wording.ABLATION_MEANINGS if a != "none" and (rows["ablation"] == a).any()]
+    st.caption("What each row switches off: "
+               + "; ".join(f"{a}: {wording.ABLATION_MEANINGS[a]}" for a in shown) + ".")
     if names.str.contains(OLD_TEACHER_LOSS, regex=False).any():
         st.caption(OLD_TEACHER_LOSS_NOTE)
 

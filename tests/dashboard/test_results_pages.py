@@ -86,8 +86,12 @@ def test_privacy_utility_chart_has_points_and_reference_lines(results, app_page)
     assert "synth-x" not in set(open_tab(at, "pu_tab", "Points").dataframe[0].value["run"])
     # ablation (Table 3), filter (Table 4) tables and the teacher-count curve (App. H), each in its tab
     write_run(results, "seq-eps3-other-plan", "seqpate", epsilon=3.0, bleu4=2.5)  # the same config, another plan
-    ablation = open_tab(at, "pu_tab", "Ablations (Table 3)").dataframe[0].value
+    tab = open_tab(at, "pu_tab", "Ablations (Table 3)")
+    ablation = tab.dataframe[0].value
     assert sorted(ablation["ablation"]) == ["-kl", "SeqPATE (full)"]  # the shared baseline once
+    # what -kl means under the table, not only in Launch's tooltip (a lecturer's class would ask)
+    assert ("What each row switches off: -kl: cross-entropy over the vocabulary on the noisy answer's top candidate "
+            "instead of KL to it.") in [x.value for x in tab.caption]
     assert set(ablation["run"]) == {"seq-eps3", "seq-kl"}  # of the two copies, the run id that sorts first
     # a -kl run made before its cross-entropy was over the vocabulary (its metrics record no teacher_loss)
     old = results / "seq-kl" / "metrics.json"
