@@ -259,9 +259,6 @@ class RunConfig:
             return cfg  # validate() says what is wrong with it
         return replace(cfg, privacy=replace(cfg.privacy, epsilon=epsilon))
 
-    def config_hash(self) -> str:
-        return stable_hash(self.to_dict())
-
 
 SECTIONS = {"data": DataConfig, "model": ModelConfig, "decode": DecodeConfig, "privacy": PrivacyConfig,
             "seqpate": SeqPATEConfig, "dpsgd": DPSGDConfig}

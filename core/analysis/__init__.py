@@ -12,7 +12,6 @@ from core.analysis.audit import audit_run, audit_run_dir
 from core.analysis.leak import name_leak_rate
 from core.analysis.phrases import (
     dpsgd_phrase_avg_multiplier,
-    phrase_avg_noise,
     phrase_summary,
     phrase_table,
     seqpate_phrase_avg_std,
@@ -25,7 +24,6 @@ __all__ = [
     "audit_run_dir",
     "dpsgd_phrase_avg_multiplier",
     "name_leak_rate",
-    "phrase_avg_noise",
     "phrase_summary",
     "phrase_table",
     "privacy_statement",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -341,23 +341,6 @@ def user_batched_phrase_avg_multiplier(target_avg: float, delta: float, epochs: 
         return out
 
     return calibrate_for_average(target_avg, eps_for, lo, hi, rtol=rtol)
-
-
-def phrase_avg_noise(mechanism: str, target_avg: float, delta: float, **kw: Any) -> float:
-    """One entry point for privacy.target == "phrase-avg":
-
-    - "seqpate": queries=Q, teachers_holding=[n_s...] -> Gaussian noise STD (not a multiplier)
-    - "dpsgd": sampling_rate=q, steps=T, occurrences=[n...] -> noise multiplier z
-    - "user-batches": epochs=E, counts_per_batch=[[k...]...] -> noise multiplier z
-    """
-    table: dict[str, Callable[..., float]] = {
-        "seqpate": seqpate_phrase_avg_std,
-        "dpsgd": dpsgd_phrase_avg_multiplier,
-        "user-batches": user_batched_phrase_avg_multiplier,
-    }
-    if mechanism not in table:
-        raise ValueError(f"phrase-avg calibration knows {', '.join(table)}, not {mechanism!r}")
-    return table[mechanism](target_avg, delta, **kw)
 
 
 # Convenience for the training code: the same secret phrases the audit will use, from a Workspace.

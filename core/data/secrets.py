@@ -66,9 +66,6 @@ class PhraseMatcher:
                     found.add(k)
         return found
 
-    def found_phrases(self, text: str) -> list[str]:
-        return [self.phrases[k] for k in sorted(self.find(text))]
-
 
 # ----------------------------------------------------------------------------------------------------------------
 # Names from self-introductions
@@ -218,15 +215,15 @@ def find_names(prepared, records: Iterable[Any] | None = None) -> dict[str, set[
     return owners
 
 
-def find_name_phrases(prepared, records: Iterable[Any] | None = None, keep_absent: bool = False) -> list[SecretPhrase]:
-    """Name phrases with their private-train occurrences; names absent from private train are dropped unless
-    keep_absent (they cannot have been learned)."""
+def find_name_phrases(prepared, records: Iterable[Any] | None = None) -> list[SecretPhrase]:
+    """Name phrases with their private-train occurrences; names absent from private train are dropped (they cannot
+    have been learned)."""
     owners = find_names(prepared, records)
     names = sorted(owners, key=str.lower)
     train = prepared.private_train
     out = []
     for name, idx in zip(names, locate_phrases(names, train), strict=True):
-        if not idx and not keep_absent:
+        if not idx:
             continue
         out.append(SecretPhrase(name, "name", tuple(sorted(owners[name])), tuple(idx),
                                 tuple(sorted({train[i].user_id for i in idx}))))

@@ -1,10 +1,9 @@
 from core.evaluation.bleu import bleu_scores
 from core.evaluation.completions import complete, completion_seed
 from core.evaluation.perplexity import (
-    corpus_nll,
     perplexity_from_nll,
     sentence_nll,
     total_nll,
 )
 
-__all__ = ["bleu_scores", "complete", "completion_seed", "corpus_nll", "perplexity_from_nll", "sentence_nll", "total_nll"]
+__all__ = ["bleu_scores", "complete", "completion_seed", "perplexity_from_nll", "sentence_nll", "total_nll"]

@@ -34,9 +34,3 @@ def sentence_nll(model, seqs: Sequence[Sequence[int]], pad_id: int, batch_size: 
 def total_nll(rows: Sequence[tuple[float, int]]) -> tuple[float, int]:
     """Per-sentence (NLL, tokens) rows summed into the corpus's (NLL, tokens)."""
     return math.fsum(nll for nll, _ in rows), sum(tokens for _, tokens in rows)
-
-
-def corpus_nll(model, seqs: Sequence[Sequence[int]], pad_id: int, batch_size: int = 64) -> tuple[float, int]:
-    """Summed next-token NLL over every predicted token of every sequence, and the number of those tokens."""
-    return total_nll(sentence_nll(model, seqs, pad_id, batch_size))
-

@@ -21,7 +21,6 @@ from core.analysis.phrases import (
     dpsgd_phrase_avg_multiplier,
     dpsgd_phrase_eps,
     mechanism_kind,
-    phrase_avg_noise,
     phrase_summary,
     phrase_table,
     seqpate_phrase_avg_std,
@@ -196,7 +195,6 @@ def test_seqpate_phrase_avg_noise_hits_the_average():
     assert std > gaussian_std(3.0, DELTA, QUERIES)  # more noise than the sample level needs
     # every phrase in one teacher: the sample-level calibration
     assert seqpate_phrase_avg_std(3.0, DELTA, QUERIES, [1, 1, 1]) == pytest.approx(gaussian_std(3.0, DELTA, QUERIES))
-    assert phrase_avg_noise("seqpate", 3.0, DELTA, queries=QUERIES, teachers_holding=ns) == std
     with pytest.raises(ValueError):
         seqpate_phrase_avg_std(3.0, DELTA, QUERIES, [0, 0])
 

@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from core.evaluation import bleu_scores, corpus_nll, perplexity_from_nll, sentence_nll
+from core.evaluation import bleu_scores, perplexity_from_nll, sentence_nll, total_nll
 
 
 def test_bleu_identical_is_100():
@@ -48,7 +48,7 @@ class FixedModel(torch.nn.Module):
 def test_perplexity_hand_computed_case():
     # p = (1/2, 1/4, 1/4); sequences [0,1,2] and [0,1] predict tokens 1,2 and 1: NLL = 3 * ln 4
     model = FixedModel([math.log(2), math.log(1), math.log(1)])
-    total, n = corpus_nll(model, [[0, 1, 2], [0, 1]], pad_id=0)
+    total, n = total_nll(sentence_nll(model, [[0, 1, 2], [0, 1]], pad_id=0))
     assert n == 3
     assert total == pytest.approx(3 * math.log(4))
     assert perplexity_from_nll(total, n) == pytest.approx(4.0)
@@ -65,6 +65,6 @@ def test_sentence_nll_is_per_sequence_and_ignores_padding():
 def test_perplexity_is_corpus_level_not_mean_of_batches():
     # batch 1 predicts token 0 (p=1/2), batch 2 predicts tokens 1,1 (p=1/4): corpus PPL = exp((ln2 + 2 ln4)/3)
     model = FixedModel([math.log(2), math.log(1), math.log(1)])
-    total, n = corpus_nll(model, [[2, 0], [0, 1, 1]], pad_id=2, batch_size=1)
+    total, n = total_nll(sentence_nll(model, [[2, 0], [0, 1, 1]], pad_id=2, batch_size=1))
     assert perplexity_from_nll(total, n) == pytest.approx(math.exp((math.log(2) + 2 * math.log(4)) / 3))
     assert perplexity_from_nll(total, n) != pytest.approx((2 + 4) / 2)

@@ -157,7 +157,7 @@ def test_create_writes_config_and_queued_status(tmp_path: Path) -> None:
     run = RunDir.create(tmp_path / "r1", cfg, seed=7)
     stored = run.config()
     assert stored["config"] == cfg
-    assert stored["config_hash"] == stable_hash(cfg) == RunConfig().config_hash()
+    assert stored["config_hash"] == stable_hash(cfg) == stable_hash(RunConfig().to_dict())
     assert stored["seed"] == 7
     assert "python" in stored["versions"]
     assert run.run_config() == RunConfig()
