@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from core.config import effective_config
+from core.config import effective_config, heuristic_reason
 from dashboard import charts
 from dashboard.loading import at_defaults, flatten
 from dashboard.tables import distinct_configs, shown_pool
@@ -28,6 +28,7 @@ from dashboard.wording import (
     is_synth_method,
     method_label,
     present,
+    privacy_kind,
     privacy_statement,
 )
 
@@ -104,6 +105,17 @@ def legacy_adp_sigma_named(values: dict[str, Any], method: str | None) -> dict[s
     return {(LEGACY_ADP_SIGMA if k == "noise_multiplier" else k): v for k, v in values.items()}
 
 
+def statement_class(record: dict[str, Any]) -> str:
+    """The colour of a run's one-line guarantee: green only for a guarantee (or no private data used); no record is
+    as bad as no protection, and a heuristic's or a measurement's ε is not a guarantee. From the fields the
+    statement is made of, not its wording."""
+    kind = privacy_kind(as_float(record.get("epsilon")))
+    if kind in ("not-private", "unknown"):
+        return "bad"
+    heuristic = heuristic_reason(record.get("method"), record.get("privacy_target"), as_float(record.get("epsilon")))
+    return "warn" if kind == "private" and (heuristic or record.get("shared_streams")) else "ok"
+
+
 def build_report_html(record: dict[str, Any], config: dict[str, Any], privacy: dict[str, Any] | None,
                       metrics: dict[str, Any] | None, completions: list[dict[str, Any]],
                       phrases: list[str] | None = None, figures: list[go.Figure] | None = None,
@@ -117,9 +129,7 @@ def build_report_html(record: dict[str, Any], config: dict[str, Any], privacy: d
     statement = privacy_statement(record.get("epsilon"), record.get("delta"), record.get("unit"),
                                   record.get("method"), record.get("privacy_target"), bool(record.get("shared_streams")),
                                   record.get("epsilon_target"))
-    # green only for a guarantee: no record is as bad as none, and a heuristic's or a measurement's ε is not one
-    kind_class = ("bad" if "NOT PRIVATE" in statement or statement == "no privacy record"
-                  else "warn" if "heuristic" in statement or record.get("shared_streams") else "ok")
+    kind_class = statement_class(record)
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>",
@@ -190,18 +200,17 @@ def build_report_html(record: dict[str, Any], config: dict[str, Any], privacy: d
                        for r in completions[:n_completions])
         if rows:
             parts.append(f"<table><tr><th>label</th><th>text</th></tr>{rows}</table>")
-        completions = []  # drawn above
     else:
         parts.append(f"<h2>Completions (first {shown} of {len(completions)})</h2>")
         parts.append(f"<p class='muted'>{html.escape(PHRASE_NOTE)}</p>")
-    if completions:
-        rows = "".join(
-            f"<tr><td>{highlight(str(r.get('prefix', '')), phrases or [])}</td>"
-            f"<td>{highlight(str(r.get('reference', '')), phrases or [])}</td>"
-            f"<td>{completion_html(str(r.get('completion', '')), phrases or [])}</td></tr>"
-            for r in completions[:n_completions]
-        )
-        parts.append(f"<table><tr><th>prefix</th><th>reference</th><th>completion</th></tr>{rows}</table>")
+        if completions:
+            rows = "".join(
+                f"<tr><td>{highlight(str(r.get('prefix', '')), phrases or [])}</td>"
+                f"<td>{highlight(str(r.get('reference', '')), phrases or [])}</td>"
+                f"<td>{completion_html(str(r.get('completion', '')), phrases or [])}</td></tr>"
+                for r in completions[:n_completions]
+            )
+            parts.append(f"<table><tr><th>prefix</th><th>reference</th><th>completion</th></tr>{rows}</table>")
     parts.append("<h2>Config</h2>")
     read, unread = split_unread(config)
     parts.append(_kv_table(read))

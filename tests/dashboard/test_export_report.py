@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 
@@ -344,3 +345,19 @@ def test_report_opens_on_the_preset_the_other_pages_show(roots, app_page):
     shutil.rmtree(cached / "tiny-a")  # tiny's SeqPATE now has seed 1 only; quick's has seeds 0 and 1
     at = app_page("export")
     assert at.selectbox(key="export_report_run").value == "tiny-seq-seed1"  # the preset first, then its lowest seed
+
+
+def test_the_guarantees_colour_comes_from_the_run_not_from_the_sentences_wording():
+    """It matched "NOT PRIVATE" and "heuristic" in the one-line statement: a reworded sentence would have turned a
+    card green."""
+    from dashboard.report import statement_class
+
+    plain = {"method": "seqpate", "epsilon": 3.0, "privacy_target": "sample"}
+    assert statement_class(plain) == "ok"
+    assert statement_class({**plain, "epsilon": 0.0}) == "ok"  # public only: nothing private to protect
+    assert statement_class({**plain, "epsilon": math.inf}) == "bad"
+    assert statement_class({**plain, "epsilon": None}) == statement_class({**plain, "epsilon": math.nan}) == "bad"
+    assert statement_class({**plain, "shared_streams": True}) == "warn"
+    assert statement_class({**plain, "method": "adp"}) == "warn"
+    assert statement_class({**plain, "privacy_target": "phrase-avg"}) == "warn"
+    assert statement_class({**plain, "method": "adp", "epsilon": math.inf}) == "bad"
