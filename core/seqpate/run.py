@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 
@@ -76,8 +77,10 @@ def run_seqpate(ws: Workspace) -> MethodResult:
         want_votes=switches.get("use_votes", False), device=ws.device,
     )
 
+    finished = itertools.count(1)  # teachers may finish out of order (a process pool): count them, not their index
+
     def on_teacher(index: int) -> None:
-        done = on_teacher.count = getattr(on_teacher, "count", 0) + 1
+        done = next(finished)
         ws.log("teachers", ws.method_progress(0.06 + 0.64 * done / sp.teachers), teacher=done, teachers=sp.teachers)
 
     teacher_sum, teacher_votes = get_executor(sp.executor, sp.ray_address).run(job, teacher_data, on_teacher, ws.should_stop)
@@ -91,7 +94,8 @@ def run_seqpate(ws: Workspace) -> MethodResult:
              on_epoch=lambda e, loss: ws.log("warm-up", ws.method_progress(0.72), epoch=e + 1, loss=round(loss, 4)))
     timings["warmup_s"] = time.time() - t
 
-    # the noise's own stream: seeded cfg.seed + 7 it was the stream of teacher 7's batch order at seed 0
+    # the noise draws from a stream of its own: before 2026-11-27 it was seeded cfg.seed + 7, which at seed 0 was
+    # also teacher 7's batch order (core.config.shared_noise_streams)
     oracle = TeacherOracle(teacher_sum, noise, scale, sp.query_budget, seed=stream_seed(cfg.seed, SEQPATE_NOISE),
                            teacher_votes=teacher_votes)
     kind, value = parse_filter(sp.filter)
