@@ -122,7 +122,7 @@ class Workspace:
         return self.tokenizer.pad_token_id
 
     @cached_property
-    def base_key(self) -> str:
+    def base_model_key(self) -> str:
         """What names the base model in artefact caches: its config and, once known, its weights' digest (a base
         retrained after its cache was cleared, e.g. with another thread count, must not reuse pseudo data that
         another base generated)."""
@@ -138,7 +138,7 @@ class Workspace:
         prefixes = [split_prefix(s.text, self.cfg.data.prefix_words)[0] for s in self.data.public_train]
         self.log("pseudo-data", message=f"completing {len(prefixes)} public prefixes with the base model")
         sentences = pseudo_sentences(
-            self.base_model, self.tokenizer, prefixes, self.cfg.decode, self.cfg.seed, self.base_key
+            self.base_model, self.tokenizer, prefixes, self.cfg.decode, self.cfg.seed, self.base_model_key
         )
         self.log("pseudo-data", sentences=len(sentences))  # where they end: the next stage logs its work's end only
         return sentences

@@ -39,15 +39,16 @@ def test_a_retrained_base_does_not_reuse_another_bases_pseudo_data(tmp_path, mon
         return Workspace(cfg=cfg, data=None, tokenizer=None, base_model=None, base_info=info, log=lambda *a, **k: None)
 
     old, retrained = workspace({"weights_sha256": "aaaa"}), workspace({"weights_sha256": "bbbb"})
-    assert old.base_key != retrained.base_key
-    assert workspace({"weights_sha256": "aaaa"}).base_key == old.base_key
-    assert workspace({"source": "/a/checkout"}).base_key == workspace({}).base_key  # local checkouts: the config
+    assert old.base_model_key != retrained.base_model_key
+    assert workspace({"weights_sha256": "aaaa"}).base_model_key == old.base_model_key
+    # local checkouts: the config
+    assert workspace({"source": "/a/checkout"}).base_model_key == workspace({}).base_model_key
     on_gpu = Workspace(cfg=cfg, data=None, tokenizer=None, base_model=None, base_info={"weights_sha256": "aaaa"},
                        log=lambda *a, **k: None, device="cuda")
-    assert on_gpu.base_key != old.base_key  # pseudo data sampled on a GPU is never a CPU run's
+    assert on_gpu.base_model_key != old.base_model_key  # pseudo data sampled on a GPU is never a CPU run's
 
     monkeypatch.setattr(pseudo, "complete", lambda model, tok, prefixes, decode, seed: [str(model)] * len(prefixes))
     decode = DecodeConfig()
-    made = [pseudo.pseudo_sentences(name, None, ["hi"], decode, seed=0, base_key=ws.base_key)
+    made = [pseudo.pseudo_sentences(name, None, ["hi"], decode, seed=0, base_key=ws.base_model_key)
             for name, ws in (("old", old), ("retrained", retrained))]
     assert made == [["hi old"], ["hi retrained"]]
