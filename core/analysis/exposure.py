@@ -26,8 +26,8 @@ import numpy as np
 
 from core.data.secrets import Canary
 
-EXACT_LIMIT = 10_000  # score every candidate up to this |R|
-SAMPLES = 4_096  # candidates drawn for the estimate beyond it (10^4 candidates: ~20 s, tiny model, 2 busy cores)
+EXACT_LIMIT = 10_000  # score every candidate up to this |R| (10^4 candidates: ~20 s, tiny model, 2 busy cores)
+SAMPLES = 4_096  # candidates drawn for the estimate beyond it
 Scorer = Callable[[Sequence[str]], np.ndarray]  # texts -> log-perplexity (lower = more likely)
 
 
