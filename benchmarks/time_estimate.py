@@ -24,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from core.runs.values import parse_time  # noqa: E402
 from dashboard import estimate, loading  # noqa: E402
-from dashboard.values import parse_time  # noqa: E402
 
 POINTS = (0.2, 0.4, 0.6, 0.8)
 

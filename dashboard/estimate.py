@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from core.runs import store
-from dashboard.values import as_float, parse_time
+from core.runs.values import as_float, parse_time
 
 
 def fmt_duration(seconds: float | None) -> str:

@@ -40,8 +40,8 @@ from core.config import (
 from core.runs import registry, store
 from core.runs.registry import RunInfo
 from core.runs.store import RunDir, RunError, RunFormatError, plainest_first
+from core.runs.values import as_dict, as_float, as_int, as_str, safe_read
 from dashboard.estimate import choose_pace, method_began, method_start, pace_runs, timing, trains_its_base
-from dashboard.values import as_dict, as_float, as_int, as_str, safe_read
 from dashboard.wording import is_nan, is_synth_method, present
 
 ACTIVE_STATES = ("queued", "running")  # a run in these states still changes (its times move on)

@@ -14,10 +14,10 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from core.config import effective_config, heuristic_reason
+from core.runs.values import as_dict, as_float
 from dashboard import charts
 from dashboard.loading import at_defaults, flatten
 from dashboard.tables import distinct_configs, shown_pool
-from dashboard.values import as_dict, as_float
 from dashboard.wording import (
     PHRASE_NOTE,
     completion_html,

@@ -16,8 +16,8 @@ import streamlit as st
 
 from core.config import PRESETS, fixed_epsilon, heuristic_reason, preset_value
 from core.runs.store import plainest_first
+from core.runs.values import as_float, as_int, as_str
 from dashboard.loading import at_defaults, lowest_seed_first, same_seed, seeds_of
-from dashboard.values import as_float, as_int, as_str
 from dashboard.widgets import opened_link_value, remember_shared
 from dashboard.wording import (
     HEURISTIC_PRIVACY,

@@ -24,6 +24,7 @@ from core.runs.store import (
     RunNotFoundError,
     process_alive,
 )
+from core.runs.values import as_float, as_str
 
 # core/runs/registry.py -> the repository root is two folders above core/.
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -87,18 +88,6 @@ class RunInfo:
         return RunDir(self.path, source=self.source)
 
 
-def _as_float(value: Any) -> float | None:
-    try:
-        return float(value)
-    except (TypeError, ValueError, OverflowError):
-        return None
-
-
-def _text(value: Any) -> str | None:
-    """A text field of a run file; any other JSON type (a garbled file) counts as absent."""
-    return value if isinstance(value, str) else None
-
-
 def _mtime_iso(path: Path) -> str | None:
     try:
         return datetime.fromtimestamp(path.stat().st_mtime, UTC).isoformat(timespec="milliseconds")
@@ -108,7 +97,7 @@ def _mtime_iso(path: Path) -> str | None:
 
 def _requested_epsilon(method: str | None, privacy: dict) -> float | None:
     fixed = fixed_epsilon(method)
-    return fixed if fixed is not None else _as_float(privacy.get("epsilon"))
+    return fixed if fixed is not None else as_float(privacy.get("epsilon"))
 
 
 def run_info(run: RunDir) -> RunInfo:
@@ -140,9 +129,9 @@ def run_info(run: RunDir) -> RunInfo:
         )
     config = stored.get("config") if isinstance(stored.get("config"), dict) else {}
     privacy = config.get("privacy") if isinstance(config.get("privacy"), dict) else {}
-    progress = _as_float(status.get("progress"))
+    progress = as_float(status.get("progress"))
     state = status.get("state") if status.get("state") in STATES else "failed"
-    error = _text(status.get("error"))
+    error = as_str(status.get("error"))
     if state == "done" and (damaged := run.damaged_files()):  # lost or garbled since: no results to read
         state, error = "failed", f"finished, but {', '.join(damaged)} missing or unreadable since"
     return RunInfo(
@@ -150,13 +139,13 @@ def run_info(run: RunDir) -> RunInfo:
         path=run.path,
         source=run.source,
         state=state,
-        stage=_text(status.get("stage")),
+        stage=as_str(status.get("stage")),
         progress=min(1.0, max(0.0, progress)) if progress is not None and not math.isnan(progress) else 0.0,
-        method=_text(config.get("method")),
-        epsilon=_requested_epsilon(_text(config.get("method")), privacy),
-        preset=_text(config.get("preset")),
-        created=_text(status.get("created")) or _text(stored.get("created")) or _mtime_iso(run.path),
-        updated=_text(status.get("updated")),
+        method=as_str(config.get("method")),
+        epsilon=_requested_epsilon(as_str(config.get("method")), privacy),
+        preset=as_str(config.get("preset")),
+        created=as_str(status.get("created")) or as_str(stored.get("created")) or _mtime_iso(run.path),
+        updated=as_str(status.get("updated")),
         error=error,
     )
 
@@ -304,7 +293,7 @@ def _slug(text: str) -> str:
 
 
 def _eps_label(epsilon: float | str | None) -> str:
-    value = _as_float(epsilon)
+    value = as_float(epsilon)
     if value is None or math.isnan(value):
         return "na"
     if math.isinf(value):

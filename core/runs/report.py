@@ -27,6 +27,7 @@ from core.config import (
 )
 from core.runs.compare import NotComparableError, PerplexityComparison, compare_runs, compare_runs_bleu
 from core.runs.store import RunDir, base_models_note, is_synth, plainest_first
+from core.runs.values import as_float
 from core.synth.config import synth_config
 
 # The paper's Table 1 (AirDialog, sample-level, epsilon 3): PPL, BLEU-4. Quoted for scale only: our corpus,
@@ -91,7 +92,7 @@ def load_rows(folder: Path) -> list[Row]:
         sp, dp, pr, data = cfg["seqpate"], cfg["dpsgd"], cfg["privacy"], cfg["data"]
         rows.append(Row(
             name=path.name, preset=cfg["preset"], method=cfg["method"], epsilon=float(pr["epsilon"]),
-            spent=_float(privacy.get("epsilon")), target=pr.get("target", "sample"),
+            spent=as_float(privacy.get("epsilon")), target=pr.get("target", "sample"),
             ablation=sp["ablation"], filter=sp["filter"], teachers=int(sp["teachers"]),
             partition=sp["partition"], batching=dp["batching"], canaries=data.get("canaries", ""),
             ppl=float(metrics["ppl"]), bleu4=float(metrics["bleu4"]), metrics=metrics, privacy=privacy, path=path,
@@ -147,16 +148,9 @@ def load_synth_rows(folder: Path) -> list[SynthRow]:
             continue
         cfg = stored["config"]
         rows.append(SynthRow(name=path.name, preset=cfg["preset"], generator=cfg["synth"]["generator"],
-                             epsilon=float(cfg["privacy"]["epsilon"]), spent=_float((run.privacy() or {}).get("epsilon")),
+                             epsilon=float(cfg["privacy"]["epsilon"]), spent=as_float((run.privacy() or {}).get("epsilon")),
                              metrics=run.metrics() or {}, seed=int(cfg.get("seed", stored.get("seed", 0)))))
     return rows
-
-
-def _float(value: Any) -> float | None:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def fmt(value: Any, digits: int = 2) -> str:
@@ -221,7 +215,7 @@ def noise_dominance_note(rows: list[Row]) -> str:
     noise, not what the teachers know. '' otherwise."""
     m = default_teachers(rows)
     seq3 = one([r for r in first_seed(rows) if is_plain(r)], method="seqpate", epsilon=3.0, teachers=m) if m else None
-    std = _float((seq3.privacy if seq3 else {}).get("noise_scale"))
+    std = as_float((seq3.privacy if seq3 else {}).get("noise_scale"))
     if seq3 is None or std is None or not math.isfinite(std) or not std / seq3.teachers > 1:
         return ""
     return (f"SeqPATE's answers here are noise-dominated: at epsilon 3 the noise std is {std:.1f} on a sum of "
@@ -468,7 +462,7 @@ def seqpate_section(rows: list[Row]) -> str:
             + ("\n\n" + OLD_TEACHER_LOSS_NOTE if any(OLD_TEACHER_LOSS in label for label in labels) else ""))
     filt = sorted((r for r in rows if r.method == "seqpate" and r.epsilon == 3.0 and r.ablation == "none"
                    and r.target == "sample" and not r.canaries and r.teachers == m and r.partition == "random"),
-                  key=lambda r: (r.filter.startswith("top-k"), _float(r.filter.split(":")[1]) or 0))
+                  key=lambda r: (r.filter.startswith("top-k"), as_float(r.filter.split(":")[1]) or 0))
     if filt:
         parts.append("## Candidate filtering at epsilon 3 (Table 4)\n\n" + table(
             ["filter", "PPL", "BLEU-4", "queries spent"],

@@ -8,8 +8,8 @@ import streamlit as st
 from core.config import heuristic_reason
 from core.privacy.phrases import summarize_phrase_epsilons
 from core.runs import store
+from core.runs.values import as_str
 from dashboard import charts, loading, tables, widgets, wording
-from dashboard.values import as_str
 
 st.title("Secret phrases")
 st.caption("Phrases are the names private users give themselves (\"my name is X\"; a name counts wherever its word "

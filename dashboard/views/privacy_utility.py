@@ -6,8 +6,8 @@ import pandas as pd
 import streamlit as st
 
 from core.config import OLD_TEACHER_LOSS, OLD_TEACHER_LOSS_NOTE
+from core.runs.values import as_float, as_str
 from dashboard import charts, loading, tables, widgets, wording
-from dashboard.values import as_float, as_str
 
 st.title("Privacy vs utility")
 st.caption("Finished runs of one preset. Private methods are points at their accounted ε (log axis); "

@@ -8,8 +8,8 @@ import streamlit as st
 from core.config import ConfigError, effective_hash
 from core.runs import RunError, jobs
 from core.runs.store import RunDir
+from core.runs.values import as_str  # a record's text field, or None (pandas 3 holds a missing one as NaN)
 from dashboard import estimate, loading, tables, widgets, wording
-from dashboard.values import as_str  # a record's text field, or None (pandas 3 holds a missing one as NaN)
 
 DP_SGD_PROGRESS_NOTE = ("DP-SGD and ADP log no loss of their private training: a batch's loss is computed from "
                         "private sentences without noise, so no epsilon would cover it.")

@@ -13,10 +13,10 @@ import streamlit as st
 from core.config import ConfigError, device_refusal
 from core.runs import jobs
 from core.runs.store import RunDir
+from core.runs.values import as_dict, as_float, as_int
 from core.synth.config import SYNTH_PRESETS
 from dashboard import launch_settings, loading, tables, widgets, wording
 from dashboard.charts import LAYOUT
-from dashboard.values import as_dict, as_float, as_int
 
 GENERATORS = {"filter": "conditional prompting + filter", "pplm": "PPLM, head on frozen model",
               "multitask": "multitask + PPLM (paper)"}

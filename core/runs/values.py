@@ -1,5 +1,6 @@
-"""Fields of run files as the dashboard reads them: a run file may be missing, half-written or garbled (by a
-crash, a full disk or a hand edit), so a field of the wrong type counts as absent instead of failing a page."""
+"""Fields of run files as the run list, the report and the dashboard read them: a run file may be missing,
+half-written or garbled (by a crash, a full disk or a hand edit), so a field of the wrong type counts as absent
+instead of failing a page or a table."""
 
 from __future__ import annotations
 
