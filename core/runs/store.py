@@ -332,6 +332,11 @@ def _maybe_number(text: str) -> Any:
 # ----------------------------------------------------------------------------------------------------------------
 
 
+def jsonl_text(rows: list[dict[str, Any]]) -> str:
+    """Rows as JSON lines (completions.jsonl, a synthetic-data run's samples.jsonl): text as typed, not escaped."""
+    return "".join(json.dumps(row, ensure_ascii=False, allow_nan=True) + "\n" for row in rows)
+
+
 class RunDir:
     """One run folder. `source` is "live" (runs/, writable) or "cached" (cached_runs/, never written)."""
 
@@ -511,8 +516,7 @@ class RunDir:
 
     def write_completions(self, rows: list[dict[str, Any]]) -> None:
         self._check_writable()
-        text = "".join(json.dumps(row, ensure_ascii=False, allow_nan=True) + "\n" for row in rows)
-        atomic_write_text(self.path / COMPLETIONS, text)
+        atomic_write_text(self.path / COMPLETIONS, jsonl_text(rows))
 
     def write_phrases(self, rows: list[dict[str, Any]]) -> None:
         """phrases.csv: the standard columns first, then any extra keys in order of first appearance."""

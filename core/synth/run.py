@@ -24,7 +24,7 @@ from core.base import load_or_train_base
 from core.models import clone, compute_device, cpu_info, set_threads
 from core.privacy.streams import SYNTH_GENERATION, SYNTH_HEAD_INIT, stream_seed
 from core.runs.pipeline import progress_logger
-from core.runs.store import RunDir
+from core.runs.store import RunDir, jsonl_text
 from core.synth.config import SynthConfig
 from core.synth.evaluate import (
     classifier_accuracy,
@@ -158,12 +158,6 @@ def _csv(points: list[dict]) -> str:
     return buf.getvalue()
 
 
-def _jsonl(rows: list[dict]) -> str:
-    import json
-
-    return "".join(json.dumps(r, ensure_ascii=False, allow_nan=True) + "\n" for r in rows)
-
-
 # ------------------------------------------------------------------------------------------------------------
 # The run
 # ------------------------------------------------------------------------------------------------------------
@@ -245,7 +239,7 @@ def execute(job: SynthJob, run: RunDir, should_stop: Callable[[], bool] = lambda
     })
     private = math.isfinite(privacy["epsilon"])
     run.write_privacy(privacy)
-    run.write_text(SAMPLES, _jsonl(samples))
+    run.write_text(SAMPLES, jsonl_text(samples))
     run.write_text(EMBEDDINGS, _csv(points))
     # completions.jsonl (required by the run format): the samples, prompt as prefix, no reference
     run.write_completions([{"index": i, "prefix": f"BOS {s['label']} SEP", "reference": "", "completion": s["text"],
