@@ -292,7 +292,8 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower() or "run"
 
 
-def _eps_label(epsilon: float | str | None) -> str:
+def eps_label(epsilon: float | str | None) -> str:
+    """An epsilon as run names write it: 3, 0.5, 1e-06, inf ("na" where there is none)."""
     value = as_float(epsilon)
     if value is None or math.isnan(value):
         return "na"
@@ -306,7 +307,7 @@ def new_run_id(method: str, epsilon: float | str | None) -> str:
     changes it: pub-gpt-eps0, pri-gpt-epsinf), 4 random hex digits."""
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     fixed = fixed_epsilon(method)
-    label = _eps_label(fixed if fixed is not None else epsilon)
+    label = eps_label(fixed if fixed is not None else epsilon)
     return f"{stamp}-{_slug(method)}-eps{label}-{secrets.token_hex(2)}"
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import signal
 import sys
 import threading
@@ -12,14 +11,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from core.config import ConfigError, RunConfig, effective_config, preset_config
+from core.runs.registry import eps_label
 
 EPSILONS = (0.5, 1.0, 2.0, 3.0, 5.0, 8.0)
 REFERENCES = ("pri-gpt", "pub-gpt", "pub-gpt+pseudo")
 DP_METHODS = ("seqpate", "noisysgd", "noisysgd+pseudo", "noisysgd-gc+pseudo")
-
-
-def eps_name(eps: float) -> str:
-    return "inf" if math.isinf(eps) else f"{eps:g}"
 
 
 def plan_tradeoff() -> Iterator[tuple[str, dict]]:
@@ -28,7 +24,7 @@ def plan_tradeoff() -> Iterator[tuple[str, dict]]:
         yield method, {"method": method}
     for method in DP_METHODS:
         for eps in EPSILONS:
-            yield f"{method}-eps{eps_name(eps)}", {"method": method, "privacy__epsilon": eps}
+            yield f"{method}-eps{eps_label(eps)}", {"method": method, "privacy__epsilon": eps}
 
 
 def plan_ablation() -> Iterator[tuple[str, dict]]:
@@ -68,7 +64,7 @@ def plan_phrases(preset: str) -> Iterator[tuple[str, dict]]:
         by_user["seqpate__teachers"] = BY_USER_TEACHERS[preset]
     yield "phrases-pri-gpt", {"method": "pri-gpt", **common}
     for eps in (3.0, 5.0):
-        tag = f"avg{eps_name(eps)}"
+        tag = f"avg{eps_label(eps)}"
         target = {"privacy__epsilon": eps, "privacy__target": "phrase-avg", **common}
         yield f"phrases-seqpate-{tag}", {**by_user, **target}
         yield f"phrases-noisysgd-gc-{tag}", {"method": "noisysgd-gc+pseudo", **target}
@@ -94,7 +90,7 @@ def plan_adp() -> Iterator[tuple[str, dict]]:
     """Seed 002: adaptive DP-SGD at epsilon 3 and 8 (valid epsilon); plain DP-SGD at the same epsilons is in the
     tradeoff plan (noisysgd-eps3, noisysgd-eps8)."""
     for eps in (3.0, 8.0):
-        yield f"adp-eps{eps_name(eps)}", {"method": "adp", "privacy__epsilon": eps}
+        yield f"adp-eps{eps_label(eps)}", {"method": "adp", "privacy__epsilon": eps}
 
 
 PLANS: dict[str, Callable[[str], Iterator[tuple[str, dict]]]] = {  # preset name -> (run name, overrides)
