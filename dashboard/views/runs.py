@@ -370,8 +370,8 @@ else:
     if note and same_settings:  # copies whose results may still differ
         st.warning(note, icon=":material/warning:")
     diff = loading.config_diff(config_a, config_b)
-    if diff.empty:
-        st.success("Same config.")
+    if diff.empty:  # green only where nothing else tells the two apart (a projected page hid the warning's reason)
+        (st.info("Same config, but the base models may differ (above).") if note else st.success("Same config."))
     else:
         if same_settings:  # the method is part of the effective config
             finished = record_a["state"] == record_b["state"] == "done"  # the result pages show finished runs only

@@ -323,12 +323,12 @@ def test_compare_warns_when_two_runs_stand_on_other_base_models(roots, app_page)
     at = app_page("runs")
     at.selectbox(key="runs_cmp_a").set_value("mine").run()
     assert at.selectbox(key="runs_cmp_b").value == "shipped"  # B opens on the shipped run of A's config
-    assert [s.value for s in at.success] == ["Same config."]
+    assert not at.success and [s.value for s in at.info] == ["Same config, but the base models may differ (above)."]
     [warning] = [w.value for w in at.warning]
     assert warning.startswith("A (PPL 989.01) and B (PPL 909.34): one was made on this machine, the other is a "
                               "shipped run") and "can differ by more than their configs" in warning
     at.selectbox(key="runs_cmp_b").set_value("mine-again").run()  # one base model: nothing to warn about
-    assert not at.warning
+    assert not at.warning and [s.value for s in at.success] == ["Same config."]
     with_base(RunDir(roots["live"] / "mine-again"), "ffffffffffffffff")
     at.run()
     [warning] = [w.value for w in at.warning]
