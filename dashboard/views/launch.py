@@ -276,7 +276,8 @@ def how_long(run_configs: dict, records: list[dict]) -> str:
             if base else "")
     return ("How long, the base model aside: " + "; ".join(parts) + ". Where this machine has no base model for "
             f"this preset and seed yet (a fresh clone's first run), training one comes on top{size}, as does time "
-            "waiting for other jobs.")
+            "waiting for other jobs; anything else busy on this machine's cores (another job, pages drawing "
+            "charts) slows it down.")
 
 
 n_jobs = len(configs)
