@@ -271,11 +271,13 @@ def cmd_job(args) -> int:
 
 
 def cmd_sweep(args) -> int:
-    from core.runs.pipeline import Cancelled
-    from core.runs.sweep import run_plan
+    from core.runs.sweep import plan_configs, run_plan
 
     thread_setting()  # refused before any run of the plan starts
     check_device()
+    plan_configs(args.plan, args.preset, seed=args.seed)  # an unknown plan is refused before torch loads (5 s)
+    from core.runs.pipeline import Cancelled
+
     try:  # run_plan handles SIGTERM: a Cancel of one of its runs stops that run, not the sweep
         done = run_plan(args.plan, args.preset, Path(args.out), seed=args.seed)
     except (Cancelled, KeyboardInterrupt):
@@ -427,16 +429,17 @@ def cmd_compare(args) -> int:
 
 
 def cmd_complete(args) -> int:
-    from core.runs.live import complete_prefix
     from core.runs.registry import listed_id
     from core.runs.store import RunError
-    from core.tokenizer import ModelLoadError
 
     check_seed(args.seed)  # as every other command's
     check_device()  # the saved models sample where SEQPATE_DEVICE says, as runs compute
+    runs = [named_run(ref) for ref in args.runs]  # a run named wrong is refused before torch loads (5 s)
+    from core.runs.live import complete_prefix
+    from core.tokenizer import ModelLoadError
+
     out = []
-    for ref in args.runs:
-        run = named_run(ref)
+    for run in runs:
         try:
             row = {"run": listed_id(run), "completion": complete_prefix(run, args.prefix, seed=args.seed)}
             if not row["completion"]:  # a blank reads as a fault: the model's first token ended the text

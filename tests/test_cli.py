@@ -681,3 +681,13 @@ def test_no_run_folder_takes_the_name_the_listings_give_a_shipped_run(tmp_path):
     assert out.returncode == 2 and "is how the run listings name a shipped run; choose another" in out.stderr
     assert not (tmp_path / "tiny-pub-gpt (shipped)").exists()
     assert not is_safe_run_id("tiny-pub-gpt (shipped)") and is_safe_run_id("tiny-pub-gpt (mine)")
+
+
+def test_a_wrong_plan_or_run_name_is_refused_before_torch_loads():
+    """`sweep --plan nosuch` and `complete nosuchrun` loaded torch and transformers (about 5 s) before saying so."""
+    for argv, message in ([["sweep", "--plan", "nosuch", "--preset", "tiny"], "unknown plan 'nosuch'"],
+                          [["complete", "nosuchrun", "--prefix", "hi"], "no run named 'nosuchrun'"]):
+        code = ("import sys\nfrom core.cli import main\ntry:\n    main(%r)\nexcept SystemExit:\n    pass\n"
+                "print('torch' in sys.modules)" % (argv,))
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        assert message in out.stderr and out.stdout.strip() == "False", (argv, out.stdout, out.stderr)
