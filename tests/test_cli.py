@@ -687,7 +687,7 @@ def test_a_wrong_plan_or_run_name_is_refused_before_torch_loads():
     """`sweep --plan nosuch` and `complete nosuchrun` loaded torch and transformers (about 5 s) before saying so."""
     for argv, message in ([["sweep", "--plan", "nosuch", "--preset", "tiny"], "unknown plan 'nosuch'"],
                           [["complete", "nosuchrun", "--prefix", "hi"], "no run named 'nosuchrun'"]):
-        code = ("import sys\nfrom core.cli import main\ntry:\n    main(%r)\nexcept SystemExit:\n    pass\n"
-                "print('torch' in sys.modules)" % (argv,))
+        code = (f"import sys\nfrom core.cli import main\ntry:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+                "print('torch' in sys.modules)")
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
         assert message in out.stderr and out.stdout.strip() == "False", (argv, out.stdout, out.stderr)
