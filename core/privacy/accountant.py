@@ -11,8 +11,9 @@ Two accountants, picked by what was released (and a third answer for Laplace alo
   any grid (see PLD_DISCRETIZATION for the grid chosen).
 - Laplace releases only: the smaller of the PLD's epsilon and basic composition of pure DP (sum of count / b
   per unit of L1 sensitivity), both upper bounds; the latter stays finite where the PLD gives up.
-RDP is deliberately not used: it is 10-15% loose for DP-SGD (q 0.01, z 1, 1,000 steps, delta 1e-6: RDP 2.4367,
-PLD 2.1245) and would make methods incomparable.
+RDP is deliberately not used: it is looser for DP-SGD (q 0.01, z 1, 1,000 steps, delta 1e-6: RDP 2.4367, PLD
+2.1245; 10-30% above the PLD on the shipped runs, e.g. 3.896 against 2.999 for quick NoisySGD, by an audit on
+2026-11-27) and would make methods incomparable.
 """
 
 from __future__ import annotations

@@ -81,6 +81,12 @@ def test_dpsgd_and_adp_runs():
     assert "Timing: each line's time in progress.jsonl and (a job's) log.txt, the start, progress and end times in " \
         "status.json and the durations in metrics.json" in text and "No epsilon covers that side channel" in text
     assert "how many sentences each sampled batch holds" in text
+    # an auditor: the statements never said the evaluation on private test sentences is outside the guarantee
+    assert "- Outside the epsilon: the model is evaluated on private test sentences, which it never trained on" in text
+    assert "(test_nll.csv)" in text and "(completions.jsonl)" in text
+    assert "per-sentence gradient clipping and Gaussian" in text  # no norm recorded: none claimed
+    clipped = privacy_statement(micro_config(method="noisysgd"), {**privacy, "max_grad_norm": 1.0}, {})
+    assert "per-sentence gradient clipping to norm 1 and Gaussian noise (multiplier 0.8) over 100 steps." in clipped
 
 
 def test_adp_states_the_multiplier_its_steps_are_accounted_at():
@@ -109,6 +115,12 @@ def test_user_batches_state_zero_out_neighbours():
     text = privacy_statement(micro_config(method="noisysgd", dpsgd__batching="users"), privacy, {})
     assert "removing its content changes the probability" in text and "adding or removing" not in text
     assert "zero-out" in text and "sensitivity 2C" in text and "treated as public" in text
+    # an auditor: the user-batch statements gave neither the noise multiplier nor how many releases a sentence is in
+    recorded = privacy_statement(micro_config(method="noisysgd", dpsgd__batching="users"),
+                                 {**privacy, "noise_multiplier": 2.0, "max_grad_norm": 1.0, "steps": 15}, {})
+    assert ("per-sentence gradient clipping to norm 1 and Gaussian noise (multiplier 2) on each batch's summed "
+            "gradient (15 steps). A sentence sits in one batch per epoch, so it is in 3 Gaussian releases") in recorded
+    assert "Outside the epsilon: the model is evaluated on private test sentences" in recorded
     adp = privacy_statement(micro_config(method="adp"), {**privacy, "statement": "Treat the ADP run as a heuristic.",
                                                           "epsilon_claimed": 1.2}, {})
     assert "ADP caveat" in adp and "heuristic" in adp and "not a guarantee" in adp
