@@ -103,8 +103,14 @@ def fmt_num(value: Any, digits: int = 2) -> str:
 
 def fmt_noise(value: float) -> str:
     """A noise level a reader may type back into a box: six significant digits (σ 69.0436 at Q 1,000, ε 3; shown as
-    69.04, typed back it answered 999 queries), with thousands separated rather than in e-notation."""
-    return f"{value:,.1f}" if value >= 1000 else f"{value:.6g}"
+    69.04, typed back it answered 999 queries), rounded up, so that typed back it buys at least the queries and at
+    most the ε that made it; thousands separated rather than in e-notation."""
+    if not (math.isfinite(value) and value > 0):
+        return f"{value:g}"
+    decimals = max(1, 5 - math.floor(math.log10(value)))
+    scale = 10 ** decimals
+    text = f"{math.ceil(round(value * scale, 6)) / scale:,.{decimals}f}"  # round first: 1.1 * 10 is 11.000000000000002
+    return text.rstrip("0").rstrip(".") if value < 1000 else text
 
 
 def statement_body(markdown: str) -> str:

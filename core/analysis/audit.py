@@ -30,6 +30,7 @@ from core.data.secrets import (
     secret_phrases,
 )
 from core.privacy import epsilon_from_events, events_from_dicts
+from core.runs.store import TEST_NLL
 
 STATEMENT = "statement.md"
 CANARIES = "canaries.json"
@@ -204,7 +205,8 @@ def audit_run_dir(path: str | Path) -> dict[str, Any]:
     if metrics.get("exposure"):
         updated["exposure_note"] = EXPOSURE_FROM_RUN
     run.write_metrics(updated)
-    run.write_text(STATEMENT, privacy_statement(cfg, privacy, updated, info, run.run_id))
+    run.write_text(STATEMENT, privacy_statement(cfg, privacy, updated, info, run.run_id,
+                                                has_test_nll=(run.path / TEST_NLL).is_file()))
     labels = privacy_labels(cfg)  # a run made before privacy.json carried them gets them; its numbers stay as they are
     relabelled = any(privacy.get(key) != value for key, value in labels.items())
     if relabelled:

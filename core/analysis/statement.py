@@ -142,12 +142,14 @@ def privacy_statement(
     metrics: dict[str, Any],
     phrase_info: dict[str, Any] | None = None,
     run_id: str = "",
+    has_test_nll: bool = True,
 ) -> str:
     """statement.md of a text-generation run: what is protected and how strongly, the secret phrases' epsilons,
-    and the empirical checks (leak rate, canary exposure)."""
+    and the empirical checks (leak rate, canary exposure). has_test_nll: the run keeps test_nll.csv (every run
+    made since 2026-11-23 does)."""
     kind = mechanism_kind(cfg.method, privacy)
     lines = [f"# Privacy statement: {run_id or 'run'} ({cfg.method})", ""]
-    lines += _guarantee_lines(cfg, privacy, kind)
+    lines += _guarantee_lines(cfg, privacy, kind, has_test_nll)
     lines += _phrase_lines(cfg, privacy, metrics, phrase_info or {}, kind)
     lines += _empirical_lines(metrics)
     lines += ["", "Completions and phrases.csv quote private text; share them as you would the private data.", ""]
@@ -170,7 +172,7 @@ def adp_mechanism_line(privacy: dict[str, Any]) -> str:
             f"{privacy.get('steps')} steps.")
 
 
-def _guarantee_lines(cfg, privacy: dict[str, Any], kind: str) -> list[str]:
+def _guarantee_lines(cfg, privacy: dict[str, Any], kind: str, has_test_nll: bool = True) -> list[str]:
     """## What is protected, and how strongly."""
     method = cfg.method
     eps = privacy.get("epsilon")
@@ -256,15 +258,17 @@ def _guarantee_lines(cfg, privacy: dict[str, Any], kind: str) -> list[str]:
                 f"{_num(privacy.get('noise_multiplier'), 4)}) over {privacy.get('steps')} steps.",
             ]
         elif kind == KIND_USER_BATCHES:
-            releases = sum(int(e.get("count") or 0) for e in privacy.get("events") or [] if isinstance(e, dict))
+            releases = sum(e.get("count") for e in privacy.get("events") or []
+                           if isinstance(e, dict) and isinstance(e.get("count"), int))
+            steps = f" ({privacy['steps']} steps)" if isinstance(privacy.get("steps"), int) else ""
             lines += [
                 "- Mechanism: DP-SGD with fixed batches that keep each user's sentences together (\"batching "
                 f"users\", App. M), per-sentence gradient clipping{_clip_norm(privacy)} and Gaussian noise "
-                f"(multiplier {_num(privacy.get('noise_multiplier'), 4)}) on each batch's summed gradient "
-                f"({privacy.get('steps')} steps). A sentence sits in one batch per epoch, so it is in {releases} "
-                "Gaussian releases, composed exactly; no subsampling amplification.",
+                f"(multiplier {_num(privacy.get('noise_multiplier'), 4)}) on each batch's summed gradient{steps}. "
+                "A sentence sits in one batch per epoch, so it is in one Gaussian release per epoch"
+                + (f" ({releases} here)" if releases else "") + ", composed exactly; no subsampling amplification.",
             ]
-        lines.append(EVALUATION_OUTSIDE)
+        lines.append(evaluation_outside(has_test_nll))
         if method == "adp":
             lines += ["", "**ADP caveat.** " + str(privacy.get("statement", "")).strip(),
                       f"- The ADP paper's own accounting would claim epsilon "
@@ -296,13 +300,14 @@ def _clip_norm(privacy: dict[str, Any]) -> str:
     return f" to norm {_num(norm, 4)}" if isinstance(norm, (int, float)) and not isinstance(norm, bool) else ""
 
 
-# a private LM run's evaluation reads private test sentences (held out of training, so outside the guarantee)
-EVALUATION_OUTSIDE = (
-    "- Outside the epsilon: the model is evaluated on private test sentences, which it never trained on, so the "
-    "guarantee above does not cover them. The test perplexity and BLEU (metrics.json), the per-sentence losses "
-    "(test_nll.csv), the completions of private test prefixes beside their true continuations (completions.jsonl) "
-    "and the name leak counts are computed from those sentences without noise, and the secret-phrase counts below "
-    "from the private training set. Share them as you would the private data.")
+def evaluation_outside(has_test_nll: bool) -> str:
+    """A private LM run's evaluation reads private test sentences, held out of training, so outside its epsilon."""
+    losses = "the per-sentence losses (test_nll.csv), " if has_test_nll else ""
+    return ("- Outside the epsilon: the model is evaluated on private test sentences, which it never trained on, so "
+            "the epsilon above does not cover them. The test perplexity and BLEU (metrics.json), " + losses +
+            "the completions of private test prefixes beside their true continuations (completions.jsonl) and the "
+            "name leak counts are computed from those sentences without noise, and any secret-phrase counts "
+            "(phrases.csv) from the private training set. Share them as you would the private data.")
 
 
 def _phrase_lines(cfg, privacy: dict[str, Any], metrics: dict[str, Any], info: dict[str, Any],

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from dashboard import loading, tables, widgets
+from dashboard import loading, tables, widgets, wording
 from dashboard.diagram import PIPELINE_DOT
 
 PRIVACY_CARD_WIDTH = 260  # px: three fit beside the sidebar from a 1,280 px screen up (at 200, four made a caveat a column
@@ -102,8 +102,9 @@ if "ε is" in table and table["ε is"].fillna("").str.contains("measurement").an
                "accountant gives at their noise level, not a proven DP bound. A run launched now draws its noise "
                "from a stream of its own, and its ε is a guarantee (a heuristic for Adaptive DP either way).")
 leaks = table["R_name"].dropna() if "R_name" in table else []
-if len(leaks) and (leaks == 0).all():  # Pri-GPT's 0% too: the column cannot tell methods apart here
-    st.caption("R_name is 0% in every row, the non-private Pri-GPT's included"
+if len(leaks) and (leaks == 0).all():  # the column tells no method apart here, not even the unprotected one
+    unprotected = table.loc[leaks.index, "Method"].eq(wording.method_label("pri-gpt")).any()
+    st.caption("R_name is 0% in every row" + (", the non-private Pri-GPT's included" if unprotected else "")
                + (f": {scope}" if (scope := tables.leak_scope(pool)) else "")
                + ". The Phrases page's canary exposure (secrets planted 1, 10 and 100 times) measures memorisation "
                "directly.")

@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -68,9 +69,10 @@ def flat_seqpate_note() -> None:
     why (REPORT.md's controls), rather than leave a flat line for the reader to explain."""
     at_defaults = loading.at_defaults(main[main["method"] == "seqpate"])  # not the variants beside the line
     ppl = at_defaults.groupby("epsilon_target")["ppl"].mean().dropna()
+    ppl = ppl[np.isfinite(ppl)]  # an inf perplexity has no spread to speak of
     if len(ppl) < 3 or ppl.min() <= 0 or (ppl.max() - ppl.min()) / ppl.min() > FLAT_SPREAD:
         return
-    st.caption(f"SeqPATE's perplexity is flat here: {ppl.min():,.2f} to {ppl.max():,.2f} over target ε "
+    st.caption(f"SeqPATE's perplexity is flat here: between {ppl.min():,.2f} and {ppl.max():,.2f} across target ε "
                f"{wording.fmt_eps(ppl.index.min())} to {wording.fmt_eps(ppl.index.max())}, a spread of "
                f"{(ppl.max() - ppl.min()) / ppl.min():.1%}. "
                + ("No noise at all (ε = ∞) gives about the same: at this preset the teachers' answers barely "

@@ -84,6 +84,10 @@ def test_dpsgd_and_adp_runs():
     # an auditor: the statements never said the evaluation on private test sentences is outside the guarantee
     assert "- Outside the epsilon: the model is evaluated on private test sentences, which it never trained on" in text
     assert "(test_nll.csv)" in text and "(completions.jsonl)" in text
+    # a shipped run made before test_nll.csv existed is not told it has one (48 of 79 were)
+    older = privacy_statement(micro_config(method="noisysgd"), privacy, {"phrase_summary": SUMMARY},
+                              has_test_nll=False)
+    assert "test_nll.csv" not in older and "BLEU (metrics.json), the completions of private test prefixes" in older
     assert "per-sentence gradient clipping and Gaussian" in text  # no norm recorded: none claimed
     clipped = privacy_statement(micro_config(method="noisysgd"), {**privacy, "max_grad_norm": 1.0}, {})
     assert "per-sentence gradient clipping to norm 1 and Gaussian noise (multiplier 0.8) over 100 steps." in clipped
@@ -119,8 +123,13 @@ def test_user_batches_state_zero_out_neighbours():
     recorded = privacy_statement(micro_config(method="noisysgd", dpsgd__batching="users"),
                                  {**privacy, "noise_multiplier": 2.0, "max_grad_norm": 1.0, "steps": 15}, {})
     assert ("per-sentence gradient clipping to norm 1 and Gaussian noise (multiplier 2) on each batch's summed "
-            "gradient (15 steps). A sentence sits in one batch per epoch, so it is in 3 Gaussian releases") in recorded
+            "gradient (15 steps). A sentence sits in one batch per epoch, so it is in one Gaussian release per "
+            "epoch (3 here), composed exactly") in recorded
     assert "Outside the epsilon: the model is evaluated on private test sentences" in recorded
+    garbled = privacy_statement(micro_config(method="noisysgd", dpsgd__batching="users"),
+                                {**privacy, "events": [{**privacy["events"][0], "count": "x"}]}, {})  # read as absent, not a traceback
+    assert "summed gradient. A sentence sits in one batch per epoch, so it is in one Gaussian release per epoch, " \
+        "composed" in garbled
     adp = privacy_statement(micro_config(method="adp"), {**privacy, "statement": "Treat the ADP run as a heuristic.",
                                                           "epsilon_claimed": 1.2}, {})
     assert "ADP caveat" in adp and "heuristic" in adp and "not a guarantee" in adp

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 
 from apptest_helpers import texts
 from fake_runs import write_run
@@ -299,6 +300,8 @@ def test_the_leak_rates_help_says_how_little_a_zero_can_show(roots, app_page):
     pri = RunDir(roots["cached"] / "pri")
     pri.write_metrics({**pri.metrics(), "r_name": 0.125})  # a column that tells the methods apart needs no note
     assert not any(x.value.startswith("R_name is 0%") for x in app_page().caption)
+    shutil.rmtree(pri.path)  # no Pri-GPT row: none is named
+    assert any(x.value.startswith("R_name is 0% in every row: it looks for 4 private") for x in app_page().caption)
 
 
 def test_a_measured_epsilon_is_explained_on_the_page_not_only_in_a_tooltip(roots, app_page):

@@ -713,7 +713,8 @@ def test_curves_say_when_seqpates_line_is_flat_and_why(roots, app_page):
     at = app_page("privacy_utility")
     captions = " ".join(x.value for x in at.caption)
     assert not at.exception and "Noise-dominated" not in captions
-    assert ("SeqPATE's perplexity is flat here: 905.20 to 909.40 over target ε 0.5 to 8, a spread of 0.5%. At this "
+    assert ("SeqPATE's perplexity is flat here: between 905.20 and 909.40 across target ε 0.5 to 8, a spread of "
+            "0.5%. At this "
             "preset the teachers' answers barely change the student.") in captions
     write_run(roots["cached"], "seq-epsinf", "seqpate", epsilon=math.inf, ppl=907.0)
     captions = " ".join(x.value for x in app_page("privacy_utility").caption)

@@ -94,7 +94,8 @@ def test_calculator_modes_keep_what_was_typed_and_answer_each_other(roots, app_p
     at.text_input(key="calc_sp_eps").input("0.01").run()
     at.number_input(key="calc_sp_queries").set_value(1e12).run()
     std = gaussian_noise_multiplier(0.01, 1e-6, 10**12) * math.sqrt(2)
-    assert metrics(at)["noise std σ"] == fmt_noise(std) == f"{std:,.1f}"  # 433,244,856.9, not 4.332e+08
+    shown = metrics(at)["noise std σ"]
+    assert shown == fmt_noise(std) and "," in shown and "e" not in shown  # 433,244,856.9, not 4.332e+08
     at.radio(key="calc_sp_mode").set_value("ε from noise").run()
     assert at.number_input(key="calc_sp_std").value == 1e6 and not at.error
 
@@ -322,3 +323,15 @@ def test_no_page_accepts_a_path_as_run_id(roots):
     for bad in (str(roots["cached"] / "seq"), "../cached_runs/seq", "..", "/etc"):
         with pytest.raises(RunNotFoundError):
             loading.get_run(bad)
+
+
+@pytest.mark.parametrize(("epsilon", "queries"), [(3.0, 1000), (0.05, 1000), (0.3, 5000), (1.0, 2000), (8.0, 10)])
+def test_a_noise_level_typed_back_as_shown_buys_the_queries_that_made_it(epsilon, queries):
+    """σ 69.0436 shown as 69.04 answered 999 queries for 1,000; at five digits (3,097.9 for ε 0.05) so did half
+    of the σ above 1,000 a review tried. Shown rounded up to six digits, typed back it answers at least Q."""
+    from dashboard import privacy_math
+
+    std = privacy_math.seqpate_noise(epsilon, 1e-6, queries)["std"]
+    typed = float(fmt_noise(std).replace(",", ""))
+    assert typed >= std and (typed - std) / std < 1e-5
+    assert privacy_math.seqpate_max_queries(epsilon, 1e-6, typed) >= queries

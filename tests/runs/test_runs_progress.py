@@ -106,7 +106,7 @@ def test_the_pseudo_data_log_their_end_as_well_as_their_start(monkeypatch: pytes
 
     lines: list[tuple[str, dict]] = []
     monkeypatch.setattr(pseudo, "pseudo_sentences", lambda *args: (lines.append(("computing", {})), ["a b", "c d"])[1])
-    ws = SimpleNamespace(cfg=RunConfig(), base_model=None, tokenizer=None, base_key="key",
+    ws = SimpleNamespace(cfg=RunConfig(), base_model=None, tokenizer=None, base_model_key="key",
                          data=SimpleNamespace(public_train=[SimpleNamespace(text="one two three four five six")] * 2),
                          log=lambda stage, **fields: lines.append((stage, fields)))
     assert pipeline.Workspace.pseudo.func(ws) == ["a b", "c d"]
