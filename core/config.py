@@ -534,6 +534,14 @@ OLD_TEACHER_LOSS_NOTE = (f"Rows {OLD_TEACHER_LOSS} took the -KL cross-entropy ov
                          "take it over the vocabulary, as PATE trains its student (cached_runs/NOTES.md measures both).")
 
 
+# Table 4's top-k 1 under the KL loss: the paper renormalises the student's distribution over the candidates (Sec.
+# 4.3), and over one candidate both distributions are 1 there, so the KL is 0 whatever the answer says
+ONE_CANDIDATE_NOTE = ("top-k:1: with one candidate the KL to the teachers' answer is 0 (the student's distribution is "
+                      "renormalised over the candidates, as the paper's Sec. 4.3 writes), so its answers spend the "
+                      "query budget and teach the student nothing: its row is the distillation stage with the "
+                      "pseudo-label loss alone.")
+
+
 def ablation_label(ablation: str, metrics: dict[str, Any]) -> str:
     """An ablation's name in result tables. A finished run that records no teacher_loss predates 2026-11-27,
     when the -KL cross-entropy (in -kl and -all) was taken over the candidate set instead of the vocabulary;

@@ -18,6 +18,7 @@ from typing import Any
 from core.config import (
     OLD_TEACHER_LOSS,
     OLD_TEACHER_LOSS_NOTE,
+    ONE_CANDIDATE_NOTE,
     VARIANT_FIELDS,
     ConfigError,
     ablation_label,
@@ -466,7 +467,8 @@ def seqpate_section(rows: list[Row]) -> str:
     if filt:
         parts.append("## Candidate filtering at epsilon 3 (Table 4)\n\n" + table(
             ["filter", "PPL", "BLEU-4", "queries spent"],
-            [[r.filter, r.ppl, r.bleu4, r.metrics.get("queries_spent")] for r in filt]))
+            [[r.filter, r.ppl, r.bleu4, r.metrics.get("queries_spent")] for r in filt])
+            + ("\n\n" + ONE_CANDIDATE_NOTE if any(r.filter == "top-k:1" for r in filt) else ""))
     teach = sorted((r for r in rows if r.method == "seqpate" and r.epsilon == 3.0 and r.ablation == "none"
                     and r.filter == preset_filter(r.preset) and r.target == "sample" and not r.canaries
                     and r.partition == "random"), key=lambda r: r.teachers)

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from core.config import OLD_TEACHER_LOSS, OLD_TEACHER_LOSS_NOTE
+from core.config import OLD_TEACHER_LOSS, OLD_TEACHER_LOSS_NOTE, ONE_CANDIDATE_NOTE
 from core.runs.values import as_float, as_str
 from dashboard import charts, loading, tables, widgets, wording
 
@@ -174,6 +174,8 @@ def show_filters() -> None:
     noise_dominance_note()
     st.dataframe(small_table(filters, "filter", filters["filter"], order=loading.filter_order), hide_index=True,
                  width="stretch", column_config=metric_cols)
+    if (filters["filter"] == "top-k:1").any():
+        st.caption(ONE_CANDIDATE_NOTE)
 
 
 def show_teacher_curve() -> None:

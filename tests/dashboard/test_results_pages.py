@@ -110,6 +110,11 @@ def test_privacy_utility_chart_has_points_and_reference_lines(results, app_page)
     write_run(results, "seq-topk100", "seqpate", epsilon=3.0, filter="top-k:100", bleu4=2.0)
     filters = open_tab(at, "pu_tab", "Candidate filters (Table 4)").dataframe[0].value
     assert list(filters["filter"]) == ["top-k:50", "top-k:100", "top-p:0.95"]  # by number, not as text
+    assert not any("top-k:1:" in x.value for x in at.caption)
+    write_run(results, "seq-topk1", "seqpate", epsilon=3.0, filter="top-k:1", bleu4=1.0)
+    tab = open_tab(at, "pu_tab", "Candidate filters (Table 4)")  # its KL over one candidate is 0: the tab says so
+    assert any(x.value.startswith("top-k:1: with one candidate the KL to the teachers' answer is 0")
+               for x in tab.caption)
     from dashboard.loading import filter_order
 
     assert sorted(["top-k:100", None, "top-k:50", "garbled"], key=filter_order)[:2] == ["top-k:50", "top-k:100"]

@@ -102,6 +102,9 @@ def test_a_preset_whose_default_filter_is_top_k_keeps_its_default_run_in_table_1
     table4 = next(c for c in found if c.text.startswith("Table 4"))  # top-p 0.95 against the top-k runs
     assert [(what.split(" (")[0], outcome) for what, outcome in table4.checks] == [("seq-top-p", FAILS)]
     assert "vs seq (PPL 100.0" in table4.checks[0][0]
+    assert "with one candidate the KL" not in build_report(tmp_path)
+    write_run(tmp_path, "seq-k1", "seqpate", preset="quick", epsilon=3.0, filter="top-k:1", ppl=130.0)
+    assert "top-k:1: with one candidate the KL to the teachers' answer is 0" in build_report(tmp_path)  # under Table 4
 
 
 def test_claims_without_runs_say_so_and_report_quotes_run_numbers(tmp_path):
