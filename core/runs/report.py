@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,6 @@ from core.config import (
     OLD_TEACHER_LOSS_NOTE,
     ONE_CANDIDATE_NOTE,
     VARIANT_FIELDS,
-    ConfigError,
     ablation_label,
     effective_hash,
     preset_value,
@@ -29,7 +28,7 @@ from core.config import (
 from core.runs.compare import NotComparableError, PerplexityComparison, compare_runs, compare_runs_bleu
 from core.runs.store import RunDir, base_models_note, is_synth, plainest_first
 from core.runs.values import as_float
-from core.synth.config import synth_config
+from core.synth.config import synth_other_settings
 
 # The paper's Table 1 (AirDialog, sample-level, epsilon 3): PPL, BLEU-4. Quoted for scale only: our corpus,
 # model and data sizes differ, so only orderings are compared.
@@ -111,31 +110,6 @@ class SynthRow:
     spent: float | None
     metrics: dict
     seed: int = 0
-
-
-# synth fields only some generators read (core.synth.run, core.synth.train): another's value is no setting of theirs
-SYNTH_FIELDS_READ_BY = {"filter_": ("filter",), "pplm_": ("pplm", "multitask"), "disc_weight": ("multitask",),
-                        "multitask_clipping": ("multitask",)}
-
-
-def synth_field_read(field: str, generator: str | None) -> bool:
-    """Whether a synthetic-data run of this generator reads this SynthConfig field (SYNTH_FIELDS_READ_BY)."""
-    readers = [g for prefix, g in SYNTH_FIELDS_READ_BY.items() if field.startswith(prefix)]
-    return not readers or generator in readers[0]
-
-
-def synth_other_settings(cfg: dict) -> dict[str, Any]:
-    """The settings a synthetic-data run's config records that differ from its preset's, its generator, epsilon and
-    seed aside: the synthetic-data table compares runs at the preset's settings (a run on a user's csv of two labels
-    read as a chitchat result there)."""
-    synth = cfg.get("synth") or {}
-    preset = synth.get("preset", cfg.get("preset"))
-    try:
-        defaults = asdict(synth_config(str(preset)))
-    except ConfigError:
-        return {"preset": preset}
-    return {f"synth.{k}": v for k, v in synth.items() if k in defaults and k not in ("generator", "epsilon", "seed")
-            and v != defaults[k] and synth_field_read(k, synth.get("generator"))}
 
 
 def load_synth_rows(folder: Path) -> list[SynthRow]:

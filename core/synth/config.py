@@ -177,3 +177,28 @@ def validate(cfg: SynthConfig) -> SynthConfig:
         if not getattr(cfg, name) > 0:
             raise ConfigError(f"{name} must be > 0, got {getattr(cfg, name)}")
     return cfg
+
+
+# synth fields only some generators read (core.synth.run, core.synth.train): another's value is no setting of theirs
+SYNTH_FIELDS_READ_BY = {"filter_": ("filter",), "pplm_": ("pplm", "multitask"), "disc_weight": ("multitask",),
+                        "multitask_clipping": ("multitask",)}
+
+
+def synth_field_read(field: str, generator: str | None) -> bool:
+    """Whether a synthetic-data run of this generator reads this SynthConfig field (SYNTH_FIELDS_READ_BY)."""
+    readers = [g for prefix, g in SYNTH_FIELDS_READ_BY.items() if field.startswith(prefix)]
+    return not readers or generator in readers[0]
+
+
+def synth_other_settings(cfg: dict) -> dict[str, Any]:
+    """The settings a synthetic-data run's config records that differ from its preset's, its generator, epsilon and
+    seed aside: REPORT.md's table and the Synthetic data page compare runs at the preset's settings (a run on a
+    user's csv of two labels read as a chitchat result there, and was averaged into its cells)."""
+    synth = cfg.get("synth") or {}
+    preset = synth.get("preset", cfg.get("preset"))
+    try:
+        defaults = dataclasses.asdict(synth_config(str(preset)))
+    except ConfigError:
+        return {"preset": preset}
+    return {f"synth.{k}": v for k, v in synth.items() if k in defaults and k not in ("generator", "epsilon", "seed")
+            and v != defaults[k] and synth_field_read(k, synth.get("generator"))}

@@ -14,7 +14,7 @@ from core.config import ConfigError, device_refusal
 from core.runs import jobs
 from core.runs.store import RunDir
 from core.runs.values import as_dict, as_float, as_int
-from core.synth.config import SYNTH_PRESETS
+from core.synth.config import SYNTH_PRESETS, synth_other_settings
 from dashboard import launch_settings, loading, tables, widgets, wording
 from dashboard.charts import LAYOUT
 
@@ -190,15 +190,19 @@ rows = []
 label_counts = set()  # number of labels of each run's data set: chance level = 1 / that
 size_matched: dict[str, dict] = {}  # run -> its n-gram shares at the real test set's size (metrics.json)
 for record in runs.to_dict("records"):
-    m = loading.read_shown(loading.get_run(record["run_id"]), "metrics") or {}
+    run = loading.get_run(record["run_id"])
+    m = loading.read_shown(run, "metrics") or {}
+    # a run on other data or settings than its preset's (a user's csv): never averaged into the preset's cells
+    other = synth_other_settings(loading.run_config_dict(run))
     matched = as_dict(m.get("ngram_ratios_size_matched"))
     if as_dict(matched.get("ratios")) and as_int(matched.get("texts")) and as_int(matched.get("draws")):
         size_matched[record["run_id"]] = matched
-    if (m.get("data") or {}).get("labels"):
+    if (m.get("data") or {}).get("labels") and not other:
         label_counts.add(len(m["data"]["labels"]))
     grams = m.get("ngram_ratios") or {}
     rows.append({
         "run": record["run_id"], "generator": record["method"].removeprefix("synth-"), "seed": record["seed"],
+        "other settings": ", ".join(f"{k.removeprefix('synth.')} {v}" for k, v in other.items()),
         "ε target": record["epsilon_target"], "ε": record["epsilon"], "δ": record["delta"],
         # numbers only (as_float): a garbled metrics.json shows a blank, not a broken page
         "accuracy (synthetic)": as_float(m.get("accuracy_synthetic")),
@@ -213,9 +217,16 @@ for record in runs.to_dict("records"):
         "passed filter": as_int(as_dict(m.get("generation")).get("accepted"))
         if record["method"] == "synth-filter" else None,
     })
-table = pd.DataFrame(rows)
+every_run = pd.DataFrame(rows)
+table = every_run[every_run["other settings"] == ""]  # the runs at the preset's settings, which the tables compare
+if set_aside := list(every_run.loc[every_run["other settings"] != "", "run"]):
+    st.info(f"Set aside from the tables and the chart (settings other than {preset}'s: another data set, say): "
+            + "; ".join(f"{r} ({every_run.set_index('run').at[r, 'other settings']})" for r in set_aside)
+            + ". They are under Every run and One run.", icon=":material/call_split:")
 
 
+NONE_AT_PRESET = ("No run here at {preset}'s settings to compare: every run of this preset and seed is set aside "
+                  "above. One run shows each of them.")
 EPSILON_INDEX = st.column_config.TextColumn("ε", width="medium")  # the tables' ε rows, "real train data" below
 
 
@@ -229,6 +240,9 @@ def pivot(value: str) -> pd.DataFrame:
 
 def show_accuracy() -> None:
     """The synthetic-data classifier's accuracy and the embeddings' separability per generator and ε."""
+    if table.empty:
+        st.info(NONE_AT_PRESET.format(preset=preset))
+        return
     deltas = list(dict.fromkeys(wording.fmt_delta(d) for d in sorted(table["δ"].dropna()) if d > 0))
     groups = table.groupby(["generator", "ε target"])
     averaged = [f"{generator} at ε = {eps_label(eps)} averages seeds {', '.join(str(x) for x in sorted(group['seed']))}"
@@ -268,7 +282,7 @@ def show_accuracy() -> None:
                                                                     help=EMBEDDING_MODEL_HELP[g])
                                    for g in GENERATORS}})
     with st.expander("Every run", expanded=False):
-        every = table.sort_values(["generator", "ε target", "seed"])
+        every = every_run.sort_values(["generator", "ε target", "seed"])
         every = every.assign(**{"ε target": every["ε target"].map(eps_label), "ε": every["ε"].map(eps_label),
                                 "δ": every["δ"].map(wording.fmt_delta)})
         numbers = ["accuracy (synthetic)", "accuracy (real)", "label agreement", "separability", "discriminator",
@@ -305,6 +319,9 @@ def show_memorisation() -> None:
     """Share of synthetic n-grams found in the train set, per ε, for one generator."""
     st.caption("Share of distinct synthetic word n-grams that also occur in the private train set (paper Fig. 3). "
                "Dashed: the same share for the real held-out test texts, which the model never saw.")
+    if table.empty:
+        st.info(NONE_AT_PRESET.format(preset=preset))
+        return
     generator = st.selectbox("Generator", [g for g in GENERATORS if g in set(table["generator"])],
                              key="synth_gram_gen", persist_state="page",
                              format_func=lambda g: f"{g}: {GENERATORS[g]}")
@@ -367,14 +384,14 @@ def show_memorisation() -> None:
 
 def show_run() -> None:
     """One run: its figures, the UMAP of its embeddings and its samples per label."""
-    options = list(table.sort_values(["generator", "ε target", "seed"])["run"])  # the lowest seed first, as REPORT
-    several_seeds = table["seed"].nunique() > 1
+    options = list(every_run.sort_values(["generator", "ε target", "seed"])["run"])  # the lowest seed first
+    several_seeds = every_run["seed"].nunique() > 1
     # led by the run id, as on the other pages: bound to the URL, a reload or a shared link keeps the run
     labels = {r["run"]: wording.OPTION_SEPARATOR.join([r["run"], r["generator"], f"ε = {eps_label(r['ε target'])}"]
                                                       + ([f"seed {r['seed']}"] if several_seeds else [])) for r in rows}
     run_id = widgets.linked_run_picker("Run", options, "synth_run", options[0], labels.get,
                                        f"a synthetic-data run of {preset} with the seed chosen")
-    chosen = table[table["run"] == run_id].iloc[0]
+    chosen = every_run[every_run["run"] == run_id].iloc[0]
     row = widgets.wrapping_row()  # five equal columns cut every number to "0.…" at 900 px
     widgets.metric(row, "accuracy (synthetic)", wording.fmt_num(chosen["accuracy (synthetic)"], 3),
                    help="a classifier trained on the synthetic samples, tested on the real test texts")
