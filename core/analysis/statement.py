@@ -61,13 +61,16 @@ def privacy_labels(cfg) -> dict[str, Any]:
 # Every mechanism here draws its noise and sampling from generators seeded with the run's seed, for reproducibility;
 # so two runs of one seed share their standard-normal draws, which composition assumes independent.
 SEEDED_NOISE = ("- Randomness: the noise and the sampling were drawn from pseudo-random generators seeded with the "
-                "run's seed (config.json), so the run can be reproduced; whoever holds that seed, the code and the "
-                "data could re-derive the noise. Runs with the same seed on the same data draw the same noise, only "
+                "run's seed (config.json), so the run can be reproduced; whoever holds that seed and the code can "
+                "re-derive the noise (with the data too, the whole run), and against them the epsilon does not "
+                "hold: it assumes noise they cannot predict. Runs with the same seed on the same data draw the same "
+                "noise, only "
                 "scaled: a sweep over epsilon at one seed, as the shipped runs are, and the methods of one mechanism "
                 "at one seed (DP-SGD's variants and ADP; the filter and PPLM generators), with the same batches "
                 "where their batch sizes agree. Composition assumes independent "
-                "noise, so no epsilon covers two such runs released together. Before a model trained here leaves the "
-                "lab, train it with a secret seed of its own and keep its config.json private.")
+                "noise, so no epsilon covers two such runs released together. Before a model trained here, or "
+                "anything generated from it, leaves the lab, train it with a secret seed of its own and keep its "
+                "config.json private.")
 
 KIND_SYNTH = "synthetic-data"  # a synthetic-data run's DP-Adam (synth_statement; not a mechanism_kind of text runs)
 
@@ -425,6 +428,10 @@ def synth_statement(synth: dict[str, Any], privacy: dict[str, Any], metrics: dic
     eps, delta = privacy.get("epsilon"), privacy.get("delta")
     data = metrics.get("data") or {}
     generator = synth.get("generator", "?")
+    chosen_here = synth.get("corpus", "chitchat") == "chitchat"  # the shipped corpus, whose settings were tuned on it
+    per_label = [(data.get("train_per_label") or {}).get(label, 0) + (data.get("test_per_label") or {}).get(label, 0)
+                 for label in data.get("labels") or []]
+    balanced_count = per_label[0] if per_label and len(set(per_label)) == 1 else None  # what balancing kept
     lines = [f"# Privacy statement: {run_id or 'run'} (synth-{generator})", "", "## What is protected, and how strongly", ""]
     if not (isinstance(eps, (int, float)) and math.isfinite(eps)):
         lines += [
@@ -464,21 +471,21 @@ def synth_statement(synth: dict[str, Any], privacy: dict[str, Any], metrics: dic
             "sentence joins each step's batch independently). The number of training sentences, which sets the "
             "sampling rate, the step count and delta, is treated as public.",
             "- Which data set: the training set is drawn from the labelled corpus without privacy: every label "
-            "downsampled to the same count ("
-            + (f"{synth['per_label']} per label, or fewer if a label has fewer"
-               if synth.get("per_label") else "the rarest label's count")
+            "downsampled to the same count (the rarest label's count"
+            + (f", at most {synth['per_label']}" if synth.get("per_label") else "")
+            + (f"; here {balanced_count}" if balanced_count else "")
             + f"), then a seeded {round(100 * (1 - float(synth.get('test_fraction', 0.2))))}/"
             f"{round(100 * float(synth.get('test_fraction', 0.2)))} train/test split. Adding or removing one utterance "
             "of the corpus can move other utterances in or out of the training set, so the guarantee is about the "
-            "training set as drawn, and the per-label counts are public.",
+            "training set as drawn. The label names (they head every sample in samples.jsonl), the rarest label's "
+            "count and the per-label counts come from the private data without noise and are treated as public.",
             "- One sentence is the unit, not one person: a user who wrote k training sentences is protected only as "
-            "a group of k (group privacy), at an epsilon that grows quickly with k; in the chitchat corpus a user "
-            "writes many utterances.",
+            "a group of k (group privacy), at an epsilon that grows quickly with k"
+            + ("; in the chitchat corpus a user writes many utterances." if chosen_here else "."),
             SEEDED_NOISE,
             *shared_stream_lines(f"synth-{generator}", KIND_SYNTH, privacy, int(synth.get("seed", 0))),
         ]
     private = isinstance(eps, (int, float)) and math.isfinite(eps)
-    chosen_here = synth.get("corpus", "chitchat") == "chitchat"
     lines += [
         "",
         "## Released outside the epsilon" if private else "## Other outputs computed from the private data",
@@ -506,7 +513,8 @@ def synth_statement(synth: dict[str, Any], privacy: dict[str, Any], metrics: dic
           if chosen_here else []),
         "",
         "Share these files as you would the private data"
-        + ("; share samples.jsonl under the guarantee above." if private else "."),
+        + ("; share samples.jsonl under the guarantee above, which holds only while the run's seed stays secret "
+           "(Randomness, above)." if private else "."),
         "",
     ]
     return "\n".join(lines)

@@ -197,11 +197,20 @@ def test_synth_statement_names_its_steps_weak_delta_and_what_it_releases_outside
         "on the private data that no epsilon covers;" in released
     assert "- the four topics were picked partly for how many on-topic utterances private users wrote, counts of the " \
         "private data that no epsilon covers either.\n\nShare these files as you would the private data; share " \
-        "samples.jsonl under the guarantee above." in released
+        "samples.jsonl under the guarantee above, which holds only while the run's seed stays secret" in released
+    # a privacy officer: with the seed and the code anyone re-derives the noise; the data is not needed for that
+    assert "whoever holds that seed and the code can re-derive the noise" in text and "the epsilon does not hold" in text
+    assert "The label names (they head every sample in samples.jsonl)" in text  # drawn from the private file
     assert "One sentence is the unit, not one person" in text and "group privacy" in text
     capped = synth_statement({"generator": "filter", "per_label": 200, "test_fraction": 0.25}, SYNTH_PRIVACY,
                              SYNTH_METRICS)
-    assert "(200 per label, or fewer if a label has fewer), then a seeded 75/25" in capped
+    assert "(the rarest label's count, at most 200), then a seeded 75/25" in capped
+    # what balancing kept, where the run recorded it: every label to the rarest one's 40 (a csv of 101/60/40 rows)
+    kept = synth_statement({"generator": "filter", "per_label": 200, "corpus": "mine.csv"}, SYNTH_PRIVACY,
+                           {"data": {"labels": ["a", "b"], "train_per_label": {"a": 32, "b": 32},
+                                     "test_per_label": {"a": 8, "b": 8}}})
+    assert "(the rarest label's count, at most 200; here 40)" in kept
+    assert "grows quickly with k." in kept and "chitchat" not in kept  # its own data set, not chitchat
     own = synth_statement({"generator": "filter", "corpus": "/data/sst2.csv"}, SYNTH_PRIVACY, SYNTH_METRICS)
     assert "validation slice" not in own and "topics" not in own  # chosen on chitchat, not on the user's own data
     assert "how long they are).\n\nShare these files" in own  # its own paragraph, not part of the last item
