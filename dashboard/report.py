@@ -147,6 +147,11 @@ def build_report_html(record: dict[str, Any], config: dict[str, Any], privacy: d
         parts.append("<p class='warn'>This report holds statistics of the private sentences computed without noise "
                      "(base_sigma, noise_multiplier_range, the rho and gamma summaries): with them no ε holds, as the "
                      "statement below says. Share it as you would the private data.</p>")
+    else:  # a privacy officer read the guarantee's line as covering the whole report
+        parts.append("<p class='warn'>Share this report as you would the private data: the ε above covers the model "
+                     "and what it generates, not this report, which holds scores on private test text and counts "
+                     "computed without noise (the statement below lists them)"
+                     + (", and quotes private text" if not is_synth_method(record.get("method")) else "") + ".</p>")
     if statement_md:  # a synthetic run's card sat above metrics no ε covers, which only this statement says
         parts.append("<details open><summary>Privacy statement (statement.md): what the ε covers, and what the run "
                      f"releases outside it</summary><div class='statement'>{markdown_html(statement_md)}</div>"

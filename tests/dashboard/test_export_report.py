@@ -213,6 +213,11 @@ def test_synthetic_run_report_shows_its_own_metrics(roots):
     assert "<h2>Synthetic samples (first 6 of 6)</h2>" in document and "<h2>Completions" not in document
     assert "<tr><td>film</td><td>a film sample 0</td></tr>" in document and "quote private text" not in document
     assert "post-processing under the guarantee above" in document and "do not share them" not in document
+    # a privacy officer read the guarantee's line as covering the report itself, scores on private test text and all
+    banner = "Share this report as you would the private data: the ε above covers the model and what it generates"
+    assert banner in document and "and quotes private text" not in document
+    _, text_run = report_of("seq", figures=False)
+    assert banner in text_run and "and quotes private text" in text_run
     # at ε = ∞ the model saw the private texts without noise: its samples may repeat them (a shipped one's do)
     write_synth_run(roots["cached"], "synth-inf", "multitask", float("inf"), accuracy=0.3)
     _, document = report_of("synth-inf", figures=False)
