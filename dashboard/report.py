@@ -148,10 +148,12 @@ def build_report_html(record: dict[str, Any], config: dict[str, Any], privacy: d
                      "(base_sigma, noise_multiplier_range, the rho and gamma summaries): with them no ε holds, as the "
                      "statement below says. Share it as you would the private data.</p>")
     else:  # a privacy officer read the guarantee's line as covering the whole report
-        parts.append("<p class='warn'>Share this report as you would the private data: the ε above covers the model "
-                     "and what it generates, not this report, which holds scores on private test text and counts "
-                     "computed without noise (the statement below lists them)"
-                     + (", and quotes private text" if not is_synth_method(record.get("method")) else "") + ".</p>")
+        # a text run quotes private test prefixes; a synthetic run's samples may repeat private text at ε = ∞
+        quotes = not is_synth_method(record.get("method")) or privacy_kind(as_float(record.get("epsilon"))) != "private"
+        parts.append("<p class='warn'>Share this report as you would the private data: whatever ε the model has, "
+                     "this report also holds scores on private test text and counts computed without noise, which "
+                     "no ε covers" + (" (the statement below lists them)" if statement_md else "")
+                     + (", and it quotes private text" if quotes else "") + ".</p>")
     if statement_md:  # a synthetic run's card sat above metrics no ε covers, which only this statement says
         parts.append("<details open><summary>Privacy statement (statement.md): what the ε covers, and what the run "
                      f"releases outside it</summary><div class='statement'>{markdown_html(statement_md)}</div>"

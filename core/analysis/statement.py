@@ -61,10 +61,10 @@ def privacy_labels(cfg) -> dict[str, Any]:
 # Every mechanism here draws its noise and sampling from generators seeded with the run's seed, for reproducibility;
 # so two runs of one seed share their standard-normal draws, which composition assumes independent.
 SEEDED_NOISE = ("- Randomness: the noise and the sampling were drawn from pseudo-random generators seeded with the "
-                "run's seed (config.json), so the run can be reproduced; whoever holds that seed and the code can "
-                "re-derive the noise (with the data too, the whole run), and against them the epsilon does not "
-                "hold: it assumes noise they cannot predict. Runs with the same seed on the same data draw the same "
-                "noise, only "
+                "run's seed (config.json), so the run can be reproduced; whoever knows that seed can, with the code, "
+                "re-derive the pseudo-random streams the noise was drawn from, and against them the epsilon does "
+                "not hold: it assumes noise they cannot predict. Runs with the same seed on the same data draw the "
+                "same noise, only "
                 "scaled: a sweep over epsilon at one seed, as the shipped runs are, and the methods of one mechanism "
                 "at one seed (DP-SGD's variants and ADP; the filter and PPLM generators), with the same batches "
                 "where their batch sizes agree. Composition assumes independent "
@@ -429,8 +429,10 @@ def synth_statement(synth: dict[str, Any], privacy: dict[str, Any], metrics: dic
     data = metrics.get("data") or {}
     generator = synth.get("generator", "?")
     chosen_here = synth.get("corpus", "chitchat") == "chitchat"  # the shipped corpus, whose settings were tuned on it
-    per_label = [(data.get("train_per_label") or {}).get(label, 0) + (data.get("test_per_label") or {}).get(label, 0)
-                 for label in data.get("labels") or []]
+    counts = [data.get(key) if isinstance(data.get(key), dict) else {} for key in ("train_per_label", "test_per_label")]
+    labels = data.get("labels") if isinstance(data.get("labels"), list) else []
+    per_label = [sum(c.get(label) if isinstance(c.get(label), int) else 0 for c in counts)
+                 for label in labels if isinstance(label, str)]
     balanced_count = per_label[0] if per_label and len(set(per_label)) == 1 else None  # what balancing kept
     lines = [f"# Privacy statement: {run_id or 'run'} (synth-{generator})", "", "## What is protected, and how strongly", ""]
     if not (isinstance(eps, (int, float)) and math.isfinite(eps)):

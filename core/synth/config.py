@@ -194,7 +194,8 @@ def synth_other_settings(cfg: dict) -> dict[str, Any]:
     """The settings a synthetic-data run's config records that differ from its preset's, its generator, epsilon and
     seed aside: REPORT.md's table and the Synthetic data page compare runs at the preset's settings (a run on a
     user's csv of two labels read as a chitchat result there, and was averaged into its cells)."""
-    synth = cfg.get("synth") or {}
+    cfg = cfg if isinstance(cfg, dict) else {}  # a garbled config.json: nothing to compare, not a crash
+    synth = cfg.get("synth") if isinstance(cfg.get("synth"), dict) else {}
     preset = synth.get("preset", cfg.get("preset"))
     try:
         defaults = dataclasses.asdict(synth_config(str(preset)))

@@ -238,10 +238,40 @@ def pivot(value: str) -> pd.DataFrame:
     return grid.map(as_printed)  # to 3 decimals as REPORT.md and the README print them
 
 
+def show_every_run() -> None:
+    """Every run of this preset and seed, those set aside from the tables included, with all its figures."""
+    with st.expander("Every run", expanded=False):
+        every = every_run.sort_values(["generator", "ε target", "seed"])
+        every = every.assign(**{"ε target": every["ε target"].map(eps_label), "ε": every["ε"].map(eps_label),
+                                "δ": every["δ"].map(wording.fmt_delta)})
+        numbers = ["accuracy (synthetic)", "accuracy (real)", "label agreement", "separability", "discriminator",
+                   "LM test loss", *(f"{n}-gram" for n in range(3, 8))]
+        every = every.assign(**{name: every[name].map(as_printed) for name in numbers})  # as the tables above
+        column_help = {
+            "accuracy (real)": "the same classifier trained on the real train set",
+            "label agreement": "share of synthetic samples whose label the real-data classifier predicts",
+            "discriminator": "the run's discriminator head's accuracy on the real test texts",
+            "LM test loss": "the fine-tuned language model's loss on the real test texts",
+            "passed filter": "filter runs: samples the discriminator scored above its threshold",
+            # over all samples: it falls as a set grows, so it does not compare with the real test texts' share
+            **{f"{n}-gram": f"share of the run's distinct {n}-grams found in the train set, over all its samples; "
+                            "the Memorisation tab compares it with the real test texts at their size"
+               for n in range(3, 8)},
+        }
+        st.dataframe(every, hide_index=True, width="stretch", placeholder="",  # a filter count only for filter runs
+                     column_config={"run": st.column_config.TextColumn(width="large"),
+                                    "ε target": st.column_config.TextColumn(width="medium"),
+                                    "ε": st.column_config.TextColumn(width="medium"),
+                                    **{name: st.column_config.NumberColumn(format="%.3f", help=column_help.get(name))
+                                       for name in numbers},
+                                    "passed filter": st.column_config.NumberColumn(help=column_help["passed filter"])})
+
+
 def show_accuracy() -> None:
     """The synthetic-data classifier's accuracy and the embeddings' separability per generator and ε."""
     if table.empty:
         st.info(NONE_AT_PRESET.format(preset=preset))
+        show_every_run()
         return
     deltas = list(dict.fromkeys(wording.fmt_delta(d) for d in sorted(table["δ"].dropna()) if d > 0))
     groups = table.groupby(["generator", "ε target"])
@@ -281,31 +311,7 @@ def show_accuracy() -> None:
                                 **{g: st.column_config.NumberColumn(EMBEDDING_MODELS[g], format="%.3f",
                                                                     help=EMBEDDING_MODEL_HELP[g])
                                    for g in GENERATORS}})
-    with st.expander("Every run", expanded=False):
-        every = every_run.sort_values(["generator", "ε target", "seed"])
-        every = every.assign(**{"ε target": every["ε target"].map(eps_label), "ε": every["ε"].map(eps_label),
-                                "δ": every["δ"].map(wording.fmt_delta)})
-        numbers = ["accuracy (synthetic)", "accuracy (real)", "label agreement", "separability", "discriminator",
-                   "LM test loss", *(f"{n}-gram" for n in range(3, 8))]
-        every = every.assign(**{name: every[name].map(as_printed) for name in numbers})  # as the tables above
-        column_help = {
-            "accuracy (real)": "the same classifier trained on the real train set",
-            "label agreement": "share of synthetic samples whose label the real-data classifier predicts",
-            "discriminator": "the run's discriminator head's accuracy on the real test texts",
-            "LM test loss": "the fine-tuned language model's loss on the real test texts",
-            "passed filter": "filter runs: samples the discriminator scored above its threshold",
-            # over all samples: it falls as a set grows, so it does not compare with the real test texts' share
-            **{f"{n}-gram": f"share of the run's distinct {n}-grams found in the train set, over all its samples; "
-                            "the Memorisation tab compares it with the real test texts at their size"
-               for n in range(3, 8)},
-        }
-        st.dataframe(every, hide_index=True, width="stretch", placeholder="",  # a filter count only for filter runs
-                     column_config={"run": st.column_config.TextColumn(width="large"),
-                                    "ε target": st.column_config.TextColumn(width="medium"),
-                                    "ε": st.column_config.TextColumn(width="medium"),
-                                    **{name: st.column_config.NumberColumn(format="%.3f", help=column_help.get(name))
-                                       for name in numbers},
-                                    "passed filter": st.column_config.NumberColumn(help=column_help["passed filter"])})
+    show_every_run()
 
 
 def matched_words(texts: int, draws: int) -> str:

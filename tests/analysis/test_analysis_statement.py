@@ -199,7 +199,11 @@ def test_synth_statement_names_its_steps_weak_delta_and_what_it_releases_outside
         "private data that no epsilon covers either.\n\nShare these files as you would the private data; share " \
         "samples.jsonl under the guarantee above, which holds only while the run's seed stays secret" in released
     # a privacy officer: with the seed and the code anyone re-derives the noise; the data is not needed for that
-    assert "whoever holds that seed and the code can re-derive the noise" in text and "the epsilon does not hold" in text
+    assert "whoever knows that seed can, with the code, re-derive the pseudo-random streams the noise was drawn " \
+        "from, and against them the epsilon does not hold" in text
+    garbled = synth_statement({"generator": "filter"}, SYNTH_PRIVACY,
+                              {"data": {"labels": ["a", ["b"]], "train_per_label": {"a": "32"}, "test_per_label": 3}})
+    assert "here" not in garbled.split("Which data set")[1].split(")")[0]  # garbled counts: no count claimed
     assert "The label names (they head every sample in samples.jsonl)" in text  # drawn from the private file
     assert "One sentence is the unit, not one person" in text and "group privacy" in text
     capped = synth_statement({"generator": "filter", "per_label": 200, "test_fraction": 0.25}, SYNTH_PRIVACY,

@@ -437,3 +437,6 @@ def test_a_run_on_other_data_is_set_aside_from_the_preset_tables(roots):
     shutil.rmtree(roots["live"] / "s-filter-3")  # only runs set aside: the tables say there is none to compare
     at = open_page("synthetic")
     assert not at.exception and any("No run here at tiny's settings to compare" in x.value for x in at.info)
+    assert list(at.dataframe[0].value["run"]) == ["mine"]  # and Every run, which the note points to, is there
+    _edit_json(roots["live"] / "mine" / "config.json", lambda c: c["config"].update(synth="garbled"))
+    assert not open_page("synthetic").exception  # a garbled config reads as the preset's settings, not a crash
