@@ -167,6 +167,22 @@ def execute_job(job, run) -> int:
     from core.synth.run import execute
 
     keys = ("accuracy_synthetic", "accuracy_real", "separability", "epsilon")
-    return run_to_completion(run, partial(execute, job, run), lambda metrics: {
-        "method": job.cfg.method, **{k: metrics.get(k) for k in keys}, "delta": (run.privacy() or {}).get("delta"),
-        "ngram_ratios": metrics.get("ngram_ratios")})
+
+    def summary(metrics: dict) -> dict:
+        if note := unfiltered_labels_note(metrics):
+            print(note, file=sys.stderr)
+        return {"method": job.cfg.method, **{k: metrics.get(k) for k in keys},
+                "delta": (run.privacy() or {}).get("delta"), "ngram_ratios": metrics.get("ngram_ratios")}
+
+    return run_to_completion(run, partial(execute, job, run), summary)
+
+
+def unfiltered_labels_note(metrics: dict) -> str:
+    """A note naming the labels none of whose samples passed the filter (a privacy officer's run filled 2 of its 3
+    labels with rejects, "kept": "filled", without a word), or ""."""
+    counts = (metrics.get("generation") or {}).get("accepted_per_label")
+    none = [label for label, n in counts.items() if n == 0] if isinstance(counts, dict) else []
+    if not none:
+        return ""
+    return (f"note: the filter passed no sample of {len(none)} of {len(counts)} labels ({', '.join(none)}): their "
+            "samples are the rejects its discriminator scored highest (\"kept\": \"filled\" in samples.jsonl)")

@@ -67,7 +67,7 @@ def synthesize(cfg: SynthConfig, model: SynthLM, fmt: Formatter, tokenizer, per_
     settings = PPLMSettings(cfg.pplm_iterations, cfg.pplm_stepsize, cfg.pplm_kl_scale, cfg.pplm_gm_scale,
                             cfg.pplm_gamma)
     rows: list[dict] = []
-    stats = {"candidates": 0, "accepted": 0, "filled": 0, "empty": 0}
+    stats: dict = {"candidates": 0, "accepted": 0, "filled": 0, "empty": 0, "accepted_per_label": {}}
     budget = per_label * (cfg.filter_rounds if cfg.generator == "filter" else 2)  # candidates per label at most
     for a, label in enumerate(fmt.labels):
         prompt = fmt.prompt(a)
@@ -97,6 +97,7 @@ def synthesize(cfg: SynthConfig, model: SynthLM, fmt: Formatter, tokenizer, per_
                 label=label, kept=min(len(accepted), per_label), tried=tried)
         stats["candidates"] += tried
         stats["accepted"] += min(len(accepted), per_label)
+        stats["accepted_per_label"][label] = min(len(accepted), per_label)
         # too few passed the filter: fill up with the best-scored rejects, so every label has its share
         rejected.sort(key=lambda r: -r["disc_prob"])
         fill = rejected[: max(0, per_label - len(accepted))]

@@ -393,3 +393,14 @@ def test_a_launched_job_whose_settings_raise_anything_fails_the_run(tmp_path, mo
     with pytest.raises(ValueError):
         command.run_launched_job(run)
     assert run.state() == "failed" and run.status()["error"] == "ValueError: a config.json no reader expected"
+
+
+def test_a_label_the_filter_passed_nothing_of_is_named():
+    """A privacy officer's filter run kept 0 samples of 2 of its 3 labels and filled them with rejects, silently."""
+    from core.synth.command import unfiltered_labels_note
+
+    note = unfiltered_labels_note({"generation": {"accepted_per_label": {"billing": 0, "tech": 32, "shipping": 0}}})
+    assert note == ('note: the filter passed no sample of 2 of 3 labels (billing, shipping): their samples are the '
+                    'rejects its discriminator scored highest ("kept": "filled" in samples.jsonl)')
+    assert unfiltered_labels_note({"generation": {"accepted_per_label": {"a": 1, "b": 5}}}) == ""
+    assert unfiltered_labels_note({"generation": {"accepted": 3}}) == ""  # runs made before it was counted per label
