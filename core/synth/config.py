@@ -193,9 +193,11 @@ def synth_field_read(field: str, generator: str | None) -> bool:
 def synth_other_settings(cfg: dict) -> dict[str, Any]:
     """The settings a synthetic-data run's config records that differ from its preset's, its generator, epsilon and
     seed aside: REPORT.md's table and the Synthetic data page compare runs at the preset's settings (a run on a
-    user's csv of two labels read as a chitchat result there, and was averaged into its cells)."""
-    cfg = cfg if isinstance(cfg, dict) else {}  # a garbled config.json: nothing to compare, not a crash
-    synth = cfg.get("synth") if isinstance(cfg.get("synth"), dict) else {}
+    user's csv of two labels read as a chitchat result there, and was averaged into its cells). A synth section that
+    is not an object is one such setting: nothing to compare it by."""
+    if not isinstance(cfg, dict) or not isinstance(cfg.get("synth"), dict):  # a garbled config.json: set aside
+        return {"synth": cfg.get("synth") if isinstance(cfg, dict) else "unreadable"}
+    synth = cfg["synth"]
     preset = synth.get("preset", cfg.get("preset"))
     try:
         defaults = dataclasses.asdict(synth_config(str(preset)))

@@ -219,9 +219,10 @@ for record in runs.to_dict("records"):
     })
 every_run = pd.DataFrame(rows)
 table = every_run[every_run["other settings"] == ""]  # the runs at the preset's settings, which the tables compare
-if set_aside := list(every_run.loc[every_run["other settings"] != "", "run"]):
+set_aside = every_run[every_run["other settings"] != ""]
+if not set_aside.empty:
     st.info(f"Set aside from the tables and the chart (settings other than {preset}'s: another data set, say): "
-            + "; ".join(f"{r} ({every_run.set_index('run').at[r, 'other settings']})" for r in set_aside)
+            + "; ".join(f"{r} ({o})" for r, o in zip(set_aside["run"], set_aside["other settings"], strict=True))
             + ". They are under Every run and One run.", icon=":material/call_split:")
 
 

@@ -439,4 +439,5 @@ def test_a_run_on_other_data_is_set_aside_from_the_preset_tables(roots):
     assert not at.exception and any("No run here at tiny's settings to compare" in x.value for x in at.info)
     assert list(at.dataframe[0].value["run"]) == ["mine"]  # and Every run, which the note points to, is there
     _edit_json(roots["live"] / "mine" / "config.json", lambda c: c["config"].update(synth="garbled"))
-    assert not open_page("synthetic").exception  # a garbled config reads as the preset's settings, not a crash
+    at = open_page("synthetic")  # a garbled synth section is set aside and named, not a crash
+    assert not at.exception and any("mine (synth garbled)" in x.value for x in at.info)

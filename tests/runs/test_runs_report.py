@@ -335,6 +335,10 @@ def test_tables_compare_at_the_presets_settings_in_a_users_folder_too(tmp_path):
     config["config"]["synth"]["filter_threshold"] = 0.7
     (tmp_path / "s-mine" / "config.json").write_text(json.dumps(config))
     assert [r.name for r in load_synth_rows(tmp_path)] == ["s-filter"]
+    garbled = {**config, "config": {**config["config"], "synth": "garbled"}}  # a traceback: string indices
+    (tmp_path / "s-mine" / "config.json").write_text(json.dumps(garbled))
+    assert [r.name for r in load_synth_rows(tmp_path)] == ["s-filter"]
+    assert "s-mine (synth garbled)" in build_report(tmp_path).split("Left out, runs that change")[1]
     config["config"]["synth"] = {**config["config"]["synth"], "corpus": "mine.csv", "filter_threshold": 0.5}
     (tmp_path / "s-mine" / "config.json").write_text(json.dumps(config))
     write_run(tmp_path, "seq", "seqpate", epsilon=3.0, ppl=989.0)
