@@ -183,21 +183,28 @@ def default_teachers(rows: list[Row]) -> int | None:
     return max(set(counts), key=counts.count) if counts else None
 
 
+def noise_dominance(std: float | None, teachers: float | None) -> str:
+    """Why SeqPATE's answers carry almost no signal where its noise std on a sum of M teacher distributions exceeds M:
+    the clause REPORT.md and the dashboard's tables share. '' where the noise does not dominate (or is unknown)."""
+    if std is None or not teachers or not math.isfinite(std) or not std / teachers > 1:
+        return ""
+    return (f"the noise std is {std:.1f} on a sum of M = {teachers:.0f} teacher distributions (std / M = "
+            f"{std / teachers:.1f}, against at most 1 for any candidate's average probability), so the teachers "
+            "carry almost no signal")
+
+
 def noise_dominance_note(rows: list[Row]) -> str:
-    """Where the preset's SeqPATE at epsilon 3 releases noise larger than the teachers' average distribution could
-    ever be (noise std / M > 1), a sentence saying so: its orderings among SeqPATE variants at that M (Tables 3 and
-    4, and App. H's rows with fewer teachers than the noise std) then reflect the student's own losses and the
-    noise, not what the teachers know. '' otherwise."""
+    """Where the preset's SeqPATE at epsilon 3 is noise-dominated (noise_dominance), a sentence saying so: its
+    orderings among SeqPATE variants at that M (Tables 3 and 4, and App. H's rows with fewer teachers than the noise
+    std) then reflect the student's own losses and the noise, not what the teachers know. '' otherwise."""
     m = default_teachers(rows)
     seq3 = one([r for r in first_seed(rows) if is_plain(r)], method="seqpate", epsilon=3.0, teachers=m) if m else None
     std = as_float((seq3.privacy if seq3 else {}).get("noise_scale"))
-    if seq3 is None or std is None or not math.isfinite(std) or not std / seq3.teachers > 1:
+    if seq3 is None or not (why := noise_dominance(std, seq3.teachers)):
         return ""
-    return (f"SeqPATE's answers here are noise-dominated: at epsilon 3 the noise std is {std:.1f} on a sum of "
-            f"M = {seq3.teachers} teacher distributions (std / M = {std / seq3.teachers:.1f}, against at most 1 for "
-            "any candidate's average probability), so the teachers carry almost no signal through it. The orderings "
-            f"among SeqPATE's own variants below (Tables 3 and 4, and App. H's rows with M below {std:.0f}) then "
-            "reflect the student's losses and the noise, not what the teachers know.")
+    return (f"SeqPATE's answers here are noise-dominated: at epsilon 3 {why} through it. The orderings among "
+            f"SeqPATE's own variants below (Tables 3 and 4, and App. H's rows with M below {std:.0f}) then reflect "
+            "the student's losses and the noise, not what the teachers know.")
 
 
 # ----------------------------------------------------------------------------------------------------------------

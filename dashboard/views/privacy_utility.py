@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from core.config import OLD_TEACHER_LOSS, OLD_TEACHER_LOSS_NOTE, ONE_CANDIDATE_NOTE
+from core.runs.report import noise_dominance
 from core.runs.values import as_float, as_str
 from dashboard import charts, loading, tables, widgets, wording
 
@@ -130,16 +131,11 @@ def noise_dominance_note(by_teachers: bool = False, subject: str = "the rows bel
         return False
     record = base.iloc[0]
     std = as_float((loading.read_shown(loading.get_run(record["run_id"]), "privacy") or {}).get("noise_scale"))
-    teachers = as_float(record["teachers"])
-    if std is not None and teachers and std / teachers > 1:
-        rows = (f"the runs with fewer than {std:.0f} teachers (σ / M > 1) differ" if by_teachers
-                else f"{subject} differ")
-        st.caption(f"Noise-dominated at this preset: at ε 3 the noise std is {std:.1f} on a sum of M = {teachers:.0f} "
-                   f"teacher distributions (std / M = {std / teachers:.1f}, against at most 1 for any candidate's "
-                   f"average probability), so the teachers carry almost no signal, and {rows} by the student's own "
-                   "losses and the noise.")
-        return True
-    return False
+    if not (why := noise_dominance(std, as_float(record["teachers"]))):
+        return False
+    rows = f"the runs with fewer than {std:.0f} teachers (σ / M > 1) differ" if by_teachers else f"{subject} differ"
+    st.caption(f"Noise-dominated at this preset: at ε 3 {why}, and {rows} by the student's own losses and the noise.")
+    return True
 
 
 # Each table varies one setting with every other at the preset's defaults (loading.only_varies).
