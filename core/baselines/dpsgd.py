@@ -39,7 +39,7 @@ from core.privacy import (
     poisson_shape,
 )
 from core.privacy.streams import DPSGD, dp_sgd_streams, stream_seed
-from core.runs.pipeline import MethodResult, Workspace
+from core.runs.pipeline import MethodResult, Workspace, within
 from core.train import on_model_device, pad_batch
 
 # Expected here, and printed on every step otherwise: embeddings have no input that requires a gradient, so
@@ -360,8 +360,7 @@ def privacy_note(plan: Plan, epsilon: float, target: str = "sample") -> str:
 def progress_share(ws: Workspace, start: float, end: float) -> Iterator[None]:
     """Map a stage's own 0..1 progress onto [start, end] of the method's share, so progress never goes back."""
     saved = ws.progress_span
-    lo, hi = saved
-    ws.progress_span = (lo + (hi - lo) * start, lo + (hi - lo) * end)
+    ws.progress_span = (within(*saved, start), within(*saved, end))
     try:
         yield
     finally:

@@ -67,6 +67,11 @@ def progress_line(entry: dict) -> str:
     return "  ".join(parts)
 
 
+def within(lo: float, hi: float, fraction: float) -> float:
+    """A stage's own 0..1 progress placed on [lo, hi] of the run's (clamped, so progress never leaves its share)."""
+    return lo + (hi - lo) * min(max(fraction, 0.0), 1.0)
+
+
 def progress_logger(run: RunDir, should_stop: Callable[[], bool], echo: TextIO | None = None) -> Callable[..., None]:
     """log(stage, progress=None, **fields): a line in progress.jsonl (the dashboard's source), and on stderr (a
     terminal, or a job's log.txt) a readable copy of each new stage, epoch and message, and otherwise at most one
@@ -160,8 +165,7 @@ class Workspace:
         )
 
     def method_progress(self, fraction: float) -> float:
-        lo, hi = self.progress_span
-        return lo + (hi - lo) * min(max(fraction, 0.0), 1.0)
+        return within(*self.progress_span, fraction)
 
 
 @dataclass

@@ -23,7 +23,7 @@ from core.analysis.statement import synth_statement
 from core.base import load_or_train_base
 from core.models import clone, compute_device, cpu_info, set_threads
 from core.privacy.streams import SYNTH_GENERATION, SYNTH_HEAD_INIT, stream_seed
-from core.runs.pipeline import progress_logger
+from core.runs.pipeline import progress_logger, within
 from core.runs.store import RunDir, jsonl_text
 from core.synth.config import SynthConfig
 from core.synth.evaluate import (
@@ -176,7 +176,7 @@ def execute(job: SynthJob, run: RunDir, should_stop: Callable[[], bool] = lambda
 
     def span(lo: float, hi: float) -> Callable[..., None]:
         def scaled(stage: str, fraction: float = 0.0, **fields) -> None:
-            log(stage, lo + (hi - lo) * min(max(fraction, 0.0), 1.0), **fields)
+            log(stage, within(lo, hi, fraction), **fields)
 
         return scaled
 

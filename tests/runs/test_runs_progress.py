@@ -11,7 +11,7 @@ import pytest
 
 from core.config import RunConfig
 from core.runs import RunDir, pipeline
-from core.runs.pipeline import Cancelled, progress_line, progress_logger
+from core.runs.pipeline import Cancelled, progress_line, progress_logger, within
 
 
 @pytest.fixture
@@ -25,6 +25,22 @@ def clock_zone(monkeypatch: pytest.MonkeyPatch):
     yield set_zone
     monkeypatch.undo()
     time.tzset()
+
+
+def test_a_stage_share_maps_its_own_progress_into_the_runs_and_never_outside_it() -> None:
+    """DP-SGD's stages nest shares (progress_share) inside the method's; a stage's 0..1 lands on its share, clamped."""
+    from types import SimpleNamespace
+
+    from core.baselines.dpsgd import progress_share
+
+    assert [within(0.2, 0.9, f) for f in (-1.0, 0.0, 0.5, 1.0, 3.0)] == pytest.approx([0.2, 0.2, 0.55, 0.9, 0.9])
+    ws = SimpleNamespace(progress_span=(0.2, 0.9))
+    with progress_share(ws, 0.5, 1.0):  # the second half of the method's share: 0.55 to 0.9
+        assert ws.progress_span == pytest.approx((0.55, 0.9))
+        with progress_share(ws, 0.0, 0.5):
+            assert within(*ws.progress_span, 1.0) == pytest.approx(0.725)
+        assert ws.progress_span == pytest.approx((0.55, 0.9))
+    assert ws.progress_span == (0.2, 0.9)
 
 
 def test_progress_line_reads_as_a_sentence_of_fields(clock_zone) -> None:
