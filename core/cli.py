@@ -16,6 +16,7 @@ from core.config import (
     SECTIONS,
     ConfigError,
     RunConfig,
+    absolute_path,
     canonical_filter,
     check_delta_range,
     check_device,
@@ -98,6 +99,9 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         if value is not None:
             flagged[flag] = key
             overrides[key] = canonical_filter(value) if flag == "filter" else value
+    for key, builtin in (("data__corpus", "chitchat"), ("model__source", "tiny")):
+        if key in overrides:
+            overrides[key] = absolute_path(overrides[key], builtin)
     if getattr(args, "ray_address", None) and overrides.get("seqpate__executor", "local") != "ray":
         raise ConfigError("--ray-address needs --executor ray (the teachers would run here and ignore it)")
     if overrides.get("seqpate__ray_address") and overrides.get("seqpate__executor", "local") != "ray":
@@ -466,7 +470,10 @@ def cmd_audit(args) -> int:
             raise ConfigError(f"{args.run_dir!r} is a shipped run: the audit rewrites its files; to do that, give "
                               f"its folder ({run.path})")
         path = run.path
-    print(json.dumps(audit_run_dir(path), indent=2, default=str))
+    result = audit_run_dir(path)
+    print(json.dumps(result, indent=2, default=str))
+    if "warning" in result:
+        print(f"warning: {result['warning']}", file=sys.stderr)
     return 0
 
 

@@ -596,6 +596,15 @@ def preset_config(preset: str = "tiny", **overrides: Any) -> RunConfig:
 # ----------------------------------------------------------------------------------------------------------------
 
 
+def absolute_path(value: Any, builtin: str) -> Any:
+    """A corpus or model path as an absolute path, so that the run's config.json names the same file from any
+    directory (`core audit` and `run --config` of a run made with `--corpus ../data.csv` read another file, or
+    none, elsewhere). The built-in name and a path that does not exist (refused later, as typed) stay as they are."""
+    if not isinstance(value, str) or value == builtin or not Path(value).expanduser().exists():
+        return value
+    return os.path.abspath(Path(value).expanduser())
+
+
 def parse_number(text: Any, name: str, allow_inf: bool = True) -> float:
     """A user-typed number ('3', '1e-6', and 'inf' where allowed, e.g. an epsilon but not a delta), for the CLI and
     the dashboard alike; ConfigError (one line) otherwise."""

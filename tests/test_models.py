@@ -102,6 +102,30 @@ def test_a_path_that_is_not_a_model_is_one_clear_line(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+def test_a_relative_corpus_or_model_path_is_stored_absolute(checkout, tmp_path, monkeypatch):
+    """A run made with `--corpus ../data.txt` stored that text: `core audit` from another folder then reread another
+    file of that name (and rewrote phrases.csv with names from it), or none; `run --config` did the same."""
+    from core.cli import build_parser, config_from_args
+    from core.synth.command import config_from_args as synth_config_from_args
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "europarl.txt").write_text("one line of text\n", encoding="utf-8")
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    model = os.path.relpath(checkout)
+    args = build_parser().parse_args(["run", "--method", "pub-gpt", "--corpus", "../data/europarl.txt",
+                                      "--model", model, "--run-dir", "x"])
+    cfg = config_from_args(args)
+    assert cfg.data.corpus == str(tmp_path / "data" / "europarl.txt") and cfg.model.source == str(checkout)
+    synth, base = synth_config_from_args(build_parser().parse_args(
+        ["synth", "--corpus", "../data/europarl.txt", "--run-dir", "y"]))
+    assert synth.corpus == str(tmp_path / "data" / "europarl.txt")
+    # the built-in names, and a path that does not exist (refused later, as typed), are kept
+    for corpus in ("chitchat", "../data/nosuch.txt"):
+        args = build_parser().parse_args(["run", "--method", "pub-gpt", "--corpus", corpus, "--run-dir", "x"])
+        assert (config_from_args(args).data.corpus, config_from_args(args).model.source) == (corpus, "tiny")
+
+
 def test_a_checkout_missing_its_weights_or_tokenizer_or_of_another_kind_is_refused_up_front(checkout, tmp_path):
     """A folder of weights without tokenizer files ran to exit 0 with an empty tokenizer (every completion '',
     PPL 2,781); one without weights, or a BERT, failed at stage base-model after writing a run folder."""

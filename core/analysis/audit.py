@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,24 @@ def load_private_records(cfg) -> list:
     from core.data import load_records
 
     return load_records(cfg.data)
+
+
+def corpus_changed_note(corpus: str, created: Any) -> str | None:
+    """Where the run's corpus is a file modified after the run was made, a note that the audit reads today's file:
+    its names, phrases and counts are that file's (an edit that kept the counts passes every other check). A
+    digest of the private file in the run's files would tell it apart, but would also tell the data apart."""
+    if corpus == "chitchat" or not isinstance(created, str):
+        return None
+    try:
+        modified = Path(corpus).expanduser().stat().st_mtime
+        made = datetime.fromisoformat(created).timestamp()
+    except (OSError, ValueError):
+        return None
+    if modified <= made:
+        return None
+    when = datetime.fromtimestamp(modified, UTC).isoformat(timespec="seconds")
+    return (f"the corpus {corpus} was modified ({when}) after this run was made ({created}): the audit read the file "
+            "as it is now; if its text changed since, what was rewritten is not the run's")
 
 
 def batch_assignment(metrics: dict[str, Any] | None, run=None) -> list[int] | None:
@@ -211,6 +230,7 @@ def audit_run_dir(path: str | Path) -> dict[str, Any]:
     relabelled = any(privacy.get(key) != value for key, value in labels.items())
     if relabelled:
         run.write_privacy({**privacy, **labels})
+    changed = corpus_changed_note(cfg.data.corpus, (run.config() or {}).get("created"))
     return {
         "run_dir": str(run.path),
         "method": cfg.method,
@@ -223,6 +243,7 @@ def audit_run_dir(path: str | Path) -> dict[str, Any]:
         "partition_check": table.info.get("partition_check"),
         "written": ["phrases.csv", "metrics.json", STATEMENT] + ([CANARIES] if canaries else [])
                    + (["privacy.json (labels)"] if relabelled else []),
+        **({"warning": changed} if changed else {}),
     }
 
 
@@ -237,9 +258,12 @@ def _audit_synth_dir(run, stored: dict[str, Any]) -> dict[str, Any]:
     statement = synth_statement(stored.get("synth") or {}, privacy, updated, run.run_id)  # before either write
     run.write_metrics(updated)
     run.write_text(STATEMENT, statement)
+    synth = stored.get("synth") if isinstance(stored.get("synth"), dict) else {}
+    changed = corpus_changed_note(str(synth.get("corpus", "chitchat")), (run.config() or {}).get("created"))
     return {"run_dir": str(run.path), "method": stored.get("method"), "epsilon": privacy.get("epsilon"),
             "ngram_ratios_size_matched": updated["ngram_ratios_size_matched"],
-            "ngram_ratios_real_test": updated["ngram_ratios_real_test"], "written": ["metrics.json", STATEMENT]}
+            "ngram_ratios_real_test": updated["ngram_ratios_real_test"], "written": ["metrics.json", STATEMENT],
+            **({"warning": changed} if changed else {})}
 
 
 def _synth_memorisation(run, data_stats: dict[str, Any] | None, metrics: dict[str, Any]) -> dict[str, Any]:

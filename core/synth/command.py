@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from core.config import ConfigError, check_device, field_names, parse_number, thread_setting
+from core.config import ConfigError, absolute_path, check_device, field_names, parse_number, thread_setting
 from core.synth.config import GENERATORS, SYNTH_PRESETS, SynthConfig, stored_settings, synth_config
 
 
@@ -68,6 +68,11 @@ def config_from_args(args) -> tuple[SynthConfig, dict]:
     for flag in ("generator", "seed", "corpus"):
         if getattr(args, flag) is not None:
             synth[flag] = getattr(args, flag)
+    if "corpus" in synth:
+        synth["corpus"] = absolute_path(synth["corpus"], "chitchat")
+    for key, builtin in (("data__corpus", "chitchat"), ("model__source", "tiny")):
+        if key in base:
+            base[key] = absolute_path(base[key], builtin)
     if args.epsilon is not None:
         synth["epsilon"] = parse_number(args.epsilon, "epsilon")
     elif "epsilon" in synth:

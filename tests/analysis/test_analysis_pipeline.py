@@ -120,6 +120,20 @@ def test_audit_command_recomputes_the_same_files(audited, capsys):
     assert run.metrics()["exposure"] == metrics["exposure"]  # kept, not recomputed
 
 
+def test_audit_warns_when_the_corpus_was_modified_after_the_run(audited, capsys):
+    import os
+    import time
+
+    cfg, run, _ = audited
+    assert main(["audit", "--run-dir", str(run.path)]) == 0
+    assert "warning" not in json.loads(capsys.readouterr().out)  # written before the run was made
+    os.utime(cfg.data.corpus, (time.time() + 60, time.time() + 60))
+    assert main(["audit", "--run-dir", str(run.path)]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["warning"].startswith(f"the corpus {cfg.data.corpus} was modified (")
+    assert captured.err.startswith(f"warning: the corpus {cfg.data.corpus} was modified (")
+
+
 def test_audit_takes_a_run_id_as_runs_show_does(audited, capsys, monkeypatch):
     """`audit --run-dir ID` said "not a run directory" where runs show, compare and complete take the id."""
     _, run, _ = audited

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from core.analysis.audit import audit_run_dir
+from core.analysis.audit import audit_run_dir, corpus_changed_note
 from core.analysis.statement import privacy_labels, privacy_statement, synth_statement
 from core.config import HEURISTIC_REASONS
 from tests.conftest import micro_config
@@ -301,6 +301,25 @@ def test_an_audit_that_cannot_read_the_corpus_says_so_instead_of_finding_fewer_n
     with pytest.raises(OSError, match="corpus unreadable"):
         audit_run_dir(run_dir)
     assert {p.name: p.read_bytes() for p in run_dir.iterdir()} == before
+
+
+def test_an_audit_says_when_the_corpus_file_changed_after_the_run_was_made(tmp_path):
+    """The audit rereads the corpus file: edited since the run (Jane renamed Xavier), it rewrote phrases.csv with
+    names the run never saw and exited 0 without a word."""
+    import os
+
+    corpus = tmp_path / "mine.csv"
+    corpus.write_text("text,user_id\nhello,1\n", encoding="utf-8")
+    made = "2026-11-20T10:00:00.000+00:00"
+    os.utime(corpus, (1795168800 - 60, 1795168800 - 60))  # 2026-11-20T09:59:00Z: a minute before the run
+    assert corpus_changed_note(str(corpus), made) is None
+    os.utime(corpus, (1795255200, 1795255200))  # 2026-11-21T10:00:00Z: a day after
+    assert corpus_changed_note(str(corpus), made) == (
+        f"the corpus {corpus} was modified (2026-11-21T10:00:00+00:00) after this run was made ({made}): the audit "
+        "read the file as it is now; if its text changed since, what was rewritten is not the run's")
+    # the package's corpus, a file gone (the audit refuses it itself) and a run with no readable date: nothing to say
+    assert {corpus_changed_note("chitchat", made), corpus_changed_note(str(tmp_path / "gone.csv"), made),
+            corpus_changed_note(str(corpus), None), corpus_changed_note(str(corpus), "yesterday")} == {None}
 
 
 def test_the_audit_refuses_a_finished_run_whose_record_was_emptied(tmp_path):
