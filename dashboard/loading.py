@@ -83,11 +83,29 @@ def get_run(run_id: str) -> RunDir:
 _SHORT_NAMES = {key: key.split(".", 1)[1] for key in VARIANT_FIELDS}  # core.config.VARIANT_FIELDS
 
 
+def is_setup_setting(key: str) -> bool:
+    """Whether a setting (section.field) makes another data set or base model, rather than a variant of a method on
+    them: runs are compared within one setup (widgets.setup_picker), as within one preset. Canaries are a variant:
+    the same users, with secrets added to one of them."""
+    return key.startswith("model.") or (key.startswith("data.") and key not in ("data.canaries", "data.canary_digits"))
+
+
+def setup_label(cfg: dict[str, Any]) -> str:
+    """The data set and base model a run was made on: its corpus ('chitchat', or the file's path), and the setup
+    settings it changes from its preset (e.g. '/data/air.json · data.private_train 750, model.source /ck'). A
+    synthetic-data run's labelled texts are its synth section's corpus."""
+    corpus = (as_str(as_dict(cfg.get("data")).get("corpus")) or as_str(as_dict(cfg.get("synth")).get("corpus"))
+              or "chitchat")
+    others = [f"{key} {value}" for key, value in varied_settings(cfg).items()
+              if is_setup_setting(key) and key != "data.corpus"]
+    return corpus + (f" · {', '.join(others)}" if others else "")
+
+
 def variant_settings(cfg: dict[str, Any]) -> dict[str, Any]:
     """The settings the method reads whose value differs from the run's preset default, name -> value ({} at the
-    defaults; core.config.varied_settings): VARIANT_FIELDS first, by their short names, then any other as
-    section.field."""
-    varied = varied_settings(cfg)
+    defaults; core.config.varied_settings), setup settings aside (setup_label): VARIANT_FIELDS first, by their short
+    names, then any other as section.field."""
+    varied = {key: value for key, value in varied_settings(cfg).items() if not is_setup_setting(key)}
     order = [key for key in _SHORT_NAMES if key in varied] + sorted(set(varied) - set(_SHORT_NAMES))
     return {_SHORT_NAMES.get(key, key): varied[key] for key in order}
 
@@ -164,6 +182,8 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
         "error": error,
         "method": as_str(cfg.get("method")),
         "preset": as_str(cfg.get("preset")),
+        # runs on two corpora completed different test sentences: the pages compare within one setup
+        "setup": setup_label(cfg),
         "seed": as_int(cfg.get("seed", stored.get("seed"))),
         # before privacy.json exists: the epsilon the run is calibrated for, or the one no setting changes
         "epsilon": epsilon,
@@ -278,7 +298,7 @@ def _paced(records: list[dict[str, Any]], infos: Sequence[RunInfo]) -> list[dict
 
 
 RECORD_COLUMNS = (
-    "run_id", "source", "state", "stage", "progress", "error", "method", "preset", "seed", "epsilon",
+    "run_id", "source", "state", "stage", "progress", "error", "method", "preset", "setup", "seed", "epsilon",
     "epsilon_target", "privacy_target", "delta", "accountant", "unit", "has_privacy", "shared_streams", "ppl", "bleu1", "bleu2", "bleu3", "bleu4",
     "r_name", "r_name_names", "r_name_references",
     "teachers", "filter", "partition", "ablation", "ablation_label", "variant", "variant_shown", "varied", "query_budget", "queries_spent",

@@ -263,11 +263,13 @@ def report_figures(record: dict[str, Any], same_preset: pd.DataFrame, progress: 
 
     The chart is the Privacy vs utility page's: text-generation runs at their preset's defaults, one copy of each
     config (distinct_configs), and this run beside them if it is an experiment variant. Runs of other seeds are
-    left out (another user split and base model: not comparable point by point). A synthetic-data run has no
-    BLEU-4, so its report has no such chart."""
+    left out (another user split and base model: not comparable point by point), as are runs on another data set or base
+    model (loading.setup_label). A synthetic-data run has no BLEU-4, so its report has no such chart."""
     figures = []
     if "seed" in same_preset and present(record.get("seed")):
         same_preset = same_preset[same_preset["seed"] == record["seed"]]
+    if "setup" in same_preset and present(record.get("setup")):
+        same_preset = same_preset[same_preset["setup"] == record["setup"]]
     if not same_preset.empty and not is_synth_method(record.get("method")):
         main = distinct_configs(same_preset[~same_preset["method"].map(is_synth_method)])
         main = at_defaults(main)

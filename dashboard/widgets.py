@@ -19,6 +19,7 @@ from dashboard.wording import OPTION_SEPARATOR
 # The last preset and seed chosen on any page (session-wide), which the other pages' pickers open on.
 LAST_PRESET = "_last_preset"  # also followed by Launch (launch_settings.init_launch_settings)
 _LAST_SEED = "_last_seed"
+_LAST_SETUP = "_last_setup"
 
 
 def remember_shared(key: str, shared: str) -> None:
@@ -83,6 +84,19 @@ def carried_picker(label: str, options: list, default: Any, key: str, shared: st
     if key in st.query_params:  # set by a link: no on_change is called, yet the other pages should follow it
         st.session_state[shared] = choice
     return choice
+
+
+def setup_picker(df: pd.DataFrame, key: str) -> pd.DataFrame:
+    """The runs of one data set and base model (loading.setup_label), the shipped chitchat one by default; only
+    asked when df holds several. A walk's AirDialog SeqPATE run (PPL 2.1) stood on the axes of tiny's chitchat
+    runs (about 980): runs on another corpus completed other test sentences."""
+    setups = sorted(df["setup"].dropna().unique(), key=lambda c: (c != "chitchat", c)) if "setup" in df else []
+    if len(setups) < 2:
+        return df
+    choice = carried_picker("Data and base model", setups, setups[0], key, _LAST_SETUP,
+                            help="Runs on another corpus, other data sizes or another base model completed other "
+                                 "test sentences, or started from another model: compare methods within one.")
+    return df[df["setup"] == choice]
 
 
 EVERY_SEED = "every seed (mean)"

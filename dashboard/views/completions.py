@@ -22,10 +22,11 @@ if with_completions.empty:
 
 preset = widgets.preset_picker(with_completions, key="comp_preset")
 # one seed: another seed splits the users anew, so its runs completed other test prefixes
-of_preset = with_completions[with_completions["preset"] == preset]
+of_preset = widgets.setup_picker(with_completions[with_completions["preset"] == preset], key="comp_setup")
 pool = widgets.seed_picker(of_preset, key="comp_seed", every=False)
 # each seed keeps its own choice of runs, across page switches too
-runs_key = f"comp_runs_{preset}" + (f"_seed{loading.seeds_of(pool)[0]}" if len(loading.seeds_of(of_preset)) > 1 else "")
+runs_key = (f"comp_runs_{preset}" + (f"_seed{loading.seeds_of(pool)[0]}" if len(loading.seeds_of(of_preset)) > 1 else "")
+            + (f"_{of_preset['setup'].iloc[0]}" if of_preset["setup"].iloc[0] != "chitchat" else ""))
 records = {r["run_id"]: r for r in pool.to_dict("records")}
 # default: the Overview's runs, one per method, SeqPATE first (the method this bench is about)
 default_runs = tables.shipped_first_defaults(pool)

@@ -29,7 +29,8 @@ elif which == "headline comparison":
     # one preset and, by default, its lowest seed, as the Overview and REPORT.md: runs compare only within a
     # preset, and another seed is another user split and base model
     preset = widgets.preset_picker(finished, key="export_preset") if not finished.empty else None
-    pool = widgets.seed_picker(finished[finished["preset"] == preset], key="export_seed") if preset else finished
+    pool = widgets.seed_picker(widgets.setup_picker(finished[finished["preset"] == preset], key="export_setup"),
+                               key="export_seed") if preset else finished
     # the shipped runs unless the reader puts the runs made here in their place, as on the Overview (the toggle
     # is shared between pages)
     pool = tables.made_here_or_shipped(pool, key="export_made_here")

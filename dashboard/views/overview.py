@@ -46,9 +46,9 @@ if df.empty:
     st.stop()
 
 preset = widgets.preset_picker(df, key="overview_preset")
-several_seeds = len(loading.seeds_of(df[df["preset"] == preset])) > 1
-pool = tables.made_here_or_shipped(widgets.seed_picker(df[df["preset"] == preset], key="overview_seed"),
-                                   key="overview_made_here")
+of_preset = widgets.setup_picker(df[df["preset"] == preset], key="overview_setup")
+several_seeds = len(loading.seeds_of(of_preset)) > 1
+pool = tables.made_here_or_shipped(widgets.seed_picker(of_preset, key="overview_seed"), key="overview_made_here")
 table = tables.headline_table(pool)
 seed_note, copies_note = tables.seed_mix_note(table), tables.replaced_copies_note(pool, table)
 if copies_note:  # above the table it changes
@@ -85,8 +85,8 @@ st.dataframe(
     },
 )
 if table.empty:
-    st.info("No finished run at this preset's defaults: every run here changes a setting (a corpus, a model, a "
-            "teacher count, ...). Its runs are on the Privacy-utility page with experiment variants on.")
+    st.info("No finished run at this preset's defaults: every run here changes a setting (a teacher "
+            "count, a filter, a learning rate, ...). Its runs are on the Privacy-utility page with experiment variants on.")
 if seed_note:
     st.warning(seed_note, icon=":material/warning:")
 if shipped_note := tables.shipped_copies_note(pool, table):

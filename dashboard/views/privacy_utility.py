@@ -37,7 +37,8 @@ if df.empty:
 
 preset = widgets.preset_picker(df, key="pu_preset")
 # several sweep plans share a run: one copy of each config; one seed at a time unless the reader asks for every seed
-pool = tables.made_here_or_shipped(widgets.seed_picker(df[df["preset"] == preset], key="pu_seed"), key="pu_made_here")
+of_preset = widgets.setup_picker(df[df["preset"] == preset], key="pu_setup")
+pool = tables.made_here_or_shipped(widgets.seed_picker(of_preset, key="pu_seed"), key="pu_made_here")
 runs = tables.distinct_configs(pool)
 if stand_in := tables.stand_in_note(pool, set(runs["run_id"])):
     st.info(stand_in, icon=":material/content_copy:")

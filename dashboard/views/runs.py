@@ -165,12 +165,16 @@ def runs_table(view: pd.DataFrame, df: pd.DataFrame, still_active: bool) -> None
     })
     if not table["error"].astype(bool).any():  # the widest column, mostly empty: the table fits the page without it
         table = table.drop(columns="error")
+    if view["setup"].nunique() > 1:  # runs on a corpus or base model of the user's own among chitchat's
+        table.insert(table.columns.get_loc("seed"), "data and model", view["setup"])
     # widths in pixels: the ten columns up to "remaining" fit the 940 px a 1400 px window leaves the table (Streamlit
     # sized them to their content, and "remaining" was off the page); a run id cut short is whole in its tooltip
     st.dataframe(table, hide_index=True, width="stretch", placeholder="", column_config={  # a missing value is blank
         "run": st.column_config.TextColumn(width=200),
         "method": st.column_config.TextColumn(width=120),
         "preset": st.column_config.TextColumn(width=60),
+        "data and model": st.column_config.TextColumn(width=120, help="the corpus, and any data size or base-model "
+                                                      "setting changed from the preset: runs are compared within one"),
         "seed": st.column_config.NumberColumn(width=50),
         "ε": st.column_config.NumberColumn(format="%.3g", width=60, help="accounted ε (a run not yet finished: the ε "
                                            "it is calibrated for; a cancelled or failed run that recorded no "

@@ -127,6 +127,12 @@ def test_report_chart_shows_the_overviews_runs_and_the_reports_own(roots):
     records = frame.set_index("run_id")
     assert drawn("seq-today", in_place=False) == ["pub-gpt-today", "seq-today"]
     assert drawn("seq", in_place=False) == ["seq", "tiny-pub-gpt"]  # a shipped run's report: still the Overview's
+    # a run on another corpus completed other test sentences: its chart holds that corpus's runs alone
+    write_run(roots["live"], "air-seq", "seqpate", epsilon=3.0, config={"data__corpus": "/data/air.json"})
+    frame = loading.finished_frame(loading.runs_frame())
+    records = frame.set_index("run_id")
+    assert drawn("air-seq", in_place=False) == ["air-seq"]
+    assert drawn("seq-today", in_place=False) == ["pub-gpt-today", "seq-today"]
 
 
 def test_report_chart_and_default_run_keep_to_one_seed(roots, app_page):

@@ -6,7 +6,7 @@ import json
 import math
 import shutil
 
-from apptest_helpers import texts
+from apptest_helpers import plotly_specs, texts
 from fake_runs import write_run
 
 from core.runs.store import RunDir
@@ -80,6 +80,31 @@ def test_overview_compares_one_seed_unless_every_seed_is_asked_for(roots, app_pa
     rows = at.dataframe[0].value.set_index("Method")
     assert rows.loc["SeqPATE", "seeds"] == "0, 1" and rows.loc["Adaptive DP", "seeds"] == "0"
     assert [w for w in at.warning if "but Adaptive DP at ε 3: seed 0" in w.value]
+
+
+def test_runs_on_another_corpus_are_compared_among_themselves(roots, app_page):
+    """A walk's AirDialog SeqPATE run (PPL 2.1) stood among tiny's chitchat runs (about 980) on the Privacy-utility
+    axes, named only as made on another base model: other test sentences are not comparable at all."""
+    air = {"data__corpus": "/data/air.json", "data__private_test": 50}  # a small corpus needs smaller sizes
+    write_run(roots["cached"], "seq", "seqpate", ppl=909.3)
+    write_run(roots["cached"], "pub", "pub-gpt", ppl=1000.0)
+    at = app_page()
+    assert not [s for s in at.selectbox if s.key == "overview_setup"]  # one corpus: nothing to choose
+    write_run(roots["live"], "air-seq", "seqpate", ppl=2.13, config=air)
+    write_run(roots["live"], "air-pub", "pub-gpt", ppl=2.5, config=air)
+    at = app_page()
+    air_setup = "/data/air.json · data.private_test 50"
+    assert at.selectbox(key="overview_setup").options == ["chitchat", air_setup]
+    assert sorted(at.dataframe[0].value["run ids"]) == ["pub", "seq"]
+    at.selectbox(key="overview_setup").set_value(air_setup).run()
+    # the runs at the preset's defaults on that data, not variants of the chitchat ones
+    assert sorted(at.dataframe[0].value["run ids"]) == ["air-pub", "air-seq"] and not at.exception
+    # the curves keep the choice, and draw that data's runs only, variants included
+    at.switch_page("views/privacy_utility.py").run()
+    assert at.selectbox(key="pu_setup").value == air_setup and not at.exception
+    at.toggle(key="pu_variants").set_value(True).run()
+    bleu = plotly_specs(at)[0]
+    assert {row[0] for trace in bleu["data"] for row in (trace.get("customdata") or [])} == {"air-seq", "air-pub"}
 
 
 def made_here_in_place(at):

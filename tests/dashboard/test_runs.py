@@ -59,6 +59,10 @@ def test_lists_every_run_with_state_and_progress(some_runs, app_page):
     assert estimate.proto.help.startswith("from the pace so far (no finished run")  # no finished Pub-GPT run
     assert not at.button(key="runs_cancel").disabled
     assert at.button(key="runs_delete").disabled
+    assert "data and model" not in at.dataframe[0].value.columns  # every run on chitchat and the tiny model
+    write_run(some_runs["live"], "live-europarl", "pub-gpt", config={"data__corpus": "/data/ep.txt"})
+    rows = {r["run"]: r for r in app_page("runs").dataframe[0].value.to_dict("records")}
+    assert rows["live-europarl"]["data and model"] == "/data/ep.txt" and rows["live-seq"]["data and model"] == "chitchat"
 
 
 def test_the_selected_run_is_in_the_url_and_a_bad_link_is_named(some_runs):
