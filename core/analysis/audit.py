@@ -32,6 +32,7 @@ from core.data.secrets import (
 )
 from core.privacy import epsilon_from_events, events_from_dicts
 from core.runs.store import TEST_NLL
+from core.runs.values import as_dict
 
 STATEMENT = "statement.md"
 CANARIES = "canaries.json"
@@ -255,7 +256,9 @@ def _audit_synth_dir(run, stored: dict[str, Any]) -> dict[str, Any]:
     if privacy is None or metrics is None:
         raise ValueError(f"{run.path}: the run has no privacy.json/metrics.json yet (state {run.state()})")
     updated = {**metrics, **_synth_memorisation(run, stored.get("data_stats"), metrics)}
-    statement = synth_statement(stored.get("synth") or {}, privacy, updated, run.run_id)  # before either write
+    base_model = as_dict(as_dict(stored.get("base")).get("model")).get("source", "tiny")
+    statement = synth_statement(stored.get("synth") or {}, privacy, updated, run.run_id,  # before either write
+                                base_model=str(base_model))
     run.write_metrics(updated)
     run.write_text(STATEMENT, statement)
     synth = stored.get("synth") if isinstance(stored.get("synth"), dict) else {}

@@ -153,10 +153,21 @@ def privacy_statement(
     kind = mechanism_kind(cfg.method, privacy)
     lines = [f"# Privacy statement: {run_id or 'run'} ({cfg.method})", ""]
     lines += _guarantee_lines(cfg, privacy, kind, has_test_nll)
+    lines += base_model_lines(cfg.model.source)
     lines += _phrase_lines(cfg, privacy, metrics, phrase_info or {}, kind)
     lines += _empirical_lines(metrics)
     lines += ["", "Completions and phrases.csv quote private text; share them as you would the private data.", ""]
     return "\n".join(lines)
+
+
+def base_model_lines(source: str) -> list[str]:
+    """Where the run starts from a GPT-2 checkout (--model): the bench cannot know what that model was trained on,
+    and every statement above takes it, like the public text, as public. [] for the tiny model trained here on the
+    public side of the data."""
+    if source == "tiny":
+        return []
+    return ["", f"- Base model: the GPT-2 checkout at {source}, taken as public. Whatever it was trained "
+                "on, private text included, is outside this run's epsilon: the bench cannot tell what that was."]
 
 
 def adp_mechanism_line(privacy: dict[str, Any]) -> str:
@@ -421,10 +432,12 @@ def _empirical_lines(metrics: dict[str, Any]) -> list[str]:
 # ------------------------------------------------------------------------------------------------------------
 
 
-def synth_statement(synth: dict[str, Any], privacy: dict[str, Any], metrics: dict[str, Any], run_id: str = "") -> str:
+def synth_statement(synth: dict[str, Any], privacy: dict[str, Any], metrics: dict[str, Any], run_id: str = "",
+                    base_model: str = "tiny") -> str:
     """statement.md of a synthetic-data run: what its epsilon covers, and what the run releases outside it.
 
-    synth: the run's resolved SynthConfig as a dict (config.json's "synth")."""
+    synth: the run's resolved SynthConfig as a dict (config.json's "synth"); base_model: its base config's
+    model.source."""
     eps, delta = privacy.get("epsilon"), privacy.get("delta")
     data = metrics.get("data") or {}
     generator = synth.get("generator", "?")
@@ -487,6 +500,7 @@ def synth_statement(synth: dict[str, Any], privacy: dict[str, Any], metrics: dic
             SEEDED_NOISE,
             *shared_stream_lines(f"synth-{generator}", KIND_SYNTH, privacy, int(synth.get("seed", 0))),
         ]
+    lines += base_model_lines(base_model)
     private = isinstance(eps, (int, float)) and math.isfinite(eps)
     lines += [
         "",

@@ -247,7 +247,8 @@ def execute(job: SynthJob, run: RunDir, should_stop: Callable[[], bool] = lambda
                             "label": s["label"], "synthetic": True, "contains_private_text": not private}
                            for i, s in enumerate(samples)])
     run.write_metrics(metrics)
-    run.write_text(STATEMENT, synth_statement(dataclasses.asdict(cfg), privacy, metrics, run.run_id))
+    run.write_text(STATEMENT, synth_statement(dataclasses.asdict(cfg), privacy, metrics, run.run_id,
+                                                    base_model=job.base.model.source))
     run.log_progress("done", progress=1.0, accuracy_synthetic=metrics["accuracy_synthetic"],
                      separability=metrics["separability"])
     run.set_status(state="done", stage="done", progress=1.0)

@@ -51,6 +51,26 @@ def test_non_private_public_and_blacklist_runs():
     assert "never trained on private data" in text and "epsilon 0" in text
 
 
+def test_a_run_on_a_gpt2_checkout_says_the_checkout_is_taken_as_public():
+    """A Pub-GPT run on the user's own checkout said "This model never trained on private data": the bench cannot
+    know what the checkout was trained on."""
+    from dataclasses import replace
+
+    public = {"epsilon": 0.0, "delta": 0.0, "unit": "none", "events": []}
+    line = ("- Base model: the GPT-2 checkout at /models/gpt2, taken as public. Whatever it was trained on, private "
+            "text included, is outside this run's epsilon: the bench cannot tell what that was.")
+    for method in ("pub-gpt", "seqpate"):
+        cfg = micro_config(method=method)
+        privacy = public if method == "pub-gpt" else {"epsilon": 3.0, "delta": 1e-6, "unit": "sample",
+                                                      "mechanism": "gaussian", "noise_scale": 69.0}
+        assert "Base model:" not in privacy_statement(cfg, privacy, {})  # the tiny model, trained here on public text
+        checkout = replace(cfg, model=replace(cfg.model, source="/models/gpt2"))
+        assert line in privacy_statement(checkout, privacy, {}).splitlines()
+    assert line in synth_statement({"generator": "filter"}, SYNTH_PRIVACY, SYNTH_METRICS,
+                                   base_model="/models/gpt2").splitlines()
+    assert "Base model:" not in synth_statement({"generator": "filter"}, SYNTH_PRIVACY, SYNTH_METRICS)
+
+
 def test_a_phrase_search_that_failed_is_not_reported_as_no_phrase_found():
     """audit_run records a failed part under errors and goes on with no phrases; statement.md then said "No secret
     phrase was found", which reads as a clean result."""
