@@ -57,6 +57,20 @@ def weights_digest(folder: Path) -> str:
     return digest.hexdigest()[:16]
 
 
+# what AutoTokenizer reads from a GPT-2 checkout: a changed tokenizer with the same weights encodes other tokens
+TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "merges.txt", "tokenizer_config.json", "special_tokens_map.json",
+                   "added_tokens.json")
+
+
+def tokenizer_digest(folder: Path) -> str:
+    """First 16 hex digits of the sha256 over the tokenizer files a checkout holds (each named, in a fixed order)."""
+    digest = hashlib.sha256()
+    for name in TOKENIZER_FILES:
+        if (folder / name).is_file():
+            digest.update(name.encode() + b"\0" + (folder / name).read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
 def base_is_cached(cfg: RunConfig, device: torch.device | str = "cpu") -> bool:
     """Whether load_or_train_base will load (a local checkout, or a tiny base trained before) rather than train."""
     return cfg.model.source != "tiny" or (cache_root() / "base" / base_key(cfg, device) / "done.json").exists()
@@ -74,9 +88,11 @@ def load_or_train_base(
     if cfg.model.source != "tiny":
         model = load_local_model(cfg.model.source).to(device)
         tokenizer = load_tokenizer(cfg.model.source)
-        # the digest tells runs on one path apart when the checkout there changed (and keys their pseudo data)
+        # the digests tell runs on one path apart when the checkout there changed (and key their pseudo data: a
+        # tokenizer swapped under the same weights reused sentences sampled with the old one)
         return model, tokenizer, {"source": cfg.model.source, "cached": True,
-                                  "weights_sha256": weights_digest(Path(cfg.model.source))}
+                                  "weights_sha256": weights_digest(Path(cfg.model.source)),
+                                  "tokenizer_sha256": tokenizer_digest(Path(cfg.model.source))}
 
     folder = cache_root() / "base" / base_key(cfg, device)
     folder.parent.mkdir(parents=True, exist_ok=True)

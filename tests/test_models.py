@@ -14,7 +14,14 @@ import pytest
 import torch
 from tokenizers import Tokenizer, models
 
-from core.base import base_is_cached, base_key, load_or_train_base, loaded_weight_files, weights_digest
+from core.base import (
+    base_is_cached,
+    base_key,
+    load_or_train_base,
+    loaded_weight_files,
+    tokenizer_digest,
+    weights_digest,
+)
 from core.config import ModelConfig
 from core.data import load_prepared
 from core.models import (
@@ -100,6 +107,23 @@ def test_a_path_that_is_not_a_model_is_one_clear_line(tmp_path):
     assert out.returncode == 2 and out.stderr.count("\n") == 1
     assert "not a model directory" in out.stderr and "Traceback" not in out.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_a_checkouts_tokenizer_digest_follows_its_tokenizer_files_not_its_weights(checkout, tmp_path):
+    """A walk replaced a checkout's tokenizer and kept its weights: the next run reused pseudo data sampled with the
+    old tokenizer (keyed by the weights alone) and scored PPL 153, BLEU 0."""
+    import shutil
+
+    copy = tmp_path / "ck"
+    shutil.copytree(checkout, copy)
+    cfg = micro_config(method="pub-gpt", model__source=str(copy))
+    data = load_prepared(cfg.data, cfg.seed)
+    _, _, before = load_or_train_base(cfg, data)
+    assert before["tokenizer_sha256"] == tokenizer_digest(checkout) and len(before["tokenizer_sha256"]) == 16
+    train_tokenizer(["another text to learn from entirely"] * 50, 280).save_pretrained(copy)
+    _, _, after = load_or_train_base(cfg, data)
+    assert after["weights_sha256"] == before["weights_sha256"]
+    assert after["tokenizer_sha256"] != before["tokenizer_sha256"]
 
 
 def test_a_relative_corpus_or_model_path_is_stored_absolute(checkout, tmp_path, monkeypatch):

@@ -130,10 +130,11 @@ class Workspace:
     def base_model_key(self) -> str:
         """What names the base model in artefact caches: its config and, once known, its weights' digest (a base
         retrained after its cache was cleared, e.g. with another thread count, must not reuse pseudo data that
-        another base generated)."""
-        digest = (self.base_info or {}).get("weights_sha256")
+        another base generated), and a checkout's tokenizer digest."""
+        info = self.base_info or {}
         key = base_key(self.cfg, self.device)  # pseudo data sampled on a GPU is cached apart from the CPU's
-        return key if digest is None else f"{key}-{digest}"
+        # a checkout's tokenizer too (the tiny base's is saved with, and keyed as, its weights)
+        return "-".join([key, *(info[k] for k in ("weights_sha256", "tokenizer_sha256") if info.get(k) is not None)])
 
     @cached_property
     def pseudo(self) -> list[str]:

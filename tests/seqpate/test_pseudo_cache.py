@@ -43,6 +43,10 @@ def test_a_retrained_base_does_not_reuse_another_bases_pseudo_data(tmp_path, mon
     assert workspace({"weights_sha256": "aaaa"}).base_model_key == old.base_model_key
     # local checkouts: the config
     assert workspace({"source": "/a/checkout"}).base_model_key == workspace({}).base_model_key
+    # ... and a checkout's tokenizer: swapped under the same weights, it encodes other tokens
+    swapped = workspace({"weights_sha256": "aaaa", "tokenizer_sha256": "cccc"})
+    assert swapped.base_model_key not in (old.base_model_key,
+                                          workspace({"weights_sha256": "aaaa", "tokenizer_sha256": "dddd"}).base_model_key)
     on_gpu = Workspace(cfg=cfg, data=None, tokenizer=None, base_model=None, base_info={"weights_sha256": "aaaa"},
                        log=lambda *a, **k: None, device="cuda")
     assert on_gpu.base_model_key != old.base_model_key  # pseudo data sampled on a GPU is never a CPU run's
