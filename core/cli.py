@@ -325,14 +325,22 @@ def cmd_data_stats(args) -> int:
     from core.data import corpus_stats, data_stats, load_corpus, load_prepared
 
     cfg = config_from_args(args)
-    stats = {"corpus": corpus_stats(load_corpus(cfg.data)), "preset": cfg.preset, "seed": cfg.seed,
-             **data_stats(load_prepared(cfg.data, cfg.seed))}
-    if args.json:
+    stats = {"corpus": corpus_stats(load_corpus(cfg.data)), "preset": cfg.preset, "seed": cfg.seed}
+    try:
+        stats.update(data_stats(load_prepared(cfg.data, cfg.seed)))
+    except ValueError:  # sizes the corpus cannot fill: what it holds still answers what this command is asked
+        _print_stats(stats, args.json)
+        raise
+    _print_stats(stats, args.json)
+    return 0
+
+
+def _print_stats(stats: dict, as_json: bool) -> None:
+    if as_json:
         print(json.dumps(stats, indent=2))
     else:
         for key, value in stats.items():
             print(f"{key}: {value}")
-    return 0
 
 
 def named_run(text: str):

@@ -35,6 +35,16 @@ def test_data_stats_reports_disjoint_user_split():
     assert 0.2 < stats["public_share"] < 0.3
 
 
+def test_data_stats_of_a_corpus_too_small_for_the_preset_still_says_what_it_holds(tmp_path):
+    """data-stats, the command to learn a corpus's sizes, refused a 1,200-line file with the preset's sizes only."""
+    corpus = tmp_path / "ep.txt"
+    corpus.write_text("".join(f"line {i} of a small corpus with enough words in it\n" for i in range(300)))
+    out = cli("data-stats", "--corpus", str(corpus), "--preset", "tiny", "--json")
+    assert out.returncode == 2 and json.loads(out.stdout)["corpus"] == {"users": 300, "records": 300,
+                                                                        "records_min_words": 300}
+    assert out.stderr.startswith(f"error: {corpus}: the public side has only ") and "the private side has only" in out.stderr
+
+
 @pytest.fixture(scope="module")
 def pub_gpt_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("cli")

@@ -134,21 +134,38 @@ def smaller_sizes(sizes: list[tuple[str, int | None]], available: int) -> dict[s
     return smaller if sum(smaller.values()) + rest <= available else {}
 
 
-def _cut(
-    side: str, sentences: list[Sentence], sizes: list[tuple[str, int | None]], n_users: int
-) -> dict[str, tuple[Sentence, ...]]:
-    """Consecutive slices in the order given; None takes all that is left (and must leave something)."""
+def _shortfall(side: str, sentences: list[Sentence], sizes: list[tuple[str, int | None]],
+               n_users: int) -> tuple[str, dict[str, int]] | None:
+    """Where a side holds fewer sentences than its fixed sizes ask for: what is wrong, and smaller sizes that fit
+    ({} where even one sentence a split does not). None where they fit."""
     asked = sum(n for _, n in sizes if n is not None)
-    if asked > len(sentences):
-        wanted = " + ".join(f"{side}_{name} {n}" for name, n in sizes if n is not None)
-        smaller = smaller_sizes(sizes, len(sentences))
-        # the sizes are the preset's: a smaller corpus sets its own, which the message shows how to do
-        hint = ("; a smaller corpus sets smaller sizes with --config FILE.json holding "
-                + json.dumps({"data": {f"{side}_{name}": n for name, n in smaller.items()}})) if smaller else ""
-        raise ValueError(
-            f"the {side} side has only {plural(len(sentences), 'sentence')} ({plural(n_users, 'user')}) but "
-            f"{wanted} = {asked} were asked for{hint}"
-        )
+    if asked <= len(sentences):
+        return None
+    wanted = " + ".join(f"{side}_{name} {n}" for name, n in sizes if n is not None)
+    smaller = {f"{side}_{name}": n for name, n in smaller_sizes(sizes, len(sentences)).items()}
+    return (f"the {side} side has only {plural(len(sentences), 'sentence')} ({plural(n_users, 'user')}) but "
+            f"{wanted} = {asked} were asked for", smaller)
+
+
+def check_sizes(shortfalls: list[tuple[str, dict[str, int]] | None]) -> None:
+    """Refuse sizes a side cannot fill, naming every side short of sentences at once, with one config of sizes
+    that fit all of them (one side's at a time sent the user round in a loop: fixing the public side's sizes
+    with the first message's config brought back the private side's refusal, and the reverse)."""
+    short = [s for s in shortfalls if s is not None]
+    if not short:
+        return
+    message = "; ".join(text for text, _ in short)
+    if all(smaller for _, smaller in short):  # the sizes are the preset's: a smaller corpus sets its own
+        sizes = {name: n for _, smaller in short for name, n in smaller.items()}
+        message += "; a smaller corpus sets smaller sizes with --config FILE.json holding " + json.dumps({"data": sizes})
+    else:
+        message += "; too few to give each split at least one sentence: the corpus is too small for this bench"
+    raise ValueError(message)
+
+
+def _cut(side: str, sentences: list[Sentence], sizes: list[tuple[str, int | None]]) -> dict[str, tuple[Sentence, ...]]:
+    """Consecutive slices in the order given (sizes that fit: check_sizes); None takes all that is left (and must
+    leave something)."""
     out, start = {}, 0
     for name, n in sizes:
         stop = len(sentences) if n is None else start + n
@@ -172,13 +189,11 @@ def prepare(records: Sequence[Record], cfg: DataConfig, seed: int) -> PreparedDa
     public = _shuffled((r for r in kept if r.user_id in public_users), seed, "public")
     private = _shuffled((r for r in kept if r.user_id in private_users), seed, "private")
     # Held-out splits first, so that growing a train size never changes the valid/test sentences.
-    pub = _cut("public", public, [("valid", cfg.public_valid), ("train", cfg.public_train)], len(public_users))
-    pri = _cut(
-        "private",
-        private,
-        [("valid", cfg.private_valid), ("test", cfg.private_test), ("train", cfg.private_train)],
-        len(private_users),
-    )
+    public_sizes = [("valid", cfg.public_valid), ("train", cfg.public_train)]
+    private_sizes = [("valid", cfg.private_valid), ("test", cfg.private_test), ("train", cfg.private_train)]
+    check_sizes([_shortfall("public", public, public_sizes, len(public_users)),
+                 _shortfall("private", private, private_sizes, len(private_users))])
+    pub, pri = _cut("public", public, public_sizes), _cut("private", private, private_sizes)
     return PreparedData(
         public_train=pub["train"],
         public_valid=pub["valid"],

@@ -78,7 +78,9 @@ def test_prepare_too_few_sentences():
 
 def test_the_sizes_a_too_small_corpus_is_told_to_set_fit_it():
     """The message named the preset's sizes and no way round them (a review: an 8,000-row file failed tiny and
-    paper alike); it gives the config file's setting, and the sizes it proposes, side by side, fit the corpus."""
+    paper alike); it gives the config file's setting, and the sizes it proposes fit the corpus. Both sides at once:
+    a walk that put the public side's proposal in its config got the private side's refusal, and the private
+    side's alone brought the public one's back."""
     import dataclasses
     import json
     import re
@@ -88,17 +90,18 @@ def test_the_sizes_a_too_small_corpus_is_told_to_set_fit_it():
     records = corpus({f"u{i}": 10 for i in range(8)})
     # the paper preset's train sizes take the rest of their side (None): a proposal that used it all left them none
     for data in (DataConfig(), preset_config("paper").data):
-        sizes: dict = {}
-        for _ in range(3):  # one message per side, then the run
-            try:
-                prepared = prepare(records, dataclasses.replace(data, **sizes), 0)
-                break
-            except ValueError as err:
-                found = re.search(r"--config FILE\.json holding (\{.*\}\})", str(err))
-                sizes.update(json.loads(found.group(1))["data"])
-        else:
-            pytest.fail("the proposed sizes did not fit")
-        assert sizes and all(n >= 1 for n in sizes.values()) and len(prepared.public_train) >= 1
+        with pytest.raises(ValueError) as refused:
+            prepare(records, data, 0)
+        message = str(refused.value)
+        assert "the public side has only 20 sentences (2 users)" in message
+        assert "the private side has only 60 sentences (6 users)" in message
+        sizes = json.loads(re.search(r"--config FILE\.json holding (\{.*\}\})", message).group(1))["data"]
+        assert {"public_valid", "private_valid", "private_test"} <= set(sizes) and all(n >= 1 for n in sizes.values())
+        prepared = prepare(records, dataclasses.replace(data, **sizes), 0)  # that config alone, as the user types it
+        assert len(prepared.public_train) >= 1 and len(prepared.private_train) >= 1
+    # a corpus too small for one sentence a split says so, rather than refusing with no way out
+    with pytest.raises(ValueError, match="too few to give each split at least one sentence: the corpus is too small"):
+        prepare(corpus({"u0": 1, "u1": 1, "u2": 1}), DataConfig(), 0)
 
 
 def test_prepare_nothing_left():
