@@ -260,6 +260,9 @@ def csv_rows(path: Path, text: str, required: Sequence[str]) -> Iterator[tuple[i
     ragged row; a closing quote followed by more text (strict csv); and a quoted field over several lines holding
     the delimiter. A quote left open over lines without one (a one-column file) still reads as a text of several
     lines: that is what csv allows."""
+    # csv's field limit (131,072 characters) guards memory while reading a stream; the text is in memory already,
+    # and a long review refused under it read as "a quote left open?"
+    csv.field_size_limit(max(csv.field_size_limit(), len(text) + 1))
     reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
     header = csv_header(path, reader, required=required)
     end = reader.line_num  # the line the previous row ended on

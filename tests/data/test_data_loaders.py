@@ -120,6 +120,14 @@ def test_csv_with_user_id(tmp_path):
     ]
 
 
+def test_a_csv_text_longer_than_the_csv_modules_field_limit_is_read(tmp_path):
+    """A 2.6 MB review was refused as "field larger than field limit (131072) ... a quote left open?"."""
+    path = tmp_path / "d.csv"
+    long = "word " * 60_000  # 300,000 characters
+    path.write_text(f'text,label\n"{long}",pos\nshort,neg\n')
+    assert [(len(r.text), r.meta["label"]) for r in load_table(path)] == [(len(long.strip()), "pos"), (5, "neg")]
+
+
 def test_csv_without_user_id(tmp_path):
     path = tmp_path / "d.csv"
     path.write_text("text\nfirst\nsecond\n")
