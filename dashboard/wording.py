@@ -50,7 +50,7 @@ PHRASE_NOTE = "Completions, references and phrase tables quote private text by d
 
 
 def method_label(method: str | None) -> str:
-    if not method:
+    if not isinstance(method, str) or not method:  # a run that lost its config.json has NaN here (truthy)
         return "unknown"
     return METHOD_LABELS.get(method, method)
 

@@ -375,7 +375,10 @@ else:
         st.warning(note, icon=":material/warning:")
     diff = loading.config_diff(config_a, config_b)
     if diff.empty:  # green only where nothing else tells the two apart (a projected page hid the warning's reason)
-        (st.info("Same config, but the base models may differ (above).") if note else st.success("Same config."))
+        if note:  # a statement, not an expression: Streamlit's magic wrote an expression's value on the page
+            st.info("Same config, but the base models may differ (above).")
+        else:
+            st.success("Same config.")
     else:
         if same_settings:  # the method is part of the effective config
             finished = record_a["state"] == record_b["state"] == "done"  # the result pages show finished runs only

@@ -96,6 +96,19 @@ def test_failed_run_shows_its_error_and_log(some_runs, app_page):
     assert any("teacher 3: loss nan" in code.value for code in at.code)
 
 
+def test_a_run_that_lost_its_config_is_named_failed_and_the_page_still_works(some_runs, app_page):
+    """Its method read as NaN, which the run picker joined into a label: a TypeError replaced the details, Cancel,
+    the log and Compare of every run."""
+    write_run(some_runs["live"], "no-config", "seqpate")
+    (some_runs["live"] / "no-config" / "config.json").unlink()
+    at = app_page("runs")
+    assert not at.exception
+    at.selectbox(key="runs_selected").set_value("no-config").run()
+    assert not at.exception
+    assert [m.proto.body for m in at.metric if m.label == "state"] == ["failed"]
+    assert any("config.json" in e.value for e in at.error)
+
+
 def test_a_run_with_an_unreadable_status_names_why_it_failed(some_runs, app_page):
     """It said "Failed at stage nan: nan" (pandas 3 keeps a missing text field as NaN), where `core runs list`
     names the unreadable file."""
@@ -328,6 +341,7 @@ def test_compare_warns_when_two_runs_stand_on_other_base_models(roots, app_page)
     at.selectbox(key="runs_cmp_a").set_value("mine").run()
     assert at.selectbox(key="runs_cmp_b").value == "shipped"  # B opens on the shipped run of A's config
     assert not at.success and [s.value for s in at.info] == ["Same config, but the base models may differ (above)."]
+    assert not at.get("doc_string")  # the note was an expression statement: Streamlit's magic wrote st.help of it
     [warning] = [w.value for w in at.warning]
     assert warning.startswith("A (PPL 989.01) and B (PPL 909.34): one was made on this machine, the other is a "
                               "shipped run") and "can differ by more than their configs" in warning
