@@ -260,6 +260,7 @@ def cmd_job(args) -> int:
     if state in TERMINAL or cancel_requested(run.path):  # cancelled (or finished) before it started
         print(f"{run.run_id} is {state if state in TERMINAL else 'cancelled'}: nothing to run", file=sys.stderr)
         return 0
+    check_job_is_ours(run)
     if is_synth(run.config() or {}):
         from core.synth.command import run_launched_job  # launched from the Synthetic data page
 
@@ -269,9 +270,37 @@ def cmd_job(args) -> int:
     install_sigterm_handler()
     try:
         with acquire_slot(run.path.parent, run):
+            if not still_queued(run):
+                return 0
             return execute_run(cfg, run)
     except (Cancelled, JobCancelled) as exc:  # stopped while waiting for a slot
         return stopped(run, exc)
+
+
+def check_job_is_ours(run) -> None:
+    """`core job` runs a queued run, as the job its launch started: a second `core job` on a run that is running,
+    or queued as another live process's job, waited for the slot and then ran the whole pipeline again in the same
+    folder (two trajectories in progress.jsonl, the files of the first run overwritten)."""
+    from core.runs.store import RunError, pid_alive
+
+    status = run.status() or {}
+    if status.get("state") != "queued":
+        raise RunError(f"{run.run_id} is {status.get('state', 'in no known state')}, not queued: `core job` runs a "
+                       "launched run that has not started; to run its settings again: core run --config "
+                       f"{run.path / 'config.json'} --run-dir NEW_FOLDER")
+    pid = status.get("pid")
+    if pid not in (None, os.getpid()) and pid_alive(pid):  # launch records its job's pid after starting it
+        raise RunError(f"{run.run_id} is queued as the job of process {pid}, which is alive: that job runs it")
+
+
+def still_queued(run) -> bool:
+    """Once a slot is ours: whether the run is still ours to start (another `core job` on it may have run it while
+    this one waited); says so where it is not."""
+    state = run.state()
+    if state != "queued":
+        print(f"{run.run_id} is {state} by now (another process ran it while this one waited): nothing to run",
+              file=sys.stderr)
+    return state == "queued"
 
 
 def cmd_sweep(args) -> int:

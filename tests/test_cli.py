@@ -555,6 +555,41 @@ def test_job_on_a_folder_that_was_never_launched_is_one_line(tmp_path):
         assert out.returncode == 2 and out.stderr == f"error: not a launched run folder (no config.json): {folder}\n"
 
 
+def test_job_runs_only_a_queued_run_that_no_live_job_holds(tmp_path, monkeypatch, capsys):
+    """`core job` on a run at stage audit waited for the slot, then ran the whole pipeline again in its folder."""
+    import contextlib
+
+    import core.cli
+    import core.runs.jobs
+    from core.cli import main
+    from core.runs.store import RunDir
+
+    run = RunDir.create(tmp_path / "launched", micro_config().to_dict(), 0)
+    run.set_status(state="running", stage="audit")
+    assert main(["job", str(run.path)]) == 2
+    assert capsys.readouterr().err.startswith("error: launched is running, not queued: `core job` runs a launched ")
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:  # queued as another live process's job (jobs.launch records the job's pid)
+        run.set_status(state="queued", stage=None, pid=sleeper.pid)
+        assert main(["job", str(run.path)]) == 2
+        assert f"is queued as the job of process {sleeper.pid}, which is alive" in capsys.readouterr().err
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+    @contextlib.contextmanager
+    def slot_after_another_ran_it(root, run_dir, *args, **kwargs):
+        run_dir.set_status(state="done")  # what a second `core job` did while this one waited
+        yield 0
+
+    run.set_status(state="queued", pid=None)
+    monkeypatch.setattr(core.runs.jobs, "acquire_slot", slot_after_another_ran_it)
+    monkeypatch.setattr(core.cli, "execute_run", lambda *a: pytest.fail("ran a run another process had run"))
+    assert main(["job", str(run.path)]) == 0
+    assert "launched is done by now (another process ran it while this one waited): nothing to run" in \
+        capsys.readouterr().err
+
+
 def test_a_launched_run_whose_config_is_refused_fails_with_the_reason(tmp_path):
     from core.runs.store import RunDir
 

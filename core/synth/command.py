@@ -143,7 +143,7 @@ def job_from_run_config(run):
 def run_launched_job(run) -> int:
     """`python -m core job` on a launched synthetic-data run: its settings checked, a slot in the job queue, then
     its data read and the run (a queued job holds no data while another trains). A problem fails the run with it."""
-    from core.cli import failing_the_run, record_failure, stopped
+    from core.cli import failing_the_run, record_failure, still_queued, stopped
     from core.runs.jobs import JobCancelled, acquire_slot
     from core.runs.pipeline import Cancelled, install_sigterm_handler
     from core.synth.job import prepare_job
@@ -155,6 +155,8 @@ def run_launched_job(run) -> int:
     install_sigterm_handler()
     try:
         with acquire_slot(run.path.parent, run):
+            if not still_queued(run):
+                return 0
             try:
                 job = prepare_job(*settings)
             except Exception as exc:  # a data problem (a labelled file gone since the launch)
