@@ -179,11 +179,18 @@ def cmd_run(args) -> int:
 
 
 def record_failure(run, exc: Exception) -> int:
-    """A run that raised: state failed with the error, the traceback kept beside it, one line on stderr; exit 1."""
+    """A run that raised: state failed with the error, the traceback kept beside it, one line on stderr; exit 1.
+    Where the folder cannot take the record (the cause itself, often: read-only, a full disk), the line says so:
+    the error of the failed write replaced the run's, with exit 2, as if nothing had been written."""
     stage = (run.status() or {}).get("stage", "?")
-    run.set_status(state="failed", error=f"{type(exc).__name__}: {exc}")
-    run.write_text("traceback.txt", traceback.format_exc())
-    print(f"error: run failed at stage {stage}: {type(exc).__name__}: {exc}", file=sys.stderr)
+    line = f"error: run failed at stage {stage}: {type(exc).__name__}: {exc}"
+    try:
+        run.set_status(state="failed", error=f"{type(exc).__name__}: {exc}")
+        run.write_text("traceback.txt", traceback.format_exc())
+    except OSError as unrecorded:
+        line += (f" (not recorded in {run.path}: {type(unrecorded).__name__}: {unrecorded}; the run lists as "
+                 "failed once its process has ended)")
+    print(line, file=sys.stderr)
     return 1
 
 
@@ -401,8 +408,7 @@ def cmd_runs(args) -> int:
                       f"{r.method or '':20s} eps asked={r.epsilon}{why}")
         return 0
     run = named_run(args.run)
-    reconcile(run)
-    status = run.status()
+    status = reconcile(run)  # a run whose process is gone reads failed, even where its folder cannot be written
     out = {"run_dir": str(run.path), **(status or {"state": "failed"})}  # no status.json: listed as failed too
     if (status is None or status.get("state") == "done") and (problem := run.incomplete_reason()):
         out["problem"] = problem  # a file lost or damaged

@@ -256,7 +256,11 @@ def _cached_records(key: str, _items: tuple[tuple[str, str, str], ...]) -> list[
 
 
 def _fresh_times(record: dict[str, Any], info: RunInfo) -> dict[str, Any]:
-    """The cached record as listed now: its times moved on while it runs, its id as list_infos names it."""
+    """The cached record as listed now: its times moved on while it runs, its id as list_infos names it, and its
+    state as list_infos found it (a run whose process is gone reads failed where its folder could not be written:
+    a shipped folder, a full disk)."""
+    if record["state"] in ACTIVE_STATES and info.state not in ACTIVE_STATES:
+        record = {**record, "state": info.state, "error": info.error}
     if record["state"] in ACTIVE_STATES:  # times move on even when no file changed
         status = safe_read(info.run_dir.status, {})
         record = {**record}

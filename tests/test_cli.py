@@ -590,6 +590,29 @@ def test_job_runs_only_a_queued_run_that_no_live_job_holds(tmp_path, monkeypatch
         capsys.readouterr().err
 
 
+def test_a_failure_the_run_folder_cannot_record_is_still_named_with_its_stage(tmp_path, monkeypatch, capsys):
+    """A folder that became unwritable at stage evaluate: recording the failure failed too, and that second error
+    replaced the run's (`error: [Errno 1] ... .status.json.tmp`, no stage, exit 2 as if nothing were written)."""
+    from core.cli import record_failure
+    from core.runs.store import RunDir
+
+    run = RunDir.create(tmp_path / "ro", micro_config().to_dict(), 0)
+    run.set_status(state="running", stage="evaluate")
+
+    def unwritable(*args, **kwargs):
+        raise PermissionError("[Errno 1] Operation not permitted: 'ro/.status.json.tmp'")
+
+    monkeypatch.setattr(RunDir, "set_status", unwritable)
+    try:
+        raise OSError(28, "No space left on device")
+    except OSError as exc:
+        assert record_failure(run, exc) == 1
+    assert capsys.readouterr().err == (
+        "error: run failed at stage evaluate: OSError: [Errno 28] No space left on device (not recorded in "
+        f"{run.path}: PermissionError: [Errno 1] Operation not permitted: 'ro/.status.json.tmp'; the run lists as "
+        "failed once its process has ended)\n")
+
+
 def test_a_launched_run_whose_config_is_refused_fails_with_the_reason(tmp_path):
     from core.runs.store import RunDir
 

@@ -100,10 +100,11 @@ def _requested_epsilon(method: str | None, privacy: dict) -> float | None:
     return fixed if fixed is not None else as_float(privacy.get("epsilon"))
 
 
-def run_info(run: RunDir) -> RunInfo:
-    """RunInfo for one folder; unreadable files give state "failed" instead of an exception."""
+def run_info(run: RunDir, status: dict[str, Any] | None = None) -> RunInfo:
+    """RunInfo for one folder (status: as reconcile found it, else read here); unreadable files give state "failed"
+    instead of an exception."""
     try:
-        status = run.status()
+        status = status if status is not None else run.status()
         if status is None:
             raise RunFormatError(f"{run.path / STATUS} is missing")
         try:
@@ -177,18 +178,14 @@ def reconcile(run_dir: RunDir) -> dict[str, Any] | None:
     """Mark a live run failed when its status says it is active but its process is gone; returns the status.
 
     Active means "running", or "queued" with a recorded pid (a launched job waiting for a slot). A queued run
-    without a pid has not been started by anyone yet and is left alone. Cached runs are never touched.
+    without a pid has not been started by anyone yet and is left alone. A shipped run's folder is never written,
+    nor is one that cannot be (read-only, a full disk): the status returned reads failed all the same (a sweep
+    killed while writing into cached_runs/, or a run whose folder became unwritable, showed "running" for good).
     """
-    if run_dir.read_only:
-        return run_dir.status()
 
     def looks_dead(status: dict[str, Any]) -> bool:
         state, pid = status.get("state"), status.get("pid")
         return (state == "running" or (state == "queued" and pid)) and not process_alive(pid, status.get("pid_started"))
-
-    status = run_dir.status()
-    if status is None or not looks_dead(status):
-        return status
 
     def change(current: dict[str, Any]) -> dict[str, Any] | None:
         # Check again under the lock: the job may have written a final state in between.
@@ -198,7 +195,15 @@ def reconcile(run_dir: RunDir) -> dict[str, Any] | None:
         return {"state": "failed", "error": f"process exited without finishing (stage: {stage})",
                 "finished": last_sign_of_life(run_dir, current)}
 
-    return run_dir.update_status(change)
+    status = run_dir.status()
+    if status is None or not looks_dead(status):
+        return status
+    if not run_dir.read_only:
+        try:
+            return run_dir.update_status(change)
+        except OSError:
+            pass
+    return {**status, **(change(status) or {})}
 
 
 def list_runs(roots: RootsArg = None) -> list[RunInfo]:
@@ -207,12 +212,11 @@ def list_runs(roots: RootsArg = None) -> list[RunInfo]:
     for folder, source in _normalise_roots(roots):
         for path in _run_folders(folder):
             run = RunDir(path, source=source)
-            if source == "live":
-                try:
-                    reconcile(run)
-                except (RunFormatError, OSError):
-                    pass  # run_info reports the unreadable files
-            infos.append(run_info(run))
+            try:
+                status = reconcile(run)
+            except RunFormatError:
+                status = None  # run_info reports the unreadable files
+            infos.append(run_info(run, status))
     infos.sort(key=lambda info: (info.created or "", info.run_id), reverse=True)
     return infos
 

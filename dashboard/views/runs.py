@@ -72,7 +72,7 @@ def act(action, run, done: str, failed: str) -> None:
     try:
         action(run)
         flash(done)
-    except RunError as exc:
+    except (RunError, OSError) as exc:  # OSError: a folder that cannot be written (its cancel marker failed unseen)
         flash(f"{failed}: {exc}")
     st.rerun()
 

@@ -477,6 +477,15 @@ def test_cancel_asks_first_and_says_what_is_lost(some_runs, app_page, monkeypatc
     assert not at.exception and cancelled == ["live-running"]
     assert "cancelled live-running" in texts(at)
 
+    def unwritable(run):
+        raise PermissionError(f"[Errno 1] Operation not permitted: '{run.path / 'cancel.requested'}'")
+
+    monkeypatch.setattr(jobs, "cancel", unwritable)  # a folder that cannot be written: nothing happened, unseen
+    at.button(key="runs_cancel").click().run()
+    at.button(key="runs_cancel_yes").click().run()
+    assert not at.exception
+    assert [e.value for e in at.error if e.value.startswith("could not cancel: [Errno 1] Operation not permitted")]
+
 
 def test_the_rerun_question_says_how_the_original_ended(some_runs, app_page):
     at = app_page("runs")

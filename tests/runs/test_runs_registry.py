@@ -53,6 +53,26 @@ def test_reconcile_marks_a_dead_running_job_failed(roots: dict[str, Path]) -> No
     assert run.status() == status
 
 
+def test_a_dead_run_in_a_folder_that_cannot_be_written_lists_as_failed(roots: dict[str, Path], monkeypatch) -> None:
+    """A sweep killed while writing into cached_runs/ (never written by a listing), and a run whose folder became
+    unwritable (a full disk): both stayed "running" in runs list, runs show and the dashboard for good."""
+    shipped = RunDir.create(roots["cached"] / "killed-sweep", RunConfig().to_dict(), seed=0)
+    shipped.set_status(state="running", stage="student", pid=_dead_pid())
+    full = RunDir.create(roots["live"] / "full-disk", RunConfig().to_dict(), seed=0)
+    full.set_status(state="running", stage="evaluate", pid=_dead_pid())
+
+    def no_space(self, change):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(RunDir, "update_status", no_space)
+    listed = {info.run_id: info for info in list_runs(_roots(roots))}
+    for run_id, stage in (("killed-sweep", "student"), ("full-disk", "evaluate")):
+        assert (listed[run_id].state, listed[run_id].error) == (
+            "failed", f"process exited without finishing (stage: {stage})")
+    assert RunDir(roots["cached"] / "killed-sweep").status()["state"] == "running"  # a shipped folder: unwritten
+    assert reconcile(RunDir(roots["cached"] / "killed-sweep", source="cached"))["state"] == "failed"
+
+
 def test_a_dead_runs_end_is_its_last_sign_of_life_not_when_someone_looked(roots: dict[str, Path]) -> None:
     """A killed run's "finished" was stamped when the next listing noticed it: its elapsed time grew without bound."""
     from datetime import UTC, datetime
@@ -113,15 +133,16 @@ def test_a_pid_taken_by_another_process_is_not_the_job(roots: dict[str, Path]) -
 
 def test_cached_runs_are_never_modified(roots: dict[str, Path]) -> None:
     RunDir.create(roots["cached"] / "shipped", RunConfig().to_dict(), seed=0)
-    # A cached run frozen mid-way with a dead pid: the listing must not "repair" it.
+    # A cached run frozen mid-way with a dead pid: the listing must not "repair" its files (it reads failed, as the
+    # process that wrote it is gone: "running" for good misled a walk whose sweep into cached_runs/ was killed)
     RunDir(roots["cached"] / "shipped").set_status(state="running", stage="student", pid=_dead_pid())
     before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in (roots["cached"] / "shipped").iterdir()}
 
     infos = list_runs(_roots(roots))
-    assert [(i.run_id, i.source, i.state) for i in infos] == [("shipped", "cached", "running")]
+    assert [(i.run_id, i.source, i.state) for i in infos] == [("shipped", "cached", "failed")]
     run = resolve_run("shipped", _roots(roots))
     assert run.source == "cached" and run.read_only
-    assert reconcile(run)["state"] == "running"
+    assert reconcile(run)["state"] == "failed" and run.state() == "running"
     with pytest.raises(RunReadOnlyError):
         run.set_status(state="failed")
     with pytest.raises(RunReadOnlyError):
