@@ -655,8 +655,9 @@ class RunDir:
 
     def damaged_files(self) -> list[str]:
         """The required files missing, then those of config, privacy and metrics that do not read as a non-empty
-        JSON object: a finished run with any is failed, in `core runs list` and on the dashboard alike (a done run
-        with a blank method and no metrics joined the result tables)."""
+        JSON object, and progress.jsonl where a line before its last does not parse: a finished run with any is
+        failed, in `core runs list` and on the dashboard alike (a done run with a blank method and no metrics joined
+        the result tables; one with a garbled progress line read done there, and not finished in `runs show`)."""
         damaged = self.missing_files()
         for name in (CONFIG, PRIVACY, METRICS):
             if name not in damaged:
@@ -666,6 +667,11 @@ class RunDir:
                     readable = False
                 if not readable:
                     damaged.append(name)
+        if PROGRESS not in damaged:
+            try:
+                self.progress()
+            except (RunFormatError, OSError):
+                damaged.append(PROGRESS)
         return damaged
 
     def incomplete_reason(self) -> str | None:

@@ -104,6 +104,13 @@ def test_a_finished_run_whose_files_were_damaged_since_is_failed_and_says_why(ro
     assert frame.loc["lost", "state"] == "failed"
     assert frame.loc["lost", "error"] == "finished, but metrics.json missing or unreadable since"
     assert loading.finished_frame()["run_id"].tolist() == ["good"]
+    # a line before the last cut short (the last may be an append still being written): `runs show` said not
+    # finished, the listings done
+    cut = write_run(roots["live"], "cut", "seqpate", ppl=10.0)
+    lines = (cut.path / "progress.jsonl").read_text().splitlines(keepends=True)
+    (cut.path / "progress.jsonl").write_text(lines[0][:20] + "\n" + "".join(lines[1:]))
+    assert len(lines) > 1 and loading.runs_frame().set_index("run_id").loc["cut", "error"] == (
+        "finished, but progress.jsonl missing or unreadable since")
     (roots["live"] / "good" / "progress.jsonl").unlink()  # after its record was cached: read again
     assert loading.runs_frame().set_index("run_id").loc["good", "error"] == ("finished, but progress.jsonl missing or "
                                                                              "unreadable since")
