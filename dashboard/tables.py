@@ -263,9 +263,12 @@ def base_model_note(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
     if bool(digest(a)) != bool(digest(b)) and a.get("source") == b.get("source"):
         # two shipped runs (ADP's canary runs, made 2026-11-27, beside the older shipped ones), or two made here
         one, other = ("A", "B") if digest(a) else ("B", "A")
-        return (f"{named}: only {one} records its base model's weights digest ({digest(a) or digest(b)}); {other} "
-                "was made before digests were recorded (2026-11-25), on the base model of its day, so the two may "
-                f"stand on other base models and differ by more than their configs.{on_devices}")
+        state = as_str((b if digest(a) else a).get("state"))
+        # a cancelled or failed run wrote no metrics.json, where the digest is: not a run of before 2026-11-25
+        why = (f"{other} did not finish ({state}) and records none" if state not in (None, "done") else
+               f"{other} was made before digests were recorded (2026-11-25), on the base model of its day")
+        return (f"{named}: only {one} records its base model's weights digest ({digest(a) or digest(b)}); {why}, so "
+                f"the two may stand on other base models and differ by more than their configs.{on_devices}")
     if not both and a.get("source") != b.get("source"):
         return (f"{named}: one was made on this machine, the other is a shipped run, and they do not both record "
                 "their base model's weights digest. A run made here trains from this machine's base model (under "

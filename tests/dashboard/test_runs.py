@@ -366,6 +366,12 @@ def test_compare_warns_when_two_runs_stand_on_other_base_models(roots, app_page)
                                   {"ppl": 893.80, "source": "cached"})
     assert note.startswith("A (PPL 909.19) and B (PPL 893.80): only A records its base model's weights digest "
                            "(8867e2a78e365b32); B was made before digests were recorded (2026-11-25)")
+    # ... where the one without is a run that did not finish (its digest is in the metrics.json it never wrote),
+    # not a run of before digests
+    note = tables.base_model_note({"ppl": 909.19, "source": "live", "base_weights": "8867e2a78e365b32",
+                                   "state": "done"}, {"source": "live", "state": "cancelled"})
+    assert "only A records its base model's weights digest (8867e2a78e365b32); B did not finish (cancelled) and " \
+        "records none, so the two may" in note and "2026-11-25" not in note
     # a run without a perplexity (cancelled) says so instead of leaving A bare beside B's number
     note = tables.base_model_note({"state": "cancelled", "source": "live"}, {"ppl": 762.04, "source": "cached"})
     assert note.startswith(
