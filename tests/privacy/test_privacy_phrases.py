@@ -125,6 +125,10 @@ def test_summarize_phrase_epsilons():
     s = summarize_phrase_epsilons([1.0, 2.0, 3.0, 10.0])
     assert s == {"avg": 4.0, "min": 1.0, "max": 10.0, "share_below_avg": 0.75, "count": 4}
     assert summarize_phrase_epsilons([0.1, 0.1, 0.1])["share_below_avg"] == 1.0  # mean rounds above 0.1
+    # equal values are at the average by definition, "at or below" it: fmean([0.7] * 3) rounds a hair below 0.7,
+    # where only the slack keeps them (the 0.1 case above tests neither the slack nor "at")
+    assert summarize_phrase_epsilons([0.7, 0.7, 0.7])["share_below_avg"] == 1.0
+    assert summarize_phrase_epsilons([3.0, 3.0])["share_below_avg"] == 1.0
     empty = summarize_phrase_epsilons([])
     assert empty["count"] == 0 and math.isnan(empty["avg"])
 

@@ -9,6 +9,11 @@ from dp_accounting.pld import privacy_loss_distribution
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+# tests may use torch; core.privacy may not. opacus is a dependency: importorskip skipped this module and
+# test_privacy_gaussian (which imports opacus_prv from here) without a word where it failed to import
+from opacus import accountants as opacus_accountants
+from scipy.stats import norm
+
 from core.privacy import (
     ACCOUNTANT_PLD,
     GaussianEvent,
@@ -19,10 +24,9 @@ from core.privacy import (
     dpsgd_noise_multiplier,
     epsilon_from_events,
     laplace_scale,
+    poisson_rate,
 )
 from core.privacy.accountant import _epsilon, _Plan, gaussian_epsilon
-
-opacus_accountants = pytest.importorskip("opacus.accountants")  # tests may use torch; core.privacy may not
 
 
 def opacus_rdp(z: float, q: float, steps: int, delta: float) -> float:
@@ -100,6 +104,33 @@ def test_ten_thousand_steps_is_fast():
     eps = dpsgd_epsilon(1.0, 0.01, 10_000, 1e-6)
     assert time.perf_counter() - start < 10.0  # about 0.6 s here; composes with count, never loops
     assert 6.0 < eps < 8.0
+
+
+def test_a_plain_gaussian_beside_subsampled_steps_is_composed_with_them():
+    """Dropping the plain Gaussian event where subsampled ones are present was caught only at sigma = 1e-100 (inf):
+    a finite mix must cost clearly more than the subsampled steps alone, and stay under dp_accounting's RDP bound
+    (an independent, looser accountant)."""
+    from dp_accounting import dp_event
+    from dp_accounting.rdp import rdp_privacy_accountant
+
+    mixed = [GaussianEvent(10.0, 1.0, 100), SubsampledGaussianEvent(1.0, 0.01, 1000)]
+    report = epsilon_from_events(mixed, 1e-6)
+    alone = epsilon_from_events(mixed[1:], 1e-6).epsilon
+    rdp = rdp_privacy_accountant.RdpAccountant()
+    rdp.compose(dp_event.GaussianDpEvent(10.0), 100)
+    rdp.compose(dp_event.PoissonSampledDpEvent(0.01, dp_event.GaussianDpEvent(1.0)), 1000)
+    assert alone + 1.0 < report.epsilon <= rdp.get_epsilon(1e-6)  # 2.12, 5.39, 5.77
+    assert report.delta == 1e-6  # the delta asked for, reported with it
+
+
+def test_poisson_shape_and_full_batch_calibration_by_hand():
+    """q = 1 / ceil(n / B), as opacus' DPDataLoader sets it; a full batch (q = 1) is T plain Gaussians, calibrated
+    for all T steps (a mutation that calibrated it for one step was caught only by the baselines' tests)."""
+    assert (poisson_rate(2000, 32), poisson_rate(64, 32), poisson_rate(65, 32)) == (1 / 63, 1 / 2, 1 / 3)
+    z = dpsgd_noise_multiplier(3.0, 1e-6, 1.0, 100)
+    mu = math.sqrt(100) / z  # T Gaussians of multiplier z: mu-GDP, delta at epsilon 3 by Balle & Wang's form
+    delta = norm.cdf(-3.0 / mu + mu / 2) - math.exp(3.0) * norm.cdf(-3.0 / mu - mu / 2)
+    assert delta == pytest.approx(1e-6, rel=1e-3) and delta <= 1e-6
 
 
 def test_full_batch_is_plain_gaussian_and_delta_inverts_epsilon():
@@ -209,8 +240,12 @@ def test_calibration_refuses_what_the_accountant_cannot_do(calibrate):
 def test_reporting_gives_a_bound_outside_the_calibration_range():
     """The ranges are for calibrating; an epsilon is still reported for any recorded events and delta in (0, 1):
     a run made at delta 1e-13 stays auditable, and the accountants' failures at the extremes are infinity."""
-    assert epsilon_from_events([GaussianEvent(69.04, math.sqrt(2), 1000)], 1e-13).epsilon == pytest.approx(
-        4.7483, abs=1e-3)
+    eps = epsilon_from_events([GaussianEvent(69.04, math.sqrt(2), 1000)], 1e-13).epsilon
+    # mu-GDP with mu = sqrt(1000) * sqrt(2) / 69.04; Balle & Wang's delta(eps), written here: at most 1e-13 at the
+    # epsilon reported, more a thousandth below it
+    mu = math.sqrt(1000) * math.sqrt(2) / 69.04
+    delta_at = lambda e: norm.cdf(-e / mu + mu / 2) - math.exp(e) * norm.cdf(-e / mu - mu / 2)  # noqa: E731
+    assert eps == pytest.approx(4.7483, abs=1e-3) and delta_at(eps) <= 1e-13 < delta_at(eps - 1e-3)
     for events in ([GaussianEvent(1e-160, 1.0, 1)], [GaussianEvent(1e-200, 1e10, 10)],
                    [GaussianEvent(1e-100, 1.0, 1), SubsampledGaussianEvent(1.0, 0.01, 10)]):
         assert epsilon_from_events(events, 1e-6).epsilon == math.inf

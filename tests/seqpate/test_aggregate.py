@@ -86,6 +86,18 @@ def test_budget_stops_queries_and_events_count_releases():
     assert delta == pytest.approx(1e-6, rel=1e-6) and delta <= 1e-6
 
 
+def test_an_answer_whose_mass_all_vanished_is_still_charged():
+    """A noisy answer clipped to all zeros teaches the student nothing, but its noise was drawn from the teachers'
+    sum and released: it counts against the budget and in the events like any other (a mutation that charged only
+    answers with mass left survived every test)."""
+    oracle = TeacherOracle(torch.zeros(200, 3), "gaussian", 1.0, budget=200, seed=0)
+    answers = [oracle.release(row, torch.tensor([0])) for row in range(200)]
+    vanished = sum(answer.distribution is None for answer in answers)
+    # one candidate at sum 0 plus N(0, 1): negative, hence clipped away, half the time
+    assert 70 < vanished < 130 and oracle.vanished == vanished
+    assert oracle.spent == 200 and oracle.events()[0].count == 200 and oracle.exhausted
+
+
 def test_no_noise_release_is_exact_and_non_private():
     oracle = make_oracle(noise="none", scale=0.0)
     answer = oracle.release(0, torch.tensor([0, 1]))
