@@ -192,6 +192,9 @@ def run_plan(plan: str, preset: str, out: Path, seed: int = 0, execute=None, ech
                          f"{status.get('pid')}; another sweep or a job): wait for it, or sweep into another --out")
                     continue
                 shutil.rmtree(path)  # partial files of a run that died are never kept as results
+                ended = status.get("state") or "unreadable"
+                echo(f"[{i}/{len(configs)}] {name}: redoing it from the start: {path} held a run that did not finish "
+                     f"({ended}{': ' + str(status['error']) if status.get('error') else ''}), deleted")
             t = time.time()
             run = sweep["run"] = RunDir.create(path, cfg.to_dict(), cfg.seed)
             try:

@@ -40,11 +40,16 @@ def test_sweep_skips_finished_runs_and_redoes_broken_ones(tmp_path):
     run_plan("teachers", "tiny", tmp_path, execute=fake_execute, echo=lines.append)
     assert len(lines) == 4 and all("ppl 10.00" in line for line in lines)
     # break one run (as a killed job would leave it), then resume
-    RunDir(tmp_path / "tiny-seqpate-teachers10").set_status(state="failed")
+    RunDir(tmp_path / "tiny-seqpate-teachers10").set_status(state="failed", error="process exited without "
+                                                                                   "finishing (stage: student)")
     lines.clear()
     run_plan("teachers", "tiny", tmp_path, execute=fake_execute, echo=lines.append)
     assert sum("skipped" in line for line in lines) == 3
     assert any("teachers10: ppl" in line for line in lines)
+    # said, not done silently: the folder of the run that died (and its record of why) is deleted
+    assert [line for line in lines if "redoing" in line] == [
+        f"[2/4] tiny-seqpate-teachers10: redoing it from the start: {tmp_path / 'tiny-seqpate-teachers10'} held a "
+        "run that did not finish (failed: process exited without finishing (stage: student)), deleted"]
 
 
 def test_a_run_in_progress_in_the_sweeps_folder_is_left_running(tmp_path):
