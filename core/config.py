@@ -458,6 +458,9 @@ def effective_config(config: dict[str, Any]) -> dict[str, Any]:
                 values = {k: v for k, v in values.items() if k != unread}
             if method == "adp":  # ADP samples its batches (its Algorithm 1) whatever batching says
                 values = {k: v for k, v in values.items() if k != "batching"}
+        if section == "model" and values.get("source", "tiny") != "tiny":
+            # a GPT-2 checkout brings its own architecture, tokenizer and training: the tiny model's are not read
+            values = {"source": values["source"]}
         # JSON keeps 5 and 5.0 apart; a float field means the same either way
         kept[section] = {k: float(v) if k in _FLOAT_FIELDS.get(section, ()) and type(v) is int else v
                          for k, v in values.items()}

@@ -42,6 +42,20 @@ def test_fields_a_method_never_reads_leave_its_effective_config_unchanged(method
     assert hash_of(method, **unread) == hash_of(method)
 
 
+def test_a_run_on_a_checkout_does_not_read_the_tiny_models_settings():
+    """A checkout's run recorded the tiny model's n_embd 128 and vocab 8,192 as its settings (the checkout had 64 and
+    529): unread, they are left out of what tells two runs apart and what Compare lists as read."""
+
+    def on_checkout(method: str, **model) -> dict:
+        config = preset_config("tiny", method=method).to_dict()  # a checkout path is validated: written in here
+        config["model"].update(source="/models/gpt2", **model)
+        return config
+
+    assert effective_hash(on_checkout("pub-gpt", n_embd=64, pretrain_epochs=9)) == effective_hash(on_checkout("pub-gpt"))
+    assert effective_config(on_checkout("seqpate"))["model"] == {"source": "/models/gpt2"}
+    assert effective_hash(on_checkout("pub-gpt")) != hash_of("pub-gpt")
+
+
 @pytest.mark.parametrize("method, read", [
     ("pub-gpt", dict(decode__temperature=1.0)),  # completions are sampled for every method
     ("pub-gpt", dict(model__pretrain_epochs=2)),
