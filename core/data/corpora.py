@@ -235,6 +235,11 @@ def check_csv_header(path: Path, header: list[str]) -> None:
         raise CorpusError(f"{path} line 1: column(s) named twice: {', '.join(repr(n)[1:-1] for n in repeated)}")
 
 
+def shorten(text: str, limit: int = 60) -> str:
+    """text cut to `limit` characters, with an ellipsis where it was cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def csv_header(path: Path, reader: csv.DictReader, required: Sequence[str]) -> list[str]:
     """The header of a csv file being read, refused (one line) if a required column is missing or a name is
     repeated (check_csv_header)."""
@@ -244,8 +249,9 @@ def csv_header(path: Path, reader: csv.DictReader, required: Sequence[str]) -> l
         raise CorpusError(f"{path} line 1: {e}") from None
     missing = [c for c in required if c not in header]
     if missing:
-        # repr() of each name: a header cell may hold a newline, and the message must stay one line
-        columns = ", ".join(repr(h)[1:-1] for h in header)
+        # repr() of each name: a header cell may hold a newline, and the message must stay one line (and short: a
+        # file without a header row has a text as its first "column name")
+        columns = ", ".join(shorten(repr(h)[1:-1]) for h in header)
         raise CorpusError(f"{path}: no {' or '.join(repr(c) for c in missing)} column "
                           f"(columns: {columns or 'none'})")
     check_csv_header(path, header)
