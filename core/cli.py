@@ -164,6 +164,7 @@ def cmd_run(args) -> int:
     cfg = config_from_args(args)
     run_dir = Path(args.run_dir)
     check_new_run_dir(run_dir)
+    note_unlisted(run_dir.parent)
     data = load_prepared(cfg.data, cfg.seed)  # cached in this process: the pipeline reuses it
     check_private_size(cfg, len(data.private_train))
     thread_setting()  # a SEQPATE_THREADS that is not a number is refused here, not as a failed run
@@ -176,6 +177,16 @@ def cmd_run(args) -> int:
     install_sigterm_handler()
     run = RunDir.create(run_dir, cfg.to_dict(), cfg.seed)
     return execute_run(cfg, run)
+
+
+def note_unlisted(parent: Path) -> None:
+    """A note where runs made in `parent` will not be listed: `runs list` and the dashboard read the folders
+    directly under runs/ ($SEQPATE_RUNS_DIR) and cached_runs/, and a run in runs/x/y showed nowhere."""
+    from core.runs.registry import cached_root, live_root
+
+    if parent.resolve() not in (live_root().resolve(), cached_root().resolve()):
+        print(f"note: {parent} is not runs/ ($SEQPATE_RUNS_DIR) or cached_runs/: `runs list` and the dashboard will "
+              "not list runs made there; `runs show`, `compare` and `audit` take their folders", file=sys.stderr)
 
 
 def record_failure(run, exc: Exception) -> int:
@@ -316,6 +327,7 @@ def cmd_sweep(args) -> int:
     thread_setting()  # refused before any run of the plan starts
     check_device()
     plan_configs(args.plan, args.preset, seed=args.seed)  # an unknown plan is refused before torch loads (5 s)
+    note_unlisted(Path(args.out))
     from core.runs.pipeline import Cancelled
 
     try:  # run_plan handles SIGTERM: a Cancel of one of its runs stops that run, not the sweep

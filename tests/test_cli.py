@@ -613,6 +613,21 @@ def test_a_failure_the_run_folder_cannot_record_is_still_named_with_its_stage(tm
         "failed once its process has ended)\n")
 
 
+def test_a_run_or_sweep_made_where_no_listing_looks_says_so(tmp_path, monkeypatch, capsys):
+    """A sweep into runs/sw and a run in runs/x/y showed neither in `runs list` nor on the dashboard."""
+    from core.cli import note_unlisted
+
+    monkeypatch.setenv("SEQPATE_RUNS_DIR", str(tmp_path / "runs"))
+    monkeypatch.chdir(tmp_path)
+    note_unlisted(Path("runs"))
+    note_unlisted(Path("runs/../runs"))
+    assert capsys.readouterr().err == ""
+    note_unlisted(Path("runs/sw"))
+    assert capsys.readouterr().err == ("note: runs/sw is not runs/ ($SEQPATE_RUNS_DIR) or cached_runs/: `runs list` "
+                                       "and the dashboard will not list runs made there; `runs show`, `compare` and "
+                                       "`audit` take their folders\n")
+
+
 def test_a_launched_run_whose_config_is_refused_fails_with_the_reason(tmp_path):
     from core.runs.store import RunDir
 
