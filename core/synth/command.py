@@ -111,6 +111,9 @@ def cmd_synth(args) -> int:
 
     cfg, base = config_from_args(args)
     check_new_run_dir(Path(args.run_dir))  # before the data is read: a refusal is quick
+    from core.cli import note_unlisted
+
+    note_unlisted(Path(args.run_dir).parent)
     job = prepare_job(cfg, base)  # data errors end here, before anything is written
     if note := balancing_note(job.data, cfg):
         print(note, file=sys.stderr)
