@@ -164,7 +164,6 @@ def cmd_run(args) -> int:
     cfg = config_from_args(args)
     run_dir = Path(args.run_dir)
     check_new_run_dir(run_dir)
-    note_unlisted(run_dir.parent)
     data = load_prepared(cfg.data, cfg.seed)  # cached in this process: the pipeline reuses it
     check_private_size(cfg, len(data.private_train))
     thread_setting()  # a SEQPATE_THREADS that is not a number is refused here, not as a failed run
@@ -175,6 +174,7 @@ def cmd_run(args) -> int:
     # folder "queued" for good
     from core.runs.pipeline import install_sigterm_handler
     install_sigterm_handler()
+    note_unlisted(run_dir.parent)  # once nothing is refused: a refusal stays one line
     run = RunDir.create(run_dir, cfg.to_dict(), cfg.seed)
     return execute_run(cfg, run)
 

@@ -111,9 +111,6 @@ def cmd_synth(args) -> int:
 
     cfg, base = config_from_args(args)
     check_new_run_dir(Path(args.run_dir))  # before the data is read: a refusal is quick
-    from core.cli import note_unlisted
-
-    note_unlisted(Path(args.run_dir).parent)
     job = prepare_job(cfg, base)  # data errors end here, before anything is written
     if note := balancing_note(job.data, cfg):
         print(note, file=sys.stderr)
@@ -121,9 +118,11 @@ def cmd_synth(args) -> int:
     check_device()  # and a SEQPATE_DEVICE that is not cpu or cuda, or cuda without a GPU
     # the engine loads before the folder is made (a stop while it loaded left the folder "queued" for good)
     import core.synth.run  # noqa: F401 (execute_job's engine, loaded here)
+    from core.cli import note_unlisted
     from core.runs.pipeline import install_sigterm_handler
 
     install_sigterm_handler()
+    note_unlisted(Path(args.run_dir).parent)  # once nothing is refused: a refusal stays one line
     run = RunDir.create(Path(args.run_dir), job.config_dict(), cfg.seed)
     return execute_job(job, run)
 
