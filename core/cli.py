@@ -296,29 +296,42 @@ def cmd_job(args) -> int:
 
 
 def check_job_is_ours(run) -> None:
-    """`core job` runs a queued run, as the job its launch started: a second `core job` on a run that is running,
-    or queued as another live process's job, waited for the slot and then ran the whole pipeline again in the same
-    folder (two trajectories in progress.jsonl, the files of the first run overwritten)."""
-    from core.runs.store import RunError, pid_alive
+    """`core job` runs a queued run, as the job its launch started, and claims it (its pid in status.json, under
+    the status lock) before waiting for a slot: a second `core job` on a run that is running, or queued as another
+    live process's job, waited for the slot and then ran the whole pipeline again in the same folder; and an
+    unclaimed run waiting for a slot read as a dead job to the next listing, which failed it."""
+    from core.runs.store import RunError, is_synth, process_alive
 
-    status = run.status() or {}
-    if status.get("state") != "queued":
-        raise RunError(f"{run.run_id} is {status.get('state', 'in no known state')}, not queued: `core job` runs a "
-                       "launched run that has not started; to run its settings again: core run --config "
-                       f"{run.path / 'config.json'} --run-dir NEW_FOLDER")
-    pid = status.get("pid")
-    if pid not in (None, os.getpid()) and pid_alive(pid):  # launch records its job's pid after starting it
-        raise RunError(f"{run.run_id} is queued as the job of process {pid}, which is alive: that job runs it")
+    refusal = []
+
+    def claim(current: dict) -> dict | None:
+        state, pid = current.get("state"), current.get("pid")
+        if state != "queued":
+            again = "core synth" if is_synth(run.config() or {}) else "core run"
+            refusal.append(f"{run.run_id} is {state or 'in no known state'}, not queued: `core job` runs a launched "
+                           f"run that has not started; to run its settings again: {again} --config "
+                           f"{run.path / 'config.json'} --run-dir NEW_FOLDER")
+            return None
+        if pid not in (None, os.getpid()) and process_alive(pid, current.get("pid_started")):
+            refusal.append(f"{run.run_id} is queued as the job of process {pid}, which is alive: that job runs it")
+            return None
+        return None if pid == os.getpid() else {"pid": os.getpid()}
+
+    run.update_status(claim)
+    if refusal:
+        raise RunError(refusal[0])
 
 
 def still_queued(run) -> bool:
-    """Once a slot is ours: whether the run is still ours to start (another `core job` on it may have run it while
-    this one waited); says so where it is not."""
-    state = run.state()
-    if state != "queued":
-        print(f"{run.run_id} is {state} by now (another process ran it while this one waited): nothing to run",
+    """Once a slot is ours: whether the run is still ours to start (cancelled, or taken by hand, while this job
+    waited); says so where it is not."""
+    status = run.status() or {}
+    if status.get("state") != "queued":
+        print(f"{run.run_id} is {status.get('state')} by now: nothing to run", file=sys.stderr)
+    elif status.get("pid") != os.getpid():
+        print(f"{run.run_id} was taken by process {status.get('pid')} while this job waited: nothing to run",
               file=sys.stderr)
-    return state == "queued"
+    return status.get("state") == "queued" and status.get("pid") == os.getpid()
 
 
 def cmd_sweep(args) -> int:

@@ -605,7 +605,8 @@ def absolute_path(value: Any, builtin: str) -> Any:
     none, elsewhere). The built-in name and a path that does not exist (refused later, as typed) stay as they are."""
     if not isinstance(value, str) or value == builtin or not Path(value).expanduser().exists():
         return value
-    return os.path.abspath(Path(value).expanduser())
+    # joined, not normalised: "link/../data.csv" through a symlink is not "data.csv" (os.path.abspath would say so)
+    return str(Path.cwd() / Path(value).expanduser())
 
 
 def parse_number(text: Any, name: str, allow_inf: bool = True) -> float:

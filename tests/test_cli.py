@@ -586,8 +586,26 @@ def test_job_runs_only_a_queued_run_that_no_live_job_holds(tmp_path, monkeypatch
     monkeypatch.setattr(core.runs.jobs, "acquire_slot", slot_after_another_ran_it)
     monkeypatch.setattr(core.cli, "execute_run", lambda *a: pytest.fail("ran a run another process had run"))
     assert main(["job", str(run.path)]) == 0
-    assert "launched is done by now (another process ran it while this one waited): nothing to run" in \
-        capsys.readouterr().err
+    assert "launched is done by now: nothing to run" in capsys.readouterr().err
+
+    # a job whose launcher died (a dead pid) is taken by `core job`, which claims it before waiting: a listing
+    # meanwhile saw a queued run with a dead pid and failed it, and the job then ran nothing
+    from core.runs import list_runs
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    run.set_status(state="queued", pid=dead.pid)
+
+    @contextlib.contextmanager
+    def slot_after_a_listing(root, run_dir, *args, **kwargs):
+        list_runs([(tmp_path, "live")])  # the dashboard lists every 2 s while jobs run
+        yield 0
+
+    ran = []
+    monkeypatch.setattr(core.runs.jobs, "acquire_slot", slot_after_a_listing)
+    monkeypatch.setattr(core.cli, "execute_run", lambda cfg, r: ran.append(r.run_id) or 0)
+    assert main(["job", str(run.path)]) == 0 and ran == ["launched"]
+    assert run.status()["pid"] == os.getpid()
 
 
 def test_a_failure_the_run_folder_cannot_record_is_still_named_with_its_stage(tmp_path, monkeypatch, capsys):

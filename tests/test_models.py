@@ -140,10 +140,18 @@ def test_a_relative_corpus_or_model_path_is_stored_absolute(checkout, tmp_path, 
     args = build_parser().parse_args(["run", "--method", "pub-gpt", "--corpus", "../data/europarl.txt",
                                       "--model", model, "--run-dir", "x"])
     cfg = config_from_args(args)
-    assert cfg.data.corpus == str(tmp_path / "data" / "europarl.txt") and cfg.model.source == str(checkout)
+    assert cfg.data.corpus == str(tmp_path / "work" / "../data/europarl.txt")
+    assert Path(cfg.model.source).is_absolute() and Path(cfg.model.source).resolve() == checkout.resolve()
     synth, base = synth_config_from_args(build_parser().parse_args(
         ["synth", "--corpus", "../data/europarl.txt", "--run-dir", "y"]))
-    assert synth.corpus == str(tmp_path / "data" / "europarl.txt")
+    assert synth.corpus == str(tmp_path / "work" / "../data/europarl.txt")
+    # joined to the folder, not normalised: through a symlink, link/../ is not the folder the link is in
+    (tmp_path / "elsewhere" / "sub").mkdir(parents=True)
+    (tmp_path / "elsewhere" / "europarl.txt").write_text("another file\n", encoding="utf-8")
+    (tmp_path / "work" / "link").symlink_to(tmp_path / "elsewhere" / "sub")
+    args = build_parser().parse_args(["run", "--method", "pub-gpt", "--corpus", "link/../europarl.txt",
+                                      "--run-dir", "x"])
+    assert Path(config_from_args(args).data.corpus).read_text(encoding="utf-8") == "another file\n"
     # the built-in names, and a path that does not exist (refused later, as typed), are kept
     for corpus in ("chitchat", "../data/nosuch.txt"):
         args = build_parser().parse_args(["run", "--method", "pub-gpt", "--corpus", corpus, "--run-dir", "x"])
