@@ -235,6 +235,9 @@ def check_csv_header(path: Path, header: list[str]) -> None:
         raise CorpusError(f"{path} line 1: column(s) named twice: {', '.join(repr(n)[1:-1] for n in repeated)}")
 
 
+CSV_FIELD_LIMIT = 131_072  # the csv module's own
+
+
 def shorten(text: str, limit: int = 60) -> str:
     """text cut to `limit` characters, with an ellipsis where it was cut."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -266,9 +269,10 @@ def csv_rows(path: Path, text: str, required: Sequence[str]) -> Iterator[tuple[i
     ragged row; a closing quote followed by more text (strict csv); and a quoted field over several lines holding
     the delimiter. A quote left open over lines without one (a one-column file) still reads as a text of several
     lines: that is what csv allows."""
-    # csv's field limit (131,072 characters) guards memory while reading a stream; the text is in memory already,
-    # and a long review refused under it read as "a quote left open?"
-    csv.field_size_limit(max(csv.field_size_limit(), len(text) + 1))
+    # csv's field limit (131,072 characters) refused a long review as "a quote left open?"; raised to this file's
+    # longest line, it still refuses a field that runs over many lines (a quote left open in a one-column file,
+    # which swallowed 15,000 rows into one text without a word when the limit was the file's length)
+    csv.field_size_limit(max(CSV_FIELD_LIMIT, max(map(len, text.replace("\r", "\n").split("\n"))) + 1))
     reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
     header = csv_header(path, reader, required=required)
     end = reader.line_num  # the line the previous row ended on

@@ -128,6 +128,17 @@ def test_a_csv_text_longer_than_the_csv_modules_field_limit_is_read(tmp_path):
     assert [(len(r.text), r.meta["label"]) for r in load_table(path)] == [(len(long.strip()), "pos"), (5, "neg")]
 
 
+def test_a_quote_left_open_over_many_lines_is_still_refused(tmp_path):
+    """With the field limit raised to the file's length, a one-column csv whose quote opened at line 6 and closed at
+    line 15,001 loaded 15,000 rows as one text (cut to max_tokens) without a word."""
+    path = tmp_path / "d.csv"
+    lines = [f"row {i} of a one-column file" for i in range(20_000)]
+    lines[5], lines[15_000] = '"' + lines[5], lines[15_000] + '"'
+    path.write_text("text\n" + "\n".join(lines) + "\n")
+    with pytest.raises(CorpusError, match=r"d.csv line 7: field larger than field limit \(131072\)"):
+        load_table(path)
+
+
 def test_csv_without_user_id(tmp_path):
     path = tmp_path / "d.csv"
     path.write_text("text\nfirst\nsecond\n")

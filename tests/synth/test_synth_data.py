@@ -118,7 +118,6 @@ def test_csv_and_jsonl_files_load(tmp_path):
                  "a quote left open?", id="quote-closed-before-a-delimiter"),
     pytest.param("d.csv", 'text,label\nfine,a\n"open to the end,b\nnext,a\n',
                  "d.csv line 3: unexpected end of data", id="quote-open-to-the-end"),
-
     ("d.jsonl", '{"text": "hi", "label": "a"}\n{"text": "yo"}\n', "d.jsonl line 2: no 'label' field"),
     ("d.jsonl", '{"text": "hi", "label": "a"}\n{"text": "yo", \n', "d.jsonl line 2: not valid JSON"),
     ("d.jsonl", '["hi", "a"]\n', "d.jsonl line 1: expected a JSON object, got list"),
