@@ -428,7 +428,10 @@ def effective_config(config: dict[str, Any]) -> dict[str, Any]:
     method = config.get("method")
     if str(method).startswith("synth-") and isinstance(config.get("base"), dict):
         # a synthetic-data run's report listed base.privacy.epsilon 3 beside its own ε, inf in an ε = ∞ run
-        return {**config, "base": {k: v for k, v in config["base"].items() if k not in SYNTH_BASE_UNREAD}}
+        base = {k: v for k, v in config["base"].items() if k not in SYNTH_BASE_UNREAD}
+        if isinstance(base.get("model"), dict) and base["model"].get("source", "tiny") != "tiny":
+            base["model"] = {"source": base["model"]["source"]}  # a checkout's run reads none of the tiny model's
+        return {**config, "base": base}
     if method not in METHODS:
         return config
     kept = {key: value for key, value in config.items() if not isinstance(value, dict)}

@@ -235,11 +235,13 @@ def trains_its_base(lines: Sequence[Any]) -> bool:
 
 def pace_runs(record: Mapping[str, Any], records: Sequence[Mapping[str, Any]], trains_base: bool = False) -> list[int]:
     """Indexes in records of the finished runs a running one's remaining time may be paced on, best first: of its
-    preset and method, at its settings (variant) if any run is, else at any; those that, like it (trains_base),
+    preset and method, on its data and base model (setup) and at its settings (variant) if any run is, else at any; those that, like it (trains_base),
     trained their base model or found it trained (one that trains it spends the first half of its progress bar on
     that; choose_pace reads where each bar's method starts), then the most recently finished."""
     kin = [i for i, r in enumerate(records) if r["state"] == "done" and r is not record and r.get("started")
            and r["preset"] == record["preset"] and r["method"] == record["method"]]
+    # on its data and base model (a corpus of the user's own has other sizes) where any run is
+    kin = [i for i in kin if (records[i].get("setup") or "chitchat") == (record.get("setup") or "chitchat")] or kin
     alike = [i for i in kin if (records[i].get("variant") or "") == (record.get("variant") or "")] or kin
     return sorted(alike, reverse=True, key=lambda i: ((records[i].get("base_cached") is False) == trains_base,
                                                       records[i].get("finished") or "", records[i]["run_id"]))

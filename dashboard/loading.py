@@ -24,6 +24,7 @@ import streamlit as st
 from core.config import (
     OLD_TEACHER_LOSS,
     PRESETS,
+    PRIVATE_ONLY_DATA_FIELDS,
     VARIANT_FIELDS,
     ConfigError,
     RunConfig,
@@ -87,7 +88,8 @@ def is_setup_setting(key: str) -> bool:
     """Whether a setting (section.field) makes another data set or base model, rather than a variant of a method on
     them: runs are compared within one setup (widgets.setup_picker), as within one preset. Canaries are a variant:
     the same users, with secrets added to one of them."""
-    return key.startswith("model.") or (key.startswith("data.") and key not in ("data.canaries", "data.canary_digits"))
+    section, _, name = key.partition(".")
+    return section == "model" or (section == "data" and name not in PRIVATE_ONLY_DATA_FIELDS)
 
 
 def setup_label(cfg: dict[str, Any]) -> str:
@@ -98,6 +100,9 @@ def setup_label(cfg: dict[str, Any]) -> str:
               or "chitchat")
     others = [f"{key} {value}" for key, value in varied_settings(cfg).items()
               if is_setup_setting(key) and key != "data.corpus"]
+    base_model = as_str(as_dict(as_dict(cfg.get("base")).get("model")).get("source"))  # a synthetic-data run's
+    if base_model not in (None, "tiny"):
+        others.append(f"model.source {base_model}")
     return corpus + (f" · {', '.join(others)}" if others else "")
 
 
@@ -143,6 +148,12 @@ def shown_delta(epsilon: float | None, delta: float | None) -> float | None:
     if epsilon is None or math.isinf(epsilon):
         return None
     return 0.0 if epsilon == 0 else delta
+
+
+def base_digest(base_model: dict[str, Any]) -> str | None:
+    """What names a run's base model: its weights' digest, and a GPT-2 checkout's tokenizer digest beside it."""
+    weights, tokenizer = as_str(base_model.get("weights_sha256")), as_str(base_model.get("tokenizer_sha256"))
+    return f"{weights} (tokenizer {tokenizer})" if weights and tokenizer else weights
 
 
 def _build_record(path: Path, source: str) -> dict[str, Any]:
@@ -233,7 +244,8 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
         "total_s": as_float(timings.get("total_s")),
         # where it computes (SEQPATE_DEVICE), known once it started; runs from before the GPU path all ran on the CPU
         "device": as_str(status.get("device")) or as_str(metrics.get("device")) or ("cpu" if metrics else None),
-        "base_weights": as_str(base_model.get("weights_sha256")),  # runs since 2026-11-25
+        # runs since 2026-11-25; a checkout's tokenizer with it (same weights, another tokenizer: another base)
+        "base_weights": base_digest(base_model),
         "base_cached": base_model.get("cached"),  # False: the run trained its base model
         "base_model_s": as_float(timings.get("base_model_s")),  # its training or loading, within total_s
     }

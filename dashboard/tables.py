@@ -117,15 +117,15 @@ def histogram_candidates(records: Mapping[str, Mapping[str, Any]], run_id: str) 
 def histogram_defaults(records: Mapping[str, Mapping[str, Any]], run_id: str, kinds: set[str],
                        kinds_of: Mapping[str, set[str]]) -> list[str]:
     """The Phrases histogram's default runs: run_id and up to three of kinds_of's runs (histogram_candidates, with
-    the phrase kinds each holds), one per method, the closest in kind first: holding every kind of phrase run_id
-    holds (its canaries too), the same privacy target (phrase-avg or sample), the same target ε, at the preset's
+    the phrase kinds each holds), one per method, the closest in kind first: on its data and base model (another
+    corpus holds other names), holding every kind of phrase run_id holds (its canaries too), the same privacy target (phrase-avg or sample), the same target ε, at the preset's
     defaults rather than a variant; then the newest."""
     me = records[run_id]
     order = list(kinds_of)
 
-    def unlike(i: str) -> tuple[bool, bool, bool, bool]:
+    def unlike(i: str) -> tuple[bool, bool, bool, bool, bool]:
         r = records[i]
-        return (not kinds <= kinds_of[i], r["privacy_target"] != me["privacy_target"],
+        return (r.get("setup") != me.get("setup"), not kinds <= kinds_of[i], r["privacy_target"] != me["privacy_target"],
                 r["epsilon_target"] != me["epsilon_target"], bool(r["variant"]) and r["privacy_target"] == "sample")
 
     best: dict[str, str] = {}

@@ -19,7 +19,7 @@ from dashboard.wording import OPTION_SEPARATOR
 # The last preset and seed chosen on any page (session-wide), which the other pages' pickers open on.
 LAST_PRESET = "_last_preset"  # also followed by Launch (launch_settings.init_launch_settings)
 _LAST_SEED = "_last_seed"
-_LAST_SETUP = "_last_setup"
+LAST_SETUP = "_last_setup"  # also followed by Export (its report opens on a run of it)
 
 
 def remember_shared(key: str, shared: str) -> None:
@@ -93,7 +93,7 @@ def setup_picker(df: pd.DataFrame, key: str) -> pd.DataFrame:
     setups = sorted(df["setup"].dropna().unique(), key=lambda c: (c != "chitchat", c)) if "setup" in df else []
     if len(setups) < 2:
         return df
-    choice = carried_picker("Data and base model", setups, setups[0], key, _LAST_SETUP,
+    choice = carried_picker("Data and base model", setups, setups[0], key, LAST_SETUP,
                             help="Runs on another corpus, other data sizes or another base model completed other "
                                  "test sentences, or started from another model: compare methods within one.")
     return df[df["setup"] == choice]

@@ -54,6 +54,9 @@ def test_a_run_on_a_checkout_does_not_read_the_tiny_models_settings():
     assert effective_hash(on_checkout("pub-gpt", n_embd=64, pretrain_epochs=9)) == effective_hash(on_checkout("pub-gpt"))
     assert effective_config(on_checkout("seqpate"))["model"] == {"source": "/models/gpt2"}
     assert effective_hash(on_checkout("pub-gpt")) != hash_of("pub-gpt")
+    # a synthetic-data run on a checkout as well: its base config's model section is the checkout alone
+    synth = {"method": "synth-filter", "synth": {}, "base": {"model": {"source": "/models/gpt2", "n_embd": 128}}}
+    assert effective_config(synth)["base"]["model"] == {"source": "/models/gpt2"}
 
 
 @pytest.mark.parametrize("method, read", [

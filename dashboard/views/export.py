@@ -81,6 +81,9 @@ shown_preset = st.session_state.get(widgets.LAST_PRESET) or loading.main_preset(
 shown = set(tables.distinct_configs(tables.shown_pool(finished, tables.made_here_in_place()))["run_id"])
 text_runs = [i for i, r in done.items() if not wording.is_synth_method(r["method"]) and i in shown]
 text_runs = [i for i in text_runs if done[i]["preset"] == shown_preset] or text_runs
+# ... and of the data and base model they show (loading.setup_label): chitchat's unless another was chosen
+shown_setup = st.session_state.get(widgets.LAST_SETUP) or "chitchat"
+text_runs = [i for i in text_runs if done[i]["setup"] == shown_setup] or text_runs
 seqpate = [i for i in text_runs if done[i]["method"] == "seqpate" and not done[i]["variant"]
            and done[i]["epsilon_target"] == preset_value(done[i]["preset"], "privacy", "epsilon")]
 # the lowest seed within the preset

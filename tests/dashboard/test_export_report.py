@@ -63,6 +63,19 @@ def test_report_opens_on_seqpate_at_the_presets_defaults(roots, app_page):
     assert at.selectbox(key="export_report_run").value == "a-seq-eps3"
 
 
+def test_report_opens_on_the_data_the_other_pages_show(roots, app_page):
+    """A run on the user's own corpus, at the preset's defaults there, took the report's default from the
+    chitchat SeqPATE run the other pages open on; once that corpus is chosen on a page, the report follows it."""
+    write_run(roots["cached"], "a-seq-eps3", "seqpate", epsilon=3.0)
+    write_run(roots["live"], "z-air-seq", "seqpate", epsilon=3.0, config={"data__corpus": "/data/air.json"})
+    at = app_page("export")
+    assert at.selectbox(key="export_report_run").value == "a-seq-eps3"
+    at.switch_page("views/overview.py").run()
+    at.selectbox(key="overview_setup").set_value("/data/air.json").run()
+    at.switch_page("views/export.py").run()
+    assert at.selectbox(key="export_report_run").value == "z-air-seq" and not at.exception
+
+
 def test_report_opens_on_the_copy_the_other_pages_show(roots, app_page):
     """tiny's SeqPATE at ε 3 is in four sweep plans: the report opened on the newest copy (PPL 909.46) while the
     Overview and the headline CSV show the one whose run id sorts first (909.34)."""

@@ -417,6 +417,48 @@ def test_the_phrase_histogram_opens_on_the_closest_run_of_each_other_method():
         "me", "sgd-avg", "dp-canaries", "adp"]
 
 
+def test_another_data_set_or_base_model_is_a_setup_not_a_variant():
+    """What the 'Data and base model' picker groups by (loading.setup_label), and what it leaves as variants."""
+    from core.config import preset_config
+
+    def config(**overrides) -> dict:
+        return preset_config("tiny", method="seqpate", **overrides).to_dict()
+
+    assert loading.setup_label(config()) == "chitchat"
+    own = config(data__corpus="/data/ep.txt", data__private_train=750)
+    assert loading.setup_label(own) == "/data/ep.txt · data.private_train 750"
+    assert loading.variant_settings(own) == {}  # at its preset's defaults on its own data
+    # canaries, their seed and digits add secrets to one user of the same data: variants, not another data set
+    canaries = config(data__canaries="1,10", data__canary_seed=3)
+    assert loading.setup_label(canaries) == "chitchat"
+    assert loading.variant_settings(canaries) == {"canaries": "1,10", "data.canary_seed": 3}
+    # a synthetic-data run: its labelled texts' corpus, and a base model that is a checkout
+    synth = {"method": "synth-filter", "synth": {"corpus": "/data/mine.csv"},
+             "base": {"model": {"source": "/models/gpt2", "n_embd": 128}}}
+    assert loading.setup_label(synth) == "/data/mine.csv · model.source /models/gpt2"
+    # a checkout's tokenizer names its base model too: same weights, another tokenizer, another base
+    assert loading.base_digest({"weights_sha256": "aaaa", "tokenizer_sha256": "cccc"}) == "aaaa (tokenizer cccc)"
+    assert loading.base_digest({"weights_sha256": "aaaa"}) == "aaaa" and loading.base_digest({}) is None
+
+
+def test_a_run_is_paced_and_its_phrases_compared_on_its_own_data_first():
+    """An AirDialog run paced a chitchat run's remaining time, and its customers' names were drawn by default
+    beside chitchat's phrases."""
+    from dashboard import estimate
+
+    def rec(run_id, setup, finished):
+        return {"run_id": run_id, "state": "done", "started": "t", "preset": "tiny", "method": "seqpate",
+                "variant": "", "setup": setup, "finished": finished, "base_cached": True,
+                "privacy_target": "sample", "epsilon_target": 3.0}
+
+    records = [rec("seq", "chitchat", "2026-11-20"), rec("air-seq", "/data/air.json", "2026-11-28")]
+    running = {**rec("now", "chitchat", None), "state": "running"}
+    assert [records[i]["run_id"] for i in estimate.pace_runs(running, records)] == ["seq"]
+    by_id = {r["run_id"]: r for r in records} | {"me": {**rec("me", "chitchat", None), "method": "noisysgd"}}
+    kinds_of = {"air-seq": {"name"}, "seq": {"name"}}
+    assert tables.histogram_defaults(by_id, "me", {"name"}, kinds_of)[:2] == ["me", "seq"]
+
+
 def test_compare_names_a_result_as_the_run_details_print_it():
     """Compare read "PPL 1033.24" under run details reading "PPL 1,033.24" (a walk)."""
     assert tables.run_result({"ppl": 1033.244, "method": "seqpate", "state": "done"}) == "PPL 1,033.24"
