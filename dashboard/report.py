@@ -134,7 +134,7 @@ def build_report_html(record: dict[str, Any], config: dict[str, Any], privacy: d
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
-        f"<p class='muted'>preset {html.escape(str(record.get('preset')))} · seed "
+        f"<p class='muted'>preset {html.escape(str(record.get('preset')))}{html.escape(_on_setup(record))} · seed "
         f"{html.escape(str(record.get('seed')))} · state {html.escape(str(record.get('state')))} · "
         f"config hash {html.escape(str(record.get('config_hash')))}</p>",
         "<h2>Privacy</h2>",
@@ -257,6 +257,13 @@ def _mark_own_run(figure: go.Figure, record: dict[str, Any]) -> str:
     return "this run ringed"
 
 
+def _on_setup(record: dict[str, Any]) -> str:
+    """' on DATA' where the run's data and base model are not chitchat's (loading.setup_label): its chart holds the
+    runs of that setup alone, and "preset tiny" read as tiny's chitchat runs."""
+    setup = record.get("setup")
+    return f" on {setup}" if isinstance(setup, str) and setup != "chitchat" else ""
+
+
 def report_figures(record: dict[str, Any], same_preset: pd.DataFrame, progress: list[dict[str, Any]]) -> list:
     """This run among the finished runs of its preset and seed (BLEU-4 vs ε) and its training progress, where
     present.
@@ -276,7 +283,8 @@ def report_figures(record: dict[str, Any], same_preset: pd.DataFrame, progress: 
         # this run itself, in place of another copy of its config, and beside the defaults if it is a variant
         twins = (main["run_id"] == record["run_id"]) | (main["effective_hash"] == record.get("effective_hash"))
         main = pd.concat([main[~twins], same_preset[same_preset["run_id"] == record["run_id"]]])
-        figure = charts.privacy_utility_figure(main, "bleu4", f"BLEU-4 vs ε, preset {record.get('preset')}")
+        figure = charts.privacy_utility_figure(main, "bleu4",
+                                               f"BLEU-4 vs ε, preset {record.get('preset')}{_on_setup(record)}")
         figure.update_layout(title_subtitle_text=_mark_own_run(figure, record))
         figures.append(figure)
     progress_figure = charts.run_progress_figure(progress)

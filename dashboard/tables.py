@@ -106,26 +106,27 @@ def side_by_side_defaults(pool: pd.DataFrame) -> list[str]:
 
 
 def histogram_candidates(records: Mapping[str, Mapping[str, Any]], run_id: str) -> list[str]:
-    """Runs (in records' order, newest first) the Phrases histogram may add beside run_id: of its preset and seed
-    (another seed splits the users anew, so its runs hold other names), of another method, with phrases that can
-    sit on a log axis (ε neither 0 nor ∞)."""
+    """Runs (in records' order, newest first) the Phrases histogram may add beside run_id: of its preset, seed and
+    data (another seed splits the users anew, another corpus holds other users: their runs hold other names), of
+    another method, with phrases that can sit on a log axis (ε neither 0 nor ∞)."""
     me = records[run_id]
     return [i for i, r in records.items() if r["preset"] == me["preset"] and same_seed(r, me)
+            and r.get("setup") == me.get("setup")
             and r["method"] != me["method"] and present(r["epsilon"]) and 0 < r["epsilon"] < math.inf]
 
 
 def histogram_defaults(records: Mapping[str, Mapping[str, Any]], run_id: str, kinds: set[str],
                        kinds_of: Mapping[str, set[str]]) -> list[str]:
     """The Phrases histogram's default runs: run_id and up to three of kinds_of's runs (histogram_candidates, with
-    the phrase kinds each holds), one per method, the closest in kind first: on its data and base model (another
-    corpus holds other names), holding every kind of phrase run_id holds (its canaries too), the same privacy target (phrase-avg or sample), the same target ε, at the preset's
+    the phrase kinds each holds), one per method, the closest in kind first: holding every kind of phrase run_id
+    holds (its canaries too), the same privacy target (phrase-avg or sample), the same target ε, at the preset's
     defaults rather than a variant; then the newest."""
     me = records[run_id]
     order = list(kinds_of)
 
-    def unlike(i: str) -> tuple[bool, bool, bool, bool, bool]:
+    def unlike(i: str) -> tuple[bool, bool, bool, bool]:
         r = records[i]
-        return (r.get("setup") != me.get("setup"), not kinds <= kinds_of[i], r["privacy_target"] != me["privacy_target"],
+        return (not kinds <= kinds_of[i], r["privacy_target"] != me["privacy_target"],
                 r["epsilon_target"] != me["epsilon_target"], bool(r["variant"]) and r["privacy_target"] == "sample")
 
     best: dict[str, str] = {}

@@ -94,9 +94,14 @@ def setup_picker(df: pd.DataFrame, key: str) -> pd.DataFrame:
     if len(setups) < 2:
         return df
     choice = carried_picker("Data and base model", setups, setups[0], key, LAST_SETUP,
-                            help="Runs on another corpus, other data sizes or another base model completed other "
-                                 "test sentences, or started from another model: compare methods within one.")
-    return df[df["setup"] == choice]
+                            help="Each option is a corpus (chitchat, or a file of yours) with the settings its runs "
+                                 "change from the preset's: data sizes, or the base model (model.source: a GPT-2 "
+                                 "checkout). Runs of two options completed other test sentences, or started from "
+                                 "other models, so their numbers do not compare: the page shows one option's runs.")
+    shown = df[df["setup"] == choice]
+    st.caption(f"Showing the {len(shown):,} runs on {choice}; the other {len(df) - len(shown):,} of this preset are "
+               "on the other options of this picker.")
+    return shown
 
 
 EVERY_SEED = "every seed (mean)"

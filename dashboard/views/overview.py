@@ -113,7 +113,7 @@ st.subheader("Privacy statements")
 st.caption("One card per method, over all its runs at this preset (every seed and setting, phrase-level runs too); "
            "copies of one setting (a run shared by several sweep plans, or made here with a shipped run's settings) "
            "count once.")
-cards = tables.privacy_cards(df[df["preset"] == preset])
+cards = tables.privacy_cards(of_preset)  # the runs of the data and base model chosen above
 # cards of a fixed width in a row that wraps: three side by side on a wide screen, fewer on a narrow one (equal
 # columns stayed four wide down to Streamlit's 640 px breakpoint and wrapped the text a letter per line at 800 px)
 cards_row = st.container(horizontal=True, wrap=True)

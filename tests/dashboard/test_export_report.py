@@ -145,6 +145,12 @@ def test_report_chart_shows_the_overviews_runs_and_the_reports_own(roots):
     frame = loading.finished_frame(loading.runs_frame())
     records = frame.set_index("run_id")
     assert drawn("air-seq", in_place=False) == ["air-seq"]
+    [chart] = report.report_figures(records.loc["air-seq"].to_dict() | {"run_id": "air-seq"},
+                                    report.chart_runs(frame, "air-seq", False), [])
+    assert chart.layout.title.text == "BLEU-4 vs ε, preset tiny on /data/air.json"  # not tiny's chitchat runs'
+    [chart] = report.report_figures(records.loc["seq"].to_dict() | {"run_id": "seq"},
+                                    report.chart_runs(frame, "seq", False), [])
+    assert chart.layout.title.text == "BLEU-4 vs ε, preset tiny"
     assert drawn("seq-today", in_place=False) == ["pub-gpt-today", "seq-today"]
 
 

@@ -99,6 +99,8 @@ def test_runs_on_another_corpus_are_compared_among_themselves(roots, app_page):
     at.selectbox(key="overview_setup").set_value(air_setup).run()
     # the runs at the preset's defaults on that data, not variants of the chitchat ones
     assert sorted(at.dataframe[0].value["run ids"]) == ["air-pub", "air-seq"] and not at.exception
+    # and the privacy cards count that data's runs (they counted every corpus's: "Runs: 2" for one Pub-GPT each)
+    assert [m.value.split("Runs: ")[1] for m in at.markdown if "Runs: " in m.value] == ["1", "1"]
     # the curves keep the choice, and draw that data's runs only, variants included
     at.switch_page("views/privacy_utility.py").run()
     assert at.selectbox(key="pu_setup").value == air_setup and not at.exception

@@ -454,9 +454,13 @@ def test_a_run_is_paced_and_its_phrases_compared_on_its_own_data_first():
     records = [rec("seq", "chitchat", "2026-11-20"), rec("air-seq", "/data/air.json", "2026-11-28")]
     running = {**rec("now", "chitchat", None), "state": "running"}
     assert [records[i]["run_id"] for i in estimate.pace_runs(running, records)] == ["seq"]
-    by_id = {r["run_id"]: r for r in records} | {"me": {**rec("me", "chitchat", None), "method": "noisysgd"}}
-    kinds_of = {"air-seq": {"name"}, "seq": {"name"}}
-    assert tables.histogram_defaults(by_id, "me", {"name"}, kinds_of)[:2] == ["me", "seq"]
+    by_id = {r["run_id"]: {**r, "seed": 0, "epsilon": 3.0} for r in records}
+    by_id["me"] = {**rec("me", "chitchat", None), "method": "noisysgd", "seed": 0, "epsilon": 3.0}
+    assert tables.histogram_candidates(by_id, "me") == ["seq"]
+    # and Compare's run B beside an AirDialog run A: a run of A's data, not the newest chitchat run
+    compared = [{**by_id["seq"], "source": "cached"}, {**by_id["air-seq"], "source": "live"},
+                {**by_id["air-seq"], "run_id": "air-pub", "method": "pub-gpt", "source": "live"}]
+    assert compared[loading.compare_partner(compared, 1)]["run_id"] == "air-pub"
 
 
 def test_compare_names_a_result_as_the_run_details_print_it():
