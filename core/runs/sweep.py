@@ -191,6 +191,10 @@ def run_plan(plan: str, preset: str, out: Path, seed: int = 0, execute=None, ech
                     echo(f"[{i}/{len(configs)}] {name}: NOT RUN: {path} holds a run in progress (pid "
                          f"{status.get('pid')}; another sweep or a job): wait for it, or sweep into another --out")
                     continue
+                if status.get("state") == "done":  # a finished run whose files were damaged since: not a dead one
+                    echo(f"[{i}/{len(configs)}] {name}: NOT RUN: {path} holds a finished run whose files do not read "
+                         f"({RunDir(path).incomplete_reason()}): move it away, or sweep into another --out")
+                    continue
                 shutil.rmtree(path)  # partial files of a run that died are never kept as results
                 ended = status.get("state") or "unreadable"
                 echo(f"[{i}/{len(configs)}] {name}: redoing it from the start: {path} held a run that did not finish "

@@ -50,6 +50,15 @@ def test_sweep_skips_finished_runs_and_redoes_broken_ones(tmp_path):
     assert [line for line in lines if "redoing" in line] == [
         f"[2/4] tiny-seqpate-teachers10: redoing it from the start: {tmp_path / 'tiny-seqpate-teachers10'} held a "
         "run that did not finish (failed: process exited without finishing (stage: student)), deleted"]
+    # a finished run whose files were damaged since is someone's result: named, not deleted
+    progress = tmp_path / "tiny-seqpate-teachers1" / "progress.jsonl"
+    damaged = '{"time": "2026-11' + "\n" + progress.read_text()  # a line cut short before the last
+    progress.write_text(damaged)
+    lines.clear()
+    assert run_plan("teachers", "tiny", tmp_path, execute=fake_execute, echo=lines.append) == [
+        "tiny-seqpate-teachers10", "tiny-seqpate-teachers100", "tiny-seqpate-teachers1000"]
+    assert progress.read_text() == damaged and lines[0].startswith(
+        "[1/4] tiny-seqpate-teachers1: NOT RUN: ") and "holds a finished run whose files do not read" in lines[0]
 
 
 def test_a_run_in_progress_in_the_sweeps_folder_is_left_running(tmp_path):
