@@ -53,8 +53,14 @@ def load_private_records(cfg) -> list:
 def corpus_changed_note(corpus: str, created: Any) -> str | None:
     """Where the run's corpus is a file modified after the run was made, a note that the audit reads today's file:
     its names, phrases and counts are that file's (an edit that kept the counts passes every other check). A
-    digest of the private file in the run's files would tell it apart, but would also tell the data apart."""
-    if corpus == "chitchat" or not isinstance(created, str):
+    digest of the private file in the run's files would tell it apart, but would also tell the data apart. A
+    relative path (what runs recorded before paths were stored absolute) reads from the current folder: said too."""
+    if corpus == "chitchat":
+        return None
+    if not Path(corpus).expanduser().is_absolute():  # runs made before 2026-11-28 stored the path as typed
+        return (f"the run records its corpus as the relative path {corpus}: the audit read "
+                f"{Path.cwd() / corpus} from this folder; audit it from the folder the run was made in")
+    if not isinstance(created, str):
         return None
     try:
         modified = Path(corpus).expanduser().stat().st_mtime

@@ -210,10 +210,13 @@ def _guarantee_lines(cfg, privacy: dict[str, Any], kind: str, has_test_nll: bool
             "- its strength cannot be measured: there is no epsilon. The epsilon recorded (infinite) says so.",
         ]
     elif kind == KIND_PUBLIC or method in PUBLIC_METHODS:
+        # a checkout's own training is beyond what the run can know (base_model_lines says so)
+        tiny = cfg.model.source == "tiny"
         lines += [
-            "**Protected unit: none needed.** This model never trained on private data (public text and "
-            "pseudo data completed from public prefixes only), so nothing about any private user is released "
-            "through it: epsilon = 0 by convention (paper footnote 8).",
+            f"**Protected unit: none needed.** {'This model' if tiny else 'This run'} never trained "
+            f"{'' if tiny else 'the model '}on private data (public text and pseudo data completed from public "
+            f"prefixes only{'' if tiny else '; what the checkout it starts from was trained on is below'}), so "
+            "nothing about any private user is released through it: epsilon = 0 by convention (paper footnote 8).",
             "",
             "Private test sentences are still used to evaluate it (perplexity, completions), and the evaluation "
             "files quote them.",

@@ -66,6 +66,12 @@ def test_a_run_on_a_gpt2_checkout_says_the_checkout_is_taken_as_public():
         assert "Base model:" not in privacy_statement(cfg, privacy, {})  # the tiny model, trained here on public text
         checkout = replace(cfg, model=replace(cfg.model, source="/models/gpt2"))
         assert line in privacy_statement(checkout, privacy, {}).splitlines()
+        if method == "pub-gpt":  # its headline no longer speaks for the checkout's own training
+            assert "This run never trained the model on private data (public text and pseudo data completed from " \
+                   "public prefixes only; what the checkout it starts from was trained on is below), so nothing" \
+                   in privacy_statement(checkout, privacy, {})
+            assert "**Protected unit: none needed.** This model never trained on private data (public text and " \
+                   "pseudo data completed from public prefixes only), so nothing" in privacy_statement(cfg, privacy, {})
     assert line in synth_statement({"generator": "filter"}, SYNTH_PRIVACY, SYNTH_METRICS,
                                    base_model="/models/gpt2").splitlines()
     assert "Base model:" not in synth_statement({"generator": "filter"}, SYNTH_PRIVACY, SYNTH_METRICS)
@@ -337,6 +343,10 @@ def test_an_audit_says_when_the_corpus_file_changed_after_the_run_was_made(tmp_p
     assert corpus_changed_note(str(corpus), made) == (
         f"the corpus {corpus} was modified (2026-11-21T10:00:00+00:00) after this run was made ({made}): the audit "
         "read the file as it is now; if its text changed since, what was rewritten is not the run's")
+    # a run that recorded the path as typed (before 2026-11-28) reads it from wherever the audit runs
+    assert corpus_changed_note("data/mine.csv", made) == (
+        f"the run records its corpus as the relative path data/mine.csv: the audit read {Path.cwd() / 'data/mine.csv'} "
+        "from this folder; audit it from the folder the run was made in")
     # the package's corpus, a file gone (the audit refuses it itself) and a run with no readable date: nothing to say
     assert {corpus_changed_note("chitchat", made), corpus_changed_note(str(tmp_path / "gone.csv"), made),
             corpus_changed_note(str(corpus), None), corpus_changed_note(str(corpus), "yesterday")} == {None}
