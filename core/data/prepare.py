@@ -139,9 +139,12 @@ def _shortfall(side: str, sentences: list[Sentence], sizes: list[tuple[str, int 
     """Where a side holds fewer sentences than its fixed sizes ask for: what is wrong, and smaller sizes that fit
     ({} where even one sentence a split does not). None where they fit."""
     asked = sum(n for _, n in sizes if n is not None)
-    if asked <= len(sentences):
+    rest = [name for name, n in sizes if n is None]  # a split that takes the rest needs one sentence at least
+    if asked + len(rest) <= len(sentences):
         return None
-    wanted = " + ".join(f"{side}_{name} {n}" for name, n in sizes if n is not None)
+    wanted = " + ".join([f"{side}_{name} {n}" for name, n in sizes if n is not None]
+                        + [f"{side}_{name} at least 1" for name in rest])
+    asked += len(rest)
     smaller = {f"{side}_{name}": n for name, n in smaller_sizes(sizes, len(sentences)).items()}
     return (f"the {side} side has only {plural(len(sentences), 'sentence')} ({plural(n_users, 'user')}) but "
             f"{wanted} = {asked} were asked for", smaller)

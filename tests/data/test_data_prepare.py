@@ -104,6 +104,25 @@ def test_the_sizes_a_too_small_corpus_is_told_to_set_fit_it():
         prepare(corpus({"u0": 1, "u1": 1, "u2": 1}), DataConfig(), 0)
 
 
+def test_a_split_that_takes_the_rest_counts_in_the_refusal_of_both_sides():
+    """A fixed size that used a whole side passed the check of both sides at once, and the cut then refused the
+    split that takes the rest (paper's train sizes), one side after the other again."""
+    import dataclasses
+    import json
+    import re
+
+    records = corpus({f"u{i}": 10 for i in range(8)})  # 20 public sentences, 60 private
+    data = DataConfig(public_valid=20, public_train=None, private_valid=10, private_test=60, private_train=None)
+    with pytest.raises(ValueError) as refused:
+        prepare(records, data, 0)
+    message = str(refused.value)
+    assert "public_valid 20 + public_train at least 1 = 21 were asked for" in message
+    assert "private_valid 10 + private_test 60 + private_train at least 1 = 71 were asked for" in message
+    sizes = json.loads(re.search(r"holding (\{.*\}\})", message).group(1))["data"]
+    prepared = prepare(records, dataclasses.replace(data, **sizes), 0)
+    assert len(prepared.public_train) >= 1 and len(prepared.private_train) >= 1
+
+
 def test_prepare_nothing_left():
     records = corpus({"a": 3}, words=2)
     with pytest.raises(ValueError, match="no sentence has 8 or more words"):
