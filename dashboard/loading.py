@@ -381,9 +381,9 @@ def same_seed(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 
 def compare_partner(records: Sequence[dict[str, Any]], a: int = 0) -> int:
-    """Run B's default beside run A (records[a]): another run of A's preset, seed and data (setup_label; whose test
-    sentences are A's, so that their perplexities compare), of A's kind (text generation or synthetic data), for a run made here the
-    shipped run of its config (another base model: what the pages show in its place; of several shipped copies the
+    """Run B's default beside run A (records[a]): another run of A's preset, seed and data (setup_label; whose
+    test sentences are A's, so that their perplexities compare), of A's kind (text generation or synthetic data),
+    for a run made here the shipped run of its config (another base model: what the pages show in its place; of several shipped copies the
     plainest name, as distinct_configs and REPORT.md keep), finished, of A's method; each preference in
     that order, then the first listed."""
     first = records[a]

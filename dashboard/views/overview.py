@@ -110,7 +110,8 @@ if len(leaks) and (leaks == 0).all():  # the column tells no method apart here, 
                "directly.")
 
 st.subheader("Privacy statements")
-st.caption("One card per method, over all its runs at this preset (every seed and setting, phrase-level runs too); "
+st.caption("One card per method, over all its runs at this preset (every seed and setting, phrase-level runs too; "
+           "of the data and base model chosen above, where there is a choice); "
            "copies of one setting (a run shared by several sweep plans, or made here with a shipped run's settings) "
            "count once.")
 cards = tables.privacy_cards(of_preset)  # the runs of the data and base model chosen above
