@@ -211,7 +211,12 @@ def stopped(run, exc: BaseException) -> int:
     from core.runs.jobs import record_stop
     from core.runs.pipeline import Terminated
 
-    status = record_stop(run, by_signal=isinstance(exc, Terminated))
+    try:
+        status = record_stop(run, by_signal=isinstance(exc, Terminated))
+    except OSError as unrecorded:  # a folder that cannot be written: the stop is still the news, not the write
+        print(f"stopped: {run.path} (not recorded: {type(unrecorded).__name__}: {unrecorded}; the run lists as failed "
+              "once its process has ended)", file=sys.stderr)
+        return 130
     reason = "cancelled" if status.get("state") == "cancelled" else status.get("error")
     print(f"{reason}: {run.path}", file=sys.stderr)
     return 130
@@ -223,11 +228,10 @@ def failing_the_run(run):
     (a ConfigError: one line, exit 2; anything else, a traceback), so a job never stays queued after it."""
     try:
         yield
-    except ConfigError as exc:
-        run.set_status(state="failed", error=str(exc))
-        raise
     except Exception as exc:
-        run.set_status(state="failed", error=f"{type(exc).__name__}: {exc}")
+        with contextlib.suppress(OSError):  # an unwritable folder: the refusal, not the failed write, goes on
+            run.set_status(state="failed", error=str(exc) if isinstance(exc, ConfigError) else
+                           f"{type(exc).__name__}: {exc}")
         raise
 
 

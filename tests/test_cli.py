@@ -646,6 +646,25 @@ def test_a_run_or_sweep_made_where_no_listing_looks_says_so(tmp_path, monkeypatc
                                        "`audit` take their folders\n")
 
 
+def test_a_stop_or_a_refusal_the_run_folder_cannot_record_is_still_what_is_said(tmp_path, monkeypatch, capsys):
+    """With a full disk, a Ctrl-C or a launched run's refused config was reported as the failed status write."""
+    from core.cli import failing_the_run, stopped
+    from core.runs.store import RunDir
+
+    run = RunDir.create(tmp_path / "full", micro_config().to_dict(), 0)
+
+    def no_space(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(RunDir, "set_status", no_space)
+    assert stopped(run, KeyboardInterrupt()) == 130
+    assert capsys.readouterr().err == (f"stopped: {run.path} (not recorded: OSError: [Errno 28] No space left on "
+                                       "device; the run lists as failed once its process has ended)\n")
+    with pytest.raises(ConfigError, match="seqpate.teachers must be int"):
+        with failing_the_run(run):
+            raise ConfigError("seqpate.teachers must be int, got 'x'")
+
+
 def test_a_launched_run_whose_config_is_refused_fails_with_the_reason(tmp_path):
     from core.runs.store import RunDir
 
