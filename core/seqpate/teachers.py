@@ -106,9 +106,11 @@ def teacher_group_sum(
     on_teacher: Callable[[int], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
     out: Sums | None = None,
+    on_epoch: Callable[[int, int], None] | None = None,
 ) -> Sums:
     """Partial sums over one group of teachers, into `out` (zeroed here) or fresh tensors. On a GPU the group's sums
-    accumulate there and come back to the CPU once, at the end."""
+    accumulate there and come back to the CPU once, at the end. on_epoch(teacher index, epochs done) within each
+    teacher's training, on_teacher(index) once it is folded in."""
     total, votes = out if out is not None else empty_sums(job)
     total.zero_()
     if votes is not None:
@@ -122,7 +124,8 @@ def teacher_group_sum(
             break
         model.load_state_dict(job.base_state)
         train_lm(model, seqs, pad_id=job.pad_id, epochs=job.epochs, lr=job.lr, batch_size=job.batch_size,
-                 seed=teacher_seed(job.seed, index))
+                 seed=teacher_seed(job.seed, index),
+                 on_epoch=None if on_epoch is None else lambda epoch, _loss, i=index: on_epoch(i, epoch + 1))
         add_teacher_output(model, job, *on_device)
         if on_teacher is not None:
             on_teacher(index)
@@ -159,12 +162,12 @@ class LocalExecutor:
 
     name = "local"
 
-    def run(self, job: TeacherJob, teacher_data, on_teacher=None, should_stop=None) -> Sums:
+    def run(self, job: TeacherJob, teacher_data, on_teacher=None, should_stop=None, on_epoch=None) -> Sums:
         total, partial = empty_sums(job), empty_sums(job)
         for group in teacher_groups(teacher_data):
             if should_stop is not None and should_stop():
                 break
-            teacher_group_sum(job, group, on_teacher, should_stop, out=partial)
+            teacher_group_sum(job, group, on_teacher, should_stop, out=partial, on_epoch=on_epoch)
             add_sums(total, partial)
         return total
 
@@ -220,7 +223,8 @@ class ProcessExecutor:
     def __init__(self, workers: int | None = None):
         self.workers = workers
 
-    def run(self, job: TeacherJob, teacher_data, on_teacher=None, should_stop=None) -> Sums:
+    def run(self, job: TeacherJob, teacher_data, on_teacher=None, should_stop=None, on_epoch=None) -> Sums:
+        """on_epoch is not called: the workers report a teacher once it is folded in."""
         import multiprocessing as mp
         from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
@@ -300,7 +304,8 @@ class RayExecutor:
         self.address = address
         self.num_cpus = num_cpus
 
-    def run(self, job: TeacherJob, teacher_data, on_teacher=None, should_stop=None) -> Sums:
+    def run(self, job: TeacherJob, teacher_data, on_teacher=None, should_stop=None, on_epoch=None) -> Sums:
+        """on_epoch is not called: the workers report a teacher once it is folded in."""
         import ray
 
         groups = teacher_groups(teacher_data)

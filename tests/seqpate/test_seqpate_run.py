@@ -125,6 +125,22 @@ def test_metrics_and_completions_are_complete(seqpate_run):
     assert run_dir.is_complete()
 
 
+def test_a_teacher_slow_to_train_logs_its_epochs(tmp_path, monkeypatch):
+    """A single teacher on the whole private set took 4.7 minutes without a progress line, its bar at 15%: where no
+    teacher line came for ECHO_EVERY_S, each of its epochs logs one (here every epoch: the interval set to 0), the
+    bar moving on within the teacher and never back, and no loss (the teachers train on private data)."""
+    import core.seqpate.run
+
+    monkeypatch.setattr(core.seqpate.run, "ECHO_EVERY_S", 0.0)
+    cfg, run_dir = run(tmp_path, "pulse", seqpate__teachers=2, seqpate__teacher_epochs=2, seqpate__query_budget=20)
+    lines = [p for p in run_dir.progress() if p["stage"] == "teachers"]
+    assert [(p["teacher"], p.get("epoch")) for p in lines] == [(1, 1), (1, 2), (1, None), (2, 1), (2, 2), (2, None)]
+    assert all(p["teachers"] == 2 and "loss" not in p for p in lines)
+    assert all(p.get("epochs") == 2 for p in lines if "epoch" in p)
+    bar = [p["progress"] for p in lines]
+    assert bar == sorted(bar) and bar[0] < bar[2] < bar[3] < bar[5]
+
+
 def test_laplace_ablation_is_accounted_with_pld(tmp_path):
     cfg, run_dir = run(tmp_path, "laplace", privacy__epsilon=3.0, seqpate__ablation="-gaussian",
                        seqpate__query_budget=50)
