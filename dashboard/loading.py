@@ -383,9 +383,9 @@ def same_seed(a: dict[str, Any], b: dict[str, Any]) -> bool:
 def compare_partner(records: Sequence[dict[str, Any]], a: int = 0) -> int:
     """Run B's default beside run A (records[a]): another run of A's preset, seed and data (setup_label; whose
     test sentences are A's, so that their perplexities compare), of A's kind (text generation or synthetic data),
-    for a run made here the shipped run of its config (another base model: what the pages show in its place; of several shipped copies the
-    plainest name, as distinct_configs and REPORT.md keep), finished, of A's method; each preference in
-    that order, then the first listed."""
+    for a run made here the shipped run of its config (another base model: what the pages show in its place; of
+    several shipped copies the plainest name, as distinct_configs and REPORT.md keep), finished, of A's method;
+    each preference in that order, then the first listed."""
     first = records[a]
 
     def shipped_copy(r: dict[str, Any]) -> bool:
@@ -394,7 +394,9 @@ def compare_partner(records: Sequence[dict[str, Any]], a: int = 0) -> int:
 
     def misfit(i: int) -> tuple:
         r = records[i]
-        return (r.get("preset") != first.get("preset") or not same_seed(r, first) or r.get("setup") != first.get("setup"),
+        other_test_set = (r.get("preset") != first.get("preset") or not same_seed(r, first)
+                          or r.get("setup") != first.get("setup"))
+        return (other_test_set,
                 is_synth_method(r.get("method")) != is_synth_method(first.get("method")), not shipped_copy(r),
                 plainest_first(str(r.get("run_id"))) if shipped_copy(r) else (0, ""), r.get("state") != "done",
                 r.get("method") != first.get("method"), i)

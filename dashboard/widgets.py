@@ -99,8 +99,9 @@ def setup_picker(df: pd.DataFrame, key: str) -> pd.DataFrame:
                                  "checkout). Runs of two options completed other test sentences, or started from "
                                  "other models, so their numbers do not compare: the page shows one option's runs.")
     shown = df[df["setup"] == choice]
-    st.caption(f"Showing the {len(shown):,} runs on {choice}; the other {len(df) - len(shown):,} of this preset are "
-               "on the other options of this picker.")
+    others = len(df) - len(shown)
+    st.caption(f"This preset's runs on {choice} only: {others:,} other run{'s' if others != 1 else ''} of it "
+               f"{'are' if others != 1 else 'is'} on the other options of this picker.")
     return shown
 
 

@@ -216,7 +216,8 @@ def _guarantee_lines(cfg, privacy: dict[str, Any], kind: str, has_test_nll: bool
             f"**Protected unit: none needed.** {'This model' if tiny else 'This run'} never trained "
             f"{'' if tiny else 'the model '}on private data (public text and pseudo data completed from public "
             f"prefixes only{'' if tiny else '; what the checkout it starts from was trained on is below'}), so "
-            "nothing about any private user is released through it: epsilon = 0 by convention (paper footnote 8).",
+            f"{'' if tiny else 'with the checkout taken as public, '}nothing about any private user is released "
+            "through it: epsilon = 0 by convention (paper footnote 8).",
             "",
             "Private test sentences are still used to evaluate it (perplexity, completions), and the evaluation "
             "files quote them.",

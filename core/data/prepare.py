@@ -129,6 +129,8 @@ def smaller_sizes(sizes: list[tuple[str, int | None]], available: int) -> dict[s
     for a slot that takes the rest (None); {} where even that does not fit."""
     fixed = {name: n for name, n in sizes if n is not None}
     rest = len(fixed) < len(sizes)
+    if sum(fixed.values()) == 0:  # nothing fixed to scale down: only the rest is short (an empty side)
+        return {}
     budget = available * (0.8 if rest else 1.0)
     smaller = {name: max(1, int(n * budget / sum(fixed.values()))) for name, n in fixed.items()}
     return smaller if sum(smaller.values()) + rest <= available else {}

@@ -7,7 +7,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from core.config import ConfigError, RunConfig, effective_config, preset_config
@@ -191,7 +191,9 @@ def run_plan(plan: str, preset: str, out: Path, seed: int = 0, execute=None, ech
                     echo(f"[{i}/{len(configs)}] {name}: NOT RUN: {path} holds a run in progress (pid "
                          f"{status.get('pid')}; another sweep or a job): wait for it, or sweep into another --out")
                     continue
-                if status.get("state") == "done":  # a finished run whose files were damaged since: not a dead one
+                # a finished run whose files were damaged since, status.json included, is not a dead one
+                if status.get("state") == "done" or (not status and any(
+                        (path / result).exists() for result in ("metrics.json", "privacy.json"))):
                     echo(f"[{i}/{len(configs)}] {name}: NOT RUN: {path} holds a finished run whose files do not read "
                          f"({RunDir(path).incomplete_reason()}): move it away, or sweep into another --out")
                     continue
@@ -208,7 +210,11 @@ def run_plan(plan: str, preset: str, out: Path, seed: int = 0, execute=None, ech
                 metrics = execute(cfg, run, should_stop=lambda folder=run.path: cancel_requested(folder))
             except (Cancelled, KeyboardInterrupt) as exc:
                 sweep["in_run"] = False
-                status = record_stop(run, by_signal=isinstance(exc, Terminated))
+                try:
+                    status = record_stop(run, by_signal=isinstance(exc, Terminated))
+                except OSError as unrecorded:  # a folder that cannot be written: the stop is still the news
+                    echo(f"[{i}/{len(configs)}] {name}: STOPPED (not recorded: {unrecorded}); the plan stops here")
+                    raise exc from None
                 if status.get("state") == "failed":  # the sweep itself was stopped from outside
                     echo(f"[{i}/{len(configs)}] {name}: STOPPED: {status.get('error')}; the plan stops here")
                     raise
@@ -220,7 +226,8 @@ def run_plan(plan: str, preset: str, out: Path, seed: int = 0, execute=None, ech
                 continue
             except Exception as exc:  # one failed run must not stop the plan
                 sweep["in_run"] = False
-                run.set_status(state="failed", error=f"{type(exc).__name__}: {exc}")
+                with suppress(OSError):  # a full disk: the run's own error is the news
+                    run.set_status(state="failed", error=f"{type(exc).__name__}: {exc}")
                 echo(f"[{i}/{len(configs)}] {name}: FAILED {type(exc).__name__}: {exc}")
                 continue
             finally:

@@ -86,15 +86,18 @@ def run_seqpate(ws: Workspace) -> MethodResult:
                teachers=sp.teachers)
 
     def on_epoch(index: int, epoch: int) -> None:
-        """An epoch of the teacher in training (the local executor trains one at a time), logged where no teacher
-        line came for ECHO_EVERY_S: with few teachers on much data one took minutes without a line (M = 1:
+        """An epoch's end of the teacher in training (the local executor trains one at a time), logged where no
+        teacher line came for ECHO_EVERY_S: with few teachers on much data one took minutes without a line (M = 1:
         4.7 min at 15%), while quick's 100 teachers each log on finishing, seconds apart."""
-        if time.monotonic() - teachers["logged"] < ECHO_EVERY_S:
+        # its last epoch is the teacher's own line, logged as it is folded in
+        if epoch == sp.teacher_epochs or time.monotonic() - teachers["logged"] < ECHO_EVERY_S:
             return
         teachers["logged"] = time.monotonic()
         done = teachers["done"]
+        # "teacher" counts the teachers folded in, on every line; this one names the teacher still in training
         ws.log("teachers", ws.method_progress(0.06 + 0.64 * (done + epoch / sp.teacher_epochs) / sp.teachers),
-               teacher=done + 1, teachers=sp.teachers, epoch=epoch, epochs=sp.teacher_epochs)
+               teacher=done, teachers=sp.teachers, training_teacher=done + 1, epoch=epoch,
+               epochs=sp.teacher_epochs)
 
     teacher_sum, teacher_votes = get_executor(sp.executor, sp.ray_address).run(
         job, teacher_data, on_teacher, ws.should_stop, on_epoch=on_epoch)

@@ -68,8 +68,8 @@ def test_a_run_on_a_gpt2_checkout_says_the_checkout_is_taken_as_public():
         assert line in privacy_statement(checkout, privacy, {}).splitlines()
         if method == "pub-gpt":  # its headline no longer speaks for the checkout's own training
             assert "This run never trained the model on private data (public text and pseudo data completed from " \
-                   "public prefixes only; what the checkout it starts from was trained on is below), so nothing" \
-                   in privacy_statement(checkout, privacy, {})
+                   "public prefixes only; what the checkout it starts from was trained on is below), so with the " \
+                   "checkout taken as public, nothing" in privacy_statement(checkout, privacy, {})
             assert "**Protected unit: none needed.** This model never trained on private data (public text and " \
                    "pseudo data completed from public prefixes only), so nothing" in privacy_statement(cfg, privacy, {})
     assert line in synth_statement({"generator": "filter"}, SYNTH_PRIVACY, SYNTH_METRICS,

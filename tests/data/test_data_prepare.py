@@ -123,6 +123,16 @@ def test_a_split_that_takes_the_rest_counts_in_the_refusal_of_both_sides():
     assert len(prepared.public_train) >= 1 and len(prepared.private_train) >= 1
 
 
+def test_an_empty_side_with_nothing_fixed_is_refused_in_one_line():
+    """One user of 50 sentences leaves the public side empty; with public_valid 0 the proposal of smaller sizes
+    divided by zero (a traceback where a one-line refusal was)."""
+    records = corpus({"only": 50})
+    data = DataConfig(public_valid=0, public_train=None, private_valid=5, private_test=5, private_train=None)
+    with pytest.raises(ValueError, match=r"the public side has only 0 sentences \(0 users\) but public_valid 0 \+ "
+                                         r"public_train at least 1 = 1 were asked for; too few"):
+        prepare(records, data, 0)
+
+
 def test_prepare_nothing_left():
     records = corpus({"a": 3}, words=2)
     with pytest.raises(ValueError, match="no sentence has 8 or more words"):

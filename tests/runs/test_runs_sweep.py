@@ -59,6 +59,41 @@ def test_sweep_skips_finished_runs_and_redoes_broken_ones(tmp_path):
         "tiny-seqpate-teachers10", "tiny-seqpate-teachers100", "tiny-seqpate-teachers1000"]
     assert progress.read_text() == damaged and lines[0].startswith(
         "[1/4] tiny-seqpate-teachers1: NOT RUN: ") and "holds a finished run whose files do not read" in lines[0]
+    # ... status.json itself cut short: its metrics and privacy record are still someone's results
+    status = tmp_path / "tiny-seqpate-teachers100" / "status.json"
+    status.write_text('{"state": "done"')
+    lines.clear()
+    run_plan("teachers", "tiny", tmp_path, execute=fake_execute, echo=lines.append)
+    assert status.read_text() == '{"state": "done"' and (status.parent / "metrics.json").is_file()
+    assert lines[2].startswith("[3/4] tiny-seqpate-teachers100: NOT RUN: ")
+
+
+def test_a_stop_or_failure_the_folder_cannot_record_is_still_said(tmp_path, monkeypatch):
+    """With a full disk a Ctrl-C in a sweep printed only the failed status write (exit 2), naming neither the run
+    nor the stop, and a failed run aborted the whole plan."""
+    def no_space(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    def interrupted(cfg, run, should_stop):
+        monkeypatch.setattr(RunDir, "set_status", no_space)
+        raise KeyboardInterrupt
+
+    lines = []
+    with pytest.raises(KeyboardInterrupt):
+        run_plan("adp", "tiny", tmp_path, execute=interrupted, echo=lines.append)
+    assert lines == ["[1/2] tiny-adp-eps3: STOPPED (not recorded: [Errno 28] No space left on device); the plan "
+                     "stops here"]
+    monkeypatch.undo()
+
+    def failing(cfg, run, should_stop):
+        monkeypatch.setattr(RunDir, "set_status", no_space)
+        raise RuntimeError("teacher 3 diverged")
+
+    lines.clear()
+    out = tmp_path / "again"
+    assert run_plan("adp", "tiny", out, execute=failing, echo=lines.append) == []
+    assert lines == ["[1/2] tiny-adp-eps3: FAILED RuntimeError: teacher 3 diverged",
+                     "[2/2] tiny-adp-eps8: FAILED RuntimeError: teacher 3 diverged"]
 
 
 def test_a_run_in_progress_in_the_sweeps_folder_is_left_running(tmp_path):
@@ -82,8 +117,11 @@ def test_a_run_in_progress_in_the_sweeps_folder_is_left_running(tmp_path):
         helper.wait()
     done = run_plan("adp", "tiny", tmp_path, execute=fake_execute, echo=lambda line: None)
     assert done == ["tiny-adp-eps3", "tiny-adp-eps8"] and run.is_complete()
-    # a status.json that cannot be read stands for no live run: redone, not a crash of the whole plan
+    # a status.json that cannot be read stands for no live run: redone, not a crash of the whole plan (where the
+    # folder holds no results: with them it is a finished run damaged since, left alone, as the test above has it)
     (path / "status.json").write_text("{not json")
+    (path / "metrics.json").unlink()
+    (path / "privacy.json").unlink()
     assert run_plan("adp", "tiny", tmp_path, execute=fake_execute, echo=lambda line: None) == [
         "tiny-adp-eps3", "tiny-adp-eps8"] and run.is_complete()
 
