@@ -85,7 +85,8 @@ def test_privacy_is_recomputed_from_released_queries(seqpate_run):
 def test_progress_shows_each_teacher_and_student_epochs(seqpate_run):
     cfg, run_dir = seqpate_run
     progress = run_dir.progress()
-    teachers = [p["teacher"] for p in progress if p["stage"] == "teachers"]
+    # a teacher's own lines (a slow machine may add epoch lines where a teacher takes 10 s: their own test)
+    teachers = [p["teacher"] for p in progress if p["stage"] == "teachers" and "epoch" not in p]
     assert teachers == list(range(1, cfg.seqpate.teachers + 1))
     student = [p for p in progress if p["stage"] == "student"]
     assert student and student[-1]["queries_spent"] == run_dir.privacy()["queries_spent"]
