@@ -106,8 +106,9 @@ if len(leaks) and (leaks == 0).all():  # the column tells no method apart here, 
     unprotected = table.loc[leaks.index, "Method"].eq(wording.method_label("pri-gpt")).any()
     st.caption("R_name is 0% in every row" + (", the non-private Pri-GPT's included" if unprotected else "")
                + (f": {scope}" if (scope := tables.leak_scope(pool)) else "")
-               + ". The Phrases page's canary exposure (secrets planted 1, 10 and 100 times) measures memorisation "
-               "directly.")
+               + (". The Phrases page's canary exposure (secrets planted 1, 10 and 100 times) measures memorisation "
+                  "directly." if "canaries" in " ".join(of_preset["variant"].fillna("")) else
+                  ". A run with canaries (--canaries 1,10,100) measures memorisation directly on the Phrases page."))
 
 st.subheader("Privacy statements")
 st.caption("One card per method, over all its runs at this preset (every seed and setting, phrase-level runs too; "

@@ -322,8 +322,14 @@ def test_the_leak_rates_help_says_how_little_a_zero_can_show(roots, app_page):
     assert "a rate of 0 says little" in help_text
     # a lecturer projecting the page never sees a tooltip: with every row at 0% the page says it under the table
     captions = [x.value for x in at.caption]
+    # no run here planted canaries: the page says how to, rather than pointing to exposures that are not there
     assert any(c.startswith("R_name is 0% in every row, the non-private Pri-GPT's included: it looks for 4-13")
-               and "canary exposure" in c for c in captions)
+               and c.endswith("A run with canaries (--canaries 1,10,100) measures memorisation directly on the "
+                              "Phrases page.") for c in captions)
+    write_run(roots["cached"], "seq-canaries", "seqpate", r_name=0.0, canaries="1,10,100")
+    assert any(c.value.endswith("The Phrases page's canary exposure (secrets planted 1, 10 and 100 times) measures "
+                                "memorisation directly.") for c in app_page().caption)
+    shutil.rmtree(roots["cached"] / "seq-canaries")
     pri = RunDir(roots["cached"] / "pri")
     pri.write_metrics({**pri.metrics(), "r_name": 0.125})  # a column that tells the methods apart needs no note
     assert not any(x.value.startswith("R_name is 0%") for x in app_page().caption)
