@@ -76,29 +76,36 @@ def test_prepare_too_few_sentences():
         prepare(records, DataConfig(), 0)
 
 
+def refused_with_sizes(records, data: DataConfig) -> tuple[str, dict]:
+    """The refusal of sizes the corpus cannot fill, and the sizes it proposes, checked to fit: that config alone,
+    as the user types it, prepares with a train sentence on each side."""
+    import dataclasses
+    import json
+    import re
+
+    with pytest.raises(ValueError) as refused:
+        prepare(records, data, 0)
+    message = str(refused.value)
+    sizes = json.loads(re.search(r"--config FILE\.json holding (\{.*\}\})", message).group(1))["data"]
+    prepared = prepare(records, dataclasses.replace(data, **sizes), 0)
+    assert len(prepared.public_train) >= 1 and len(prepared.private_train) >= 1
+    return message, sizes
+
+
 def test_the_sizes_a_too_small_corpus_is_told_to_set_fit_it():
     """The message named the preset's sizes and no way round them (a review: an 8,000-row file failed tiny and
     paper alike); it gives the config file's setting, and the sizes it proposes fit the corpus. Both sides at once:
     a walk that put the public side's proposal in its config got the private side's refusal, and the private
     side's alone brought the public one's back."""
-    import dataclasses
-    import json
-    import re
-
     from core.config import preset_config
 
     records = corpus({f"u{i}": 10 for i in range(8)})
     # the paper preset's train sizes take the rest of their side (None): a proposal that used it all left them none
     for data in (DataConfig(), preset_config("paper").data):
-        with pytest.raises(ValueError) as refused:
-            prepare(records, data, 0)
-        message = str(refused.value)
+        message, sizes = refused_with_sizes(records, data)
         assert "the public side has only 20 sentences (2 users)" in message
         assert "the private side has only 60 sentences (6 users)" in message
-        sizes = json.loads(re.search(r"--config FILE\.json holding (\{.*\}\})", message).group(1))["data"]
         assert {"public_valid", "private_valid", "private_test"} <= set(sizes) and all(n >= 1 for n in sizes.values())
-        prepared = prepare(records, dataclasses.replace(data, **sizes), 0)  # that config alone, as the user types it
-        assert len(prepared.public_train) >= 1 and len(prepared.private_train) >= 1
     # a corpus too small for one sentence a split says so, rather than refusing with no way out
     with pytest.raises(ValueError, match="too few to give each split at least one sentence: the corpus is too small"):
         prepare(corpus({"u0": 1, "u1": 1, "u2": 1}), DataConfig(), 0)
@@ -107,20 +114,11 @@ def test_the_sizes_a_too_small_corpus_is_told_to_set_fit_it():
 def test_a_split_that_takes_the_rest_counts_in_the_refusal_of_both_sides():
     """A fixed size that used a whole side passed the check of both sides at once, and the cut then refused the
     split that takes the rest (paper's train sizes), one side after the other again."""
-    import dataclasses
-    import json
-    import re
-
     records = corpus({f"u{i}": 10 for i in range(8)})  # 20 public sentences, 60 private
     data = DataConfig(public_valid=20, public_train=None, private_valid=10, private_test=60, private_train=None)
-    with pytest.raises(ValueError) as refused:
-        prepare(records, data, 0)
-    message = str(refused.value)
+    message, _ = refused_with_sizes(records, data)
     assert "public_valid 20 + public_train at least 1 = 21 were asked for" in message
     assert "private_valid 10 + private_test 60 + private_train at least 1 = 71 were asked for" in message
-    sizes = json.loads(re.search(r"holding (\{.*\}\})", message).group(1))["data"]
-    prepared = prepare(records, dataclasses.replace(data, **sizes), 0)
-    assert len(prepared.public_train) >= 1 and len(prepared.private_train) >= 1
 
 
 def test_an_empty_side_with_nothing_fixed_is_refused_in_one_line():
