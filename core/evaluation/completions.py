@@ -9,7 +9,7 @@ top-k, then top-p); the draws differ, so completions differ from `generate`'s bu
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -87,8 +87,10 @@ def completion_seed(run_seed: int, draw: int = 0) -> int:
     return run_seed + 1 + draw
 
 
-def complete(model, tokenizer, prefixes: Sequence[str], decode: DecodeConfig, seed: int, batch_size: int = 256) -> list[str]:
-    """Sample a continuation for each prefix; returns only the generated continuation text."""
+def complete(model, tokenizer, prefixes: Sequence[str], decode: DecodeConfig, seed: int, batch_size: int = 256,
+             on_batch: Callable[[int, int], None] = lambda done, total: None) -> list[str]:
+    """Sample a continuation for each prefix; returns only the generated continuation text. on_batch(prefixes
+    done, prefixes in all) after each batch."""
     model.eval()
     generator = torch.Generator().manual_seed(seed)
     eos = tokenizer.eos_token_id
@@ -101,4 +103,5 @@ def complete(model, tokenizer, prefixes: Sequence[str], decode: DecodeConfig, se
             if eos in row:
                 row = row[: row.index(eos)]
             outputs.append(tokenizer.decode(row, skip_special_tokens=True).strip())
+        on_batch(len(outputs), len(encoded))
     return outputs

@@ -143,8 +143,17 @@ class Workspace:
 
         prefixes = [split_prefix(s.text, self.cfg.data.prefix_words)[0] for s in self.data.public_train]
         self.log("pseudo-data", message=f"completing {len(prefixes)} public prefixes with the base model")
+        logged = {"time": time.monotonic()}
+
+        def on_batch(done: int, total: int) -> None:
+            """A line where none came for ECHO_EVERY_S (tiny: 34 s without one); a cancel is seen here too."""
+            if done < total and time.monotonic() - logged["time"] >= ECHO_EVERY_S:
+                logged["time"] = time.monotonic()
+                self.log("pseudo-data", completed=done, prefixes=total)
+
         sentences = pseudo_sentences(
-            self.base_model, self.tokenizer, prefixes, self.cfg.decode, self.cfg.seed, self.base_model_key
+            self.base_model, self.tokenizer, prefixes, self.cfg.decode, self.cfg.seed, self.base_model_key,
+            on_batch=on_batch,
         )
         self.log("pseudo-data", sentences=len(sentences))  # where they end: the next stage logs its work's end only
         return sentences

@@ -13,8 +13,9 @@ from transformers.generation.logits_process import (
 )
 
 from core.config import DecodeConfig, ModelConfig
-from core.evaluation.completions import left_pad, sample_batch, sample_next, sampling_distribution
+from core.evaluation.completions import complete, left_pad, sample_batch, sample_next, sampling_distribution
 from core.models import build_tiny_gpt2
+from core.tokenizer import train_tokenizer
 from core.train import lm_loss, pad_batch, predicted_logits
 
 VOCAB = 64
@@ -40,6 +41,19 @@ def test_sampling_distribution_equals_the_generate_warpers():
         weights = weights / weights.sum(-1, keepdim=True)
         got = weights if tokens is None else torch.zeros_like(expected).scatter(1, tokens, weights)
         assert torch.allclose(got, expected, atol=1e-6)
+
+
+def test_complete_reports_the_prefixes_done_after_each_batch():
+    """What the pseudo-data stage logs its progress from: the count so far, of all, once per batch."""
+    tokenizer = train_tokenizer(["hello there friend", "how are you today"] * 20, vocab_size=300)
+    model = build_tiny_gpt2(ModelConfig(n_layer=1, n_embd=16, n_head=2, n_positions=16), len(tokenizer)).eval()
+    calls = []
+    prefixes = ["hello", "how are", "hello there", "you", "today"]
+    texts = complete(model, tokenizer, prefixes, DecodeConfig(max_new_tokens=3), seed=0, batch_size=2,
+                     on_batch=lambda done, total: calls.append((done, total)))
+    assert calls == [(2, 5), (4, 5), (5, 5)]
+    # batching changes no draw's count: one continuation per prefix, in order
+    assert len(texts) == len(prefixes)
 
 
 def test_greedy_continuations_match_generate_with_left_padding():

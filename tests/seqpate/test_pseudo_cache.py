@@ -14,15 +14,19 @@ def test_pseudo_sentences_are_cached_and_leave_no_partial_file(tmp_path, monkeyp
     monkeypatch.setenv("SEQPATE_CACHE", str(tmp_path))
     calls = []
 
-    def fake_complete(model, tokenizer, prefixes, decode, seed):
+    def fake_complete(model, tokenizer, prefixes, decode, seed, on_batch):
         calls.append((decode.top_k, decode.temperature, seed))
+        on_batch(len(prefixes), len(prefixes))
         return [f"continued {i}" for i in range(len(prefixes))]
 
     monkeypatch.setattr(pseudo, "complete", fake_complete)
     decode = DecodeConfig(pseudo_top_k=0, pseudo_temperature=1.0)
-    first = pseudo.pseudo_sentences(None, None, ["hello there", "how are"], decode, seed=3, base_key="b1")
+    batches = []
+    first = pseudo.pseudo_sentences(None, None, ["hello there", "how are"], decode, seed=3, base_key="b1",
+                                    on_batch=lambda done, total: batches.append((done, total)))
     assert first == ["hello there continued 0", "how are continued 1"]
     assert calls == [(0, 1.0, 3)]  # sampled with the pseudo-data settings, not the completions' top-k 40
+    assert batches == [(2, 2)]  # the sampling's progress reaches the caller
     (entry,) = (tmp_path / "pseudo").iterdir()
     assert entry.suffix == ".json"  # the per-process temporary file was renamed into place
     monkeypatch.setattr(pseudo, "complete", lambda *a, **k: pytest.fail("the cache was not used"))
@@ -51,7 +55,7 @@ def test_a_retrained_base_does_not_reuse_another_bases_pseudo_data(tmp_path, mon
                        log=lambda *a, **k: None, device="cuda")
     assert on_gpu.base_model_key != old.base_model_key  # pseudo data sampled on a GPU is never a CPU run's
 
-    monkeypatch.setattr(pseudo, "complete", lambda model, tok, prefixes, decode, seed: [str(model)] * len(prefixes))
+    monkeypatch.setattr(pseudo, "complete", lambda model, tok, prefixes, decode, seed, on_batch: [str(model)] * len(prefixes))
     decode = DecodeConfig()
     made = [pseudo.pseudo_sentences(name, None, ["hi"], decode, seed=0, base_key=ws.base_model_key)
             for name, ws in (("old", old), ("retrained", retrained))]
