@@ -76,28 +76,35 @@ def run_seqpate(ws: Workspace) -> MethodResult:
         want_votes=switches.get("use_votes", False), device=ws.device,
     )
 
-    # teachers may finish out of order (a process pool): count them, not their index
+    # teachers may finish out of order and train several at once (a process pool): count them, not their index
     teachers = {"done": 0, "logged": time.monotonic()}
+    epochs_in_training: dict[int, int] = {}  # teacher index -> epochs it has ended, until it is folded in
+
+    def teachers_progress() -> float:
+        trained = teachers["done"] + sum(epochs_in_training.values()) / sp.teacher_epochs
+        return ws.method_progress(0.06 + 0.64 * trained / sp.teachers)
 
     def on_teacher(index: int) -> None:
         teachers["done"] += 1
         teachers["logged"] = time.monotonic()
-        ws.log("teachers", ws.method_progress(0.06 + 0.64 * teachers["done"] / sp.teachers), teacher=teachers["done"],
-               teachers=sp.teachers)
+        epochs_in_training.pop(index, None)
+        ws.log("teachers", teachers_progress(), teacher=teachers["done"], teachers=sp.teachers)
 
     def on_epoch(index: int, epoch: int) -> None:
-        """An epoch's end of the teacher in training (the local executor trains one at a time), logged where no
-        teacher line came for ECHO_EVERY_S: with few teachers on much data one took minutes without a line (M = 1:
-        4.7 min at 15%), while quick's 100 teachers each log on finishing, seconds apart."""
-        # its last epoch is the teacher's own line, logged as it is folded in
-        if epoch == sp.teacher_epochs or time.monotonic() - teachers["logged"] < ECHO_EVERY_S:
+        """An epoch's end of a teacher in training, logged where no teacher line came for ECHO_EVERY_S: with few
+        teachers on much data one took minutes without a line (M = 1: 4.7 min at 15%), while quick's 100 teachers
+        each log on finishing, seconds apart. The bar counts every teacher's epochs, so it moves on, never back,
+        when several train at once."""
+        # its last epoch is the teacher's own line, logged (and counted) as it is folded in
+        if epoch == sp.teacher_epochs:
+            return
+        epochs_in_training[index] = epoch
+        if time.monotonic() - teachers["logged"] < ECHO_EVERY_S:
             return
         teachers["logged"] = time.monotonic()
-        done = teachers["done"]
-        # "teacher" counts the teachers folded in, on every line; this one names the teacher still in training
-        ws.log("teachers", ws.method_progress(0.06 + 0.64 * (done + epoch / sp.teacher_epochs) / sp.teachers),
-               teacher=done, teachers=sp.teachers, training_teacher=done + 1, epoch=epoch,
-               epochs=sp.teacher_epochs)
+        # "teacher" counts the teachers folded in, on every line; this one names the teacher whose epoch ended
+        ws.log("teachers", teachers_progress(), teacher=teachers["done"], teachers=sp.teachers,
+               training_teacher=index + 1, epoch=epoch, epochs=sp.teacher_epochs)
 
     teacher_sum, teacher_votes = get_executor(sp.executor, sp.ray_address).run(
         job, teacher_data, on_teacher, ws.should_stop, on_epoch=on_epoch)

@@ -7,7 +7,8 @@ order, so every executor adds the same floats in the same order: `local` (sequen
 spawn process pool on this machine) and `ray` (Ray tasks, on a local instance or a cluster) give bitwise equal sums
 when teachers train with the same number of torch threads (tests run with SEQPATE_THREADS=1); otherwise they differ
 in the last bits (a different thread count changes a matmul's rounding: about 1e-9 per teacher probability,
-measured). Only partial sums leave a worker, never a teacher or anything per teacher.
+measured). Only partial sums leave a worker, never a teacher or anything computed per teacher; the workers also
+report which teacher ended which epoch and which is folded in (TeacherReports), for the progress bar.
 """
 
 from __future__ import annotations
@@ -157,6 +158,45 @@ def add_sums(into: Sums, partial) -> None:
             np.add(target.numpy(), np.asarray(part), out=target.numpy())
 
 
+class TeacherReports:
+    """The parent's side of what the workers of a pool or of Ray report as they go: a teacher's epoch ends
+    ("epoch", index, epochs done) and a teacher folded into its group's sum ("teacher", index). Those messages
+    travel apart from the groups' results, so a group's finish reports its teachers whose own message has not come,
+    and each teacher is reported once; an epoch of a teacher already reported is dropped. Neither message holds
+    anything computed from private data (no loss, no output): only which teacher is where."""
+
+    def __init__(self, on_teacher=None, on_epoch=None):
+        self.on_teacher, self.on_epoch, self.reported = on_teacher, on_epoch, set()
+
+    def take(self, message: tuple) -> None:
+        kind, index, *epoch = message
+        if index in self.reported:
+            return
+        if kind == "teacher":
+            self.reported.add(index)
+            if self.on_teacher is not None:
+                self.on_teacher(index)
+        elif self.on_epoch is not None:
+            self.on_epoch(index, *epoch)
+
+    def group_done(self, group: list) -> None:
+        for index, _ in group:
+            self.take(("teacher", index))
+
+    def drain(self, queue) -> None:
+        """Take every message waiting in `queue` (a multiprocessing SimpleQueue or a Ray queue; this process is its
+        only reader). A worker's put returns once its message is in the queue, so a group's messages are all there
+        before its result is: drained first, none is dropped."""
+        while not queue.empty():
+            self.take(queue.get())
+
+
+def reporting_group_sum(job: TeacherJob, group: list, put: Callable[[tuple], None], should_stop=None) -> Sums:
+    """teacher_group_sum in a worker, its epochs and teachers sent to the parent through `put` (TeacherReports)."""
+    return teacher_group_sum(job, group, on_teacher=lambda index: put(("teacher", index)), should_stop=should_stop,
+                             on_epoch=lambda index, epoch: put(("epoch", index, epoch)))
+
+
 class LocalExecutor:
     """Sequential, in this process (the default). One reused buffer for the group partial."""
 
@@ -176,14 +216,14 @@ class LocalExecutor:
 # process: a spawn pool on this machine
 # ----------------------------------------------------------------------------------------------------------------
 
-_worker: dict = {}  # per worker process: the job (sent once), the stop event, torch threads
+_worker: dict = {}  # per worker process: the job (sent once), the stop event, the reports queue
 
 
-def _init_worker(job: TeacherJob, stop_event, threads: int, parent: int) -> None:
+def _init_worker(job: TeacherJob, stop_event, reports, threads: int, parent: int) -> None:
     exit_with_parent(parent)
     torch.set_num_threads(threads)
     keep_freed_memory()
-    _worker.update(job=job, stop=stop_event)
+    _worker.update(job=job, stop=stop_event, reports=reports)
 
 
 def exit_with_parent(parent: int, poll_seconds: float = 1.0) -> None:
@@ -201,7 +241,7 @@ def exit_with_parent(parent: int, poll_seconds: float = 1.0) -> None:
 
 
 def _process_group(group: list) -> Sums:
-    return teacher_group_sum(_worker["job"], group, should_stop=_worker["stop"].is_set)
+    return reporting_group_sum(_worker["job"], group, _worker["reports"].put, should_stop=_worker["stop"].is_set)
 
 
 def pool_size(requested: int | None, n_groups: int) -> int:
@@ -215,6 +255,31 @@ def worker_threads(workers: int) -> int:
     return max(1, torch.get_num_threads() // workers)
 
 
+def fold_in_group_order(handles: list, groups: list, total: Sums, reports: TeacherReports, queue, should_stop,
+                        cancel: Callable[[list], object], wait_some: Callable, result: Callable) -> None:
+    """Wait for the groups' results (`handles`: one future or Ray reference per group, in group order), report
+    the teachers as they go, and add the partial sums into `total` in group order whatever order the groups finish
+    in (every executor adds the same floats in the same order). wait_some(pending) -> (finished, still pending)
+    within half a second; on should_stop the pending ones are cancelled and what is summed so far stays."""
+    group_of = {handle: i for i, handle in enumerate(handles)}
+    pending, done, next_group = list(handles), set(), 0
+    while pending:
+        finished, pending = wait_some(pending)
+        if should_stop is not None and should_stop():
+            cancel(pending)
+            return
+        reports.drain(queue)  # before the finished groups' teachers: their epochs come first
+        for handle in finished:
+            done.add(group_of[handle])
+            reports.group_done(groups[group_of[handle]])
+        while next_group in done:
+            handle = handles[next_group]
+            add_sums(total, result(handle))
+            del group_of[handle]  # drop every reference to the handle: frees the partial
+            handles[next_group] = None
+            next_group += 1
+
+
 class ProcessExecutor:
     """Groups run in a pool of spawned processes (pool_size); each returns its partial sum only."""
 
@@ -224,42 +289,33 @@ class ProcessExecutor:
         self.workers = workers
 
     def run(self, job: TeacherJob, teacher_data, on_teacher=None, should_stop=None, on_epoch=None) -> Sums:
-        """on_epoch is not called: the workers report a teacher once it is folded in."""
+        """on_teacher and on_epoch as the workers report them (several teachers train at once)."""
         import multiprocessing as mp
         from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
         groups = teacher_groups(teacher_data)
         workers = pool_size(self.workers, len(groups))
         ctx = mp.get_context("spawn")  # fork would copy torch's thread pools and locks
-        stop = ctx.Event()
+        stop, queue = ctx.Event(), ctx.SimpleQueue()  # simple: a put is written before it returns
+        reports = TeacherReports(on_teacher, on_epoch)
         total = empty_sums(job)
         pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
-                                   initargs=(job, stop, worker_threads(workers), os.getpid()))
+                                   initargs=(job, stop, queue, worker_threads(workers), os.getpid()))
         try:
             futures = [pool.submit(_process_group, group) for group in groups]
-            index_of = {f: i for i, f in enumerate(futures)}
-            pending, done, next_group = set(futures), set(), 0
-            while pending:
-                finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-                if should_stop is not None and should_stop():
-                    stop.set()  # running groups stop after their current teacher; queued ones never start
-                    for f in pending:
-                        f.cancel()
-                    break
-                for f in finished:
-                    done.add(index_of[f])
-                    for index, _ in groups[index_of[f]]:
-                        if on_teacher is not None:
-                            on_teacher(index)
-                while next_group in done:  # add in group order, whatever order the groups finish in
-                    future = futures[next_group]
-                    add_sums(total, future.result())
-                    del index_of[future]  # drop every reference to the future: frees the partial
-                    futures[next_group] = None
-                    next_group += 1
+
+            def cancel(pending) -> None:
+                stop.set()  # running groups stop after their current teacher; queued ones never start
+                for f in pending:
+                    f.cancel()
+
+            fold_in_group_order(futures, groups, total, reports, queue, should_stop, cancel,
+                                wait_some=lambda pending: wait(pending, timeout=0.5, return_when=FIRST_COMPLETED),
+                                result=lambda future: future.result())
         finally:
             stop.set()  # an error or a cancel raised here: running groups stop after their current teacher too
             pool.shutdown(wait=True, cancel_futures=True)
+            queue.close()
         return total
 
 
@@ -268,10 +324,10 @@ class ProcessExecutor:
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def _ray_group(job: TeacherJob, group: list, threads: int):
+def _ray_group(job: TeacherJob, group: list, threads: int, reports):
     torch.set_num_threads(threads)
     keep_freed_memory()
-    total, votes = teacher_group_sum(job, group)
+    total, votes = reporting_group_sum(job, group, reports.put_nowait)
     return total.numpy(), None if votes is None else votes.numpy()  # numpy: read back zero-copy
 
 
@@ -305,45 +361,29 @@ class RayExecutor:
         self.num_cpus = num_cpus
 
     def run(self, job: TeacherJob, teacher_data, on_teacher=None, should_stop=None, on_epoch=None) -> Sums:
-        """on_epoch is not called: the workers report a teacher once it is folded in."""
+        """on_teacher and on_epoch as the tasks report them, through a Ray queue (an actor that holds no CPU)."""
         import ray
+        from ray.util.queue import Queue
 
         groups = teacher_groups(teacher_data)
         started = start_ray(self.address, self.num_cpus or pool_size(None, len(groups)))
+        queue = None
         try:
+            queue = Queue(actor_options={"num_cpus": 0})
             task = ray.remote(num_cpus=1, max_retries=0)(_ray_group)
             job_ref = ray.put(job)
-            refs = [task.remote(job_ref, group, 1) for group in groups]
-            return self._collect(refs, groups, job, on_teacher, should_stop)
+            refs = [task.remote(job_ref, group, 1, queue) for group in groups]
+            total = empty_sums(job)
+            fold_in_group_order(refs, groups, total, TeacherReports(on_teacher, on_epoch), queue, should_stop,
+                                cancel=lambda pending: [ray.cancel(ref) for ref in pending],
+                                wait_some=lambda pending: ray.wait(pending, num_returns=1, timeout=0.5),
+                                result=ray.get)
+            return total
         finally:
+            if queue is not None:
+                queue.shutdown()
             if started:
                 ray.shutdown()
-
-    @staticmethod
-    def _collect(refs, groups, job, on_teacher, should_stop) -> Sums:
-        import ray
-
-        total = empty_sums(job)
-        group_of = {ref: i for i, ref in enumerate(refs)}
-        pending, done, next_group = list(refs), set(), 0
-        while pending:
-            finished, pending = ray.wait(pending, num_returns=1, timeout=0.5)
-            if should_stop is not None and should_stop():
-                for ref in pending:
-                    ray.cancel(ref)
-                break
-            for ref in finished:
-                done.add(group_of[ref])
-                for index, _ in groups[group_of[ref]]:
-                    if on_teacher is not None:
-                        on_teacher(index)
-            while next_group in done:  # add in group order
-                ref = refs[next_group]
-                add_sums(total, ray.get(ref))
-                del group_of[ref]  # drop every reference: the object store frees the partial
-                refs[next_group] = None
-                next_group += 1
-        return total
 
 
 def get_executor(name: str, ray_address: str = ""):

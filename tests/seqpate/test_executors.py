@@ -85,9 +85,11 @@ def test_local_process_and_ray_give_the_same_teacher_sum(one_thread, local_ray, 
     results = {}
     # two workers although this process has one thread (pool_size would give one): groups finish out of order
     executors = {"local": get_executor("local"), "process": ProcessExecutor(workers=2), "ray": get_executor("ray")}
+    epochs = {}
     for name, executor in executors.items():
-        seen[name] = []
-        results[name] = executor.run(job, data, on_teacher=seen[name].append)
+        seen[name], epochs[name] = [], []
+        results[name] = executor.run(job, data, on_teacher=seen[name].append,
+                                     on_epoch=lambda index, epoch, name=name: epochs[name].append((index, epoch)))
     total, votes = results["local"]
     assert torch.allclose(total.sum(1), torch.full((job.n_rows,), float(teachers)), atol=1e-4)
     assert votes.sum().item() == teachers * job.n_rows
@@ -95,6 +97,29 @@ def test_local_process_and_ray_give_the_same_teacher_sum(one_thread, local_ray, 
         assert torch.equal(results[name][0], total), name  # bitwise, not merely close
         assert torch.equal(results[name][1], votes), name
         assert sorted(seen[name]) == list(range(teachers))  # progress for every teacher
+    for name in executors:  # every epoch of every teacher, each before its teacher is reported (workers: through
+        # a queue, drained before a finished group's teachers are reported)
+        assert sorted(epochs[name]) == [(m, e) for m in range(teachers) for e in (1, 2)], name
+        for m in range(teachers):
+            assert [e for i, e in epochs[name] if i == m] == [1, 2]
+
+
+def test_teacher_reports_name_each_teacher_once_and_drop_epochs_after_it():
+    """The parent's side of a pool's or Ray's reports: a group's result and its teachers' own messages travel apart,
+    so whichever comes first reports the teacher, and an epoch message that comes after it is dropped."""
+    from core.seqpate.teachers import TeacherReports
+
+    events = []
+    reports = TeacherReports(on_teacher=lambda i: events.append(("teacher", i)),
+                             on_epoch=lambda i, e: events.append(("epoch", i, e)))
+    reports.take(("epoch", 3, 1))
+    reports.group_done([(3, []), (4, [])])  # group finished before teacher 3's own message came
+    reports.take(("teacher", 3))
+    reports.take(("epoch", 4, 2))
+    reports.take(("epoch", 5, 1))
+    reports.take(("teacher", 5))
+    reports.group_done([(5, [])])
+    assert events == [("epoch", 3, 1), ("teacher", 3), ("teacher", 4), ("epoch", 5, 1), ("teacher", 5)]
 
 
 def test_the_pool_is_one_worker_per_thread_of_the_job_unless_asked(one_thread):
@@ -221,7 +246,7 @@ import multiprocessing as mp, os, time
 from core.seqpate.teachers import _init_worker
 
 def work(path, parent):
-    _init_worker(None, None, 1, parent)
+    _init_worker(None, None, None, 1, parent)
     open(path, "w").write(str(os.getpid()))
     time.sleep(120)  # a teacher that trains on
 

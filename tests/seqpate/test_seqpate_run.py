@@ -144,6 +144,38 @@ def test_a_teacher_slow_to_train_logs_its_epochs(tmp_path, monkeypatch):
     assert bar == sorted(bar) and len(set(bar)) == len(bar)
 
 
+def test_teachers_training_at_once_move_the_bar_on_never_back(tmp_path, monkeypatch):
+    """A process pool or Ray trains several teachers at once and reports their epochs as they end: the bar counts
+    every teacher's epochs, so teacher 2's first epoch after teacher 1's second moves it on (it counted only the
+    epoch just reported, after the teachers folded in, and went back), and a line names the teacher whose epoch
+    ended."""
+    import core.seqpate.run
+    from core.seqpate.teachers import LocalExecutor
+
+    class Interleaving:  # the local sums, their reports replayed in an order two workers may give
+        def run(self, job, teacher_data, on_teacher, should_stop, on_epoch):
+            sums = LocalExecutor().run(job, teacher_data)
+            for index, epoch in ((0, 1), (1, 1), (0, 2), (1, 2), (0, 3), (1, 3)):
+                on_epoch(index, epoch)
+            on_teacher(1)
+            on_teacher(0)
+            return sums
+
+    monkeypatch.setattr(core.seqpate.run, "ECHO_EVERY_S", 0.0)
+    monkeypatch.setattr(core.seqpate.run, "get_executor", lambda *args: Interleaving())
+    cfg, run_dir = run(tmp_path, "at-once", seqpate__teachers=2, seqpate__teacher_epochs=3, seqpate__query_budget=20)
+    lines = [p for p in run_dir.progress() if p["stage"] == "teachers"]
+    assert [(p["teacher"], p.get("training_teacher"), p.get("epoch")) for p in lines] == [
+        (0, 1, 1), (0, 2, 1), (0, 1, 2), (0, 2, 2), (1, None, None), (2, None, None)]
+    bar = [p["progress"] for p in lines]
+    assert bar == sorted(bar) and len(set(bar)) == len(bar)
+    # teachers take 0.06 to 0.70 of the method's share of the bar, in sixths here (2 teachers of 3 epochs); teacher
+    # 2's line still counts teacher 1's two epochs ended, not its third, which its own line counts
+    method = next(p["progress"] for p in run_dir.progress() if str(p.get("message", "")).startswith("method "))
+    share = (bar[-1] - method) / 0.70
+    assert bar == pytest.approx([method + share * (0.06 + 0.64 * k / 6) for k in (1, 2, 3, 4, 5, 6)])
+
+
 def test_laplace_ablation_is_accounted_with_pld(tmp_path):
     cfg, run_dir = run(tmp_path, "laplace", privacy__epsilon=3.0, seqpate__ablation="-gaussian",
                        seqpate__query_budget=50)
