@@ -53,10 +53,11 @@ def by_user_partition(data_json: str, seed: int, teachers: int) -> dict[str, Any
 
 @st.cache_data(show_spinner=False, max_entries=2000)
 def seqpate_noise(epsilon: float, delta: float, queries: int) -> dict[str, float]:
-    """Noise multiplier z (std / L2 sensitivity) and std = z * sqrt(2) for Q Gaussian releases (SeqPATE)."""
+    """Noise multiplier z (std / L2 sensitivity) and the std a run calibrates (gaussian_std: z * sqrt(2), raised
+    where float rounding left it a hair short) for Q Gaussian releases (SeqPATE)."""
     privacy = _privacy()
     z = privacy.gaussian_noise_multiplier(float(epsilon), float(delta), int(queries))
-    return {"z": z, "std": z * privacy.SEQPATE_L2_SENSITIVITY}
+    return {"z": z, "std": privacy.gaussian_std(float(epsilon), float(delta), int(queries))}
 
 
 @st.cache_data(show_spinner=False, max_entries=500)

@@ -325,13 +325,17 @@ def test_no_page_accepts_a_path_as_run_id(roots):
             loading.get_run(bad)
 
 
-@pytest.mark.parametrize(("epsilon", "queries"), [(3.0, 1000), (0.05, 1000), (0.3, 5000), (1.0, 2000), (8.0, 10)])
+@pytest.mark.parametrize(("epsilon", "queries"),
+                         [(3.0, 1000), (0.05, 1000), (0.3, 5000), (1.0, 2000), (8.0, 10), (1.0, 1000)])
 def test_a_noise_level_typed_back_as_shown_buys_the_queries_that_made_it(epsilon, queries):
     """σ 69.0436 shown as 69.04 answered 999 queries for 1,000; at five digits (3,097.9 for ε 0.05) so did half
     of the σ above 1,000 a review tried. Shown rounded up to six digits, typed back it answers at least Q."""
+    from core.privacy import gaussian_std
     from dashboard import privacy_math
 
     std = privacy_math.seqpate_noise(epsilon, 1e-6, queries)["std"]
+    # the σ a run of these settings calibrates, to the last bit (at ε 1, Q 1,000, z * sqrt(2) is 6e-13 below it)
+    assert std == gaussian_std(epsilon, 1e-6, queries)
     typed = float(fmt_noise(std).replace(",", ""))
     assert typed >= std and (typed - std) / std < 1e-5
     assert privacy_math.seqpate_max_queries(epsilon, 1e-6, typed) >= queries
