@@ -111,13 +111,18 @@ def load_or_train_base(
         model = build_tiny_gpt2(cfg.model, len(tokenizer)).to(device)  # built on the CPU: the same start anywhere
         seqs = encode_sentences(tokenizer, public_texts, cfg.data.max_tokens)
 
+        epochs = cfg.model.pretrain_epochs
+
         def on_epoch(epoch: int, loss: float) -> None:
-            epochs = cfg.model.pretrain_epochs
             log("base-model", progress((epoch + 1) / epochs), epoch=epoch + 1, epochs=epochs, loss=round(loss, 4))
 
+        def on_pulse(epoch: int, step: int, steps: int) -> None:
+            log("base-model", progress((epoch + step / steps) / epochs), epoch=epoch + 1, epochs=epochs, step=step,
+                steps=steps)
+
         train_lm(
-            model, seqs, pad_id=tokenizer.pad_token_id, epochs=cfg.model.pretrain_epochs, lr=cfg.model.pretrain_lr,
-            batch_size=cfg.model.batch_size, seed=cfg.seed, on_epoch=on_epoch,
+            model, seqs, pad_id=tokenizer.pad_token_id, epochs=epochs, lr=cfg.model.pretrain_lr,
+            batch_size=cfg.model.batch_size, seed=cfg.seed, on_epoch=on_epoch, on_pulse=on_pulse,
         )
         tmp = Path(str(folder) + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)  # left by a process that died mid-save

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+PULSE_EVERY_S = 10.0  # a long epoch says where it is this often (train_lm's on_pulse), between its epoch ends
 
 
 def pad_batch(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -97,15 +100,20 @@ def train_lm(
     seed: int,
     on_epoch: Callable[[int, float], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    on_pulse: Callable[[int, int, int], None] | None = None,
 ):
-    """Fine-tune with Adam on next-token NLL; returns the model (trained in place)."""
+    """Fine-tune with Adam on next-token NLL; returns the model (trained in place). on_epoch(epoch, mean loss) at
+    each epoch's end; on_pulse(epoch, steps done, steps in the epoch) within an epoch where neither came for
+    PULSE_EVERY_S (quick's epochs take 1-2 minutes), with nothing computed from the data."""
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     opt = adam(model, lr)
     model.train()
+    last_line = time.monotonic()
     for epoch in range(epochs):
         total, count = 0.0, 0
-        for idx in batch_indices(len(seqs), batch_size, rng):
+        batches = batch_indices(len(seqs), batch_size, rng)
+        for step, idx in enumerate(batches, start=1):
             if should_stop is not None and should_stop():
                 model.eval()
                 return model
@@ -116,7 +124,11 @@ def train_lm(
             opt.step()
             total += float(loss.detach()) * len(idx)
             count += len(idx)
+            if on_pulse is not None and step < len(batches) and time.monotonic() - last_line >= PULSE_EVERY_S:
+                on_pulse(epoch, step, len(batches))
+                last_line = time.monotonic()
         if on_epoch is not None:
             on_epoch(epoch, total / max(count, 1))
+            last_line = time.monotonic()
     model.eval()
     return model

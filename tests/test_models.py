@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import subprocess
 import sys
@@ -338,6 +339,27 @@ def test_training_the_base_model_moves_the_progress_bar(tmp_path, monkeypatch):
     assert [p for stage, p in cached if stage == "base-model"] == [0.04] and ("pub-gpt", 0.1) in cached
     # the start is logged up front on the first base-model line (the dashboard's pacing reads it from there)
     assert starts == {"fresh": [0.5], "cached": [0.1]}
+
+
+def test_a_long_epoch_of_the_base_model_reports_its_steps(tmp_path, monkeypatch):
+    """quick's base model took 85-118 s an epoch with no line between epochs: where PULSE_EVERY_S passed (here 0:
+    every step) a line says the step, and the bar moves within the epoch, never back."""
+    import core.train
+
+    monkeypatch.setenv("SEQPATE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(core.train, "PULSE_EVERY_S", 0.0)
+    cfg = micro_config(method="pub-gpt", model__pretrain_epochs=2)
+    run = RunDir.create(tmp_path / "run", cfg.to_dict(), cfg.seed)
+    execute(cfg, run)
+    lines = [line for line in run.progress() if line["stage"] == "base-model" and "epoch" in line]
+    steps = max(line.get("steps", 0) for line in lines)  # 400 public sentences in batches of the tiny preset's
+    assert steps == math.ceil(cfg.data.public_train / cfg.model.batch_size) > 1
+    # each epoch: a line per step but its last, then the epoch's own line with its loss (public data)
+    expected = [(e, s) for e in (1, 2) for s in [*range(1, steps), None]]
+    assert [(line["epoch"], line.get("step")) for line in lines] == expected
+    assert all(("loss" in line) == ("step" not in line) for line in lines)
+    bar = [line["progress"] for line in lines]
+    assert bar == sorted(bar) and len(set(bar)) == len(bar) and bar[-1] == pytest.approx(0.5)
 
 
 def test_a_cached_forward_pass_matches_the_full_one_without_deprecation_warnings():

@@ -112,6 +112,8 @@ def adp(ws: Workspace) -> MethodResult:
 
     # 1. privacy probabilities from the public base model's perplexity of each PRIVATE sentence
     t0 = time.time()
+    ws.log("adp-train", ws.method_progress(0.0),  # quick: a minute and a half before the next line
+           message=f"the base model's perplexity of each of the {len(seqs)} private sentences (privacy probabilities)")
     rho = privacy_probabilities(sequence_perplexities(ws.base_model, seqs, ws.pad_id))
     timings["rho_s"] = time.time() - t0
 

@@ -21,8 +21,13 @@ def fine_tune(ws: Workspace, texts: list[str], stage: str):
     def on_epoch(epoch: int, loss: float) -> None:
         ws.log(stage, ws.method_progress((epoch + 1) / epochs), epoch=epoch + 1, epochs=epochs, loss=round(loss, 4))
 
+    def on_pulse(epoch: int, step: int, steps: int) -> None:
+        ws.log(stage, ws.method_progress((epoch + step / steps) / epochs), epoch=epoch + 1, epochs=epochs,
+               step=step, steps=steps)
+
     return train_lm(model, ws.encode(texts), pad_id=ws.pad_id, epochs=epochs, lr=cfg.dpsgd.lr,
-                    batch_size=cfg.dpsgd.batch_size, seed=cfg.seed, on_epoch=on_epoch, should_stop=ws.should_stop)
+                    batch_size=cfg.dpsgd.batch_size, seed=cfg.seed, on_epoch=on_epoch, should_stop=ws.should_stop,
+                    on_pulse=on_pulse)
 
 
 def pub_gpt(ws: Workspace) -> MethodResult:

@@ -158,20 +158,27 @@ class Workspace:
         self.log("pseudo-data", sentences=len(sentences))  # where they end: the next stage logs its work's end only
         return sentences
 
-    def pseudo_warm_model(self, stage: str = "warm-up"):
-        """A fresh base model fine-tuned on the pseudo data: the warm-up of Pub-GPT+pseudo and the NoisySGD +pseudo
-        methods (SeqPATE's student warms up with the same settings inside its own progress share, core.seqpate.run).
-        Public data only: no privacy cost."""
+    def pseudo_warm_model(self, stage: str = "warm-up", span: tuple[float, float] | None = None):
+        """A fresh base model fine-tuned on the pseudo data: the warm-up of SeqPATE's student and of the
+        Pub-GPT+pseudo and NoisySGD +pseudo methods, one setting for all (seqpate.warmup_epochs, student_lr).
+        Its lines move the bar over `span` (a share of the method's) where given. Public data only: no privacy cost."""
         from core.train import train_lm
 
         sp = self.cfg.seqpate
         pseudo = self.encode(self.pseudo)
-        if sp.warmup_epochs:
+        epochs = sp.warmup_epochs
+
+        def bar(done: float) -> dict:
+            return {} if span is None else {"progress": self.method_progress(within(*span, done / epochs))}
+
+        if epochs:
             self.log(stage, message=f"fine-tuning a fresh base model on {len(pseudo)} pseudo sentences")
         return train_lm(
-            self.fresh_base(), pseudo, pad_id=self.pad_id, epochs=sp.warmup_epochs,
+            self.fresh_base(), pseudo, pad_id=self.pad_id, epochs=epochs,
             lr=sp.student_lr, batch_size=sp.batch_size, seed=self.cfg.seed, should_stop=self.should_stop,
-            on_epoch=lambda e, loss: self.log(stage, epoch=e + 1, epochs=sp.warmup_epochs, loss=round(loss, 4)),
+            on_epoch=lambda e, loss: self.log(stage, **bar(e + 1), epoch=e + 1, epochs=epochs, loss=round(loss, 4)),
+            on_pulse=lambda e, step, steps: self.log(stage, **bar(e + step / steps), epoch=e + 1, epochs=epochs,
+                                                     step=step, steps=steps),
         )
 
     def method_progress(self, fraction: float) -> float:

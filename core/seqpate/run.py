@@ -22,7 +22,6 @@ from core.seqpate.aggregate import TeacherOracle
 from core.seqpate.partition import assign_teachers, crowding_note, teachers_per_user
 from core.seqpate.student import DistillSettings, distill
 from core.seqpate.teachers import TeacherJob, count_rows, get_executor
-from core.train import train_lm
 
 
 def calibrate_noise(noise: str, epsilon: float, delta: float, budget: int) -> tuple[str, float]:
@@ -41,8 +40,7 @@ def run_seqpate(ws: Workspace) -> MethodResult:
 
     # 1. Pseudo data from public prefixes (public).
     t = time.time()
-    pseudo_seqs = ws.encode(ws.pseudo)  # tokenised once: the distillation set is its first sentences
-    distill_seqs = pseudo_seqs[: sp.distill_sentences]
+    distill_seqs = ws.encode(ws.pseudo[: sp.distill_sentences])  # the distillation set: the first pseudo sentences
     n_rows = count_rows(distill_seqs)
     timings["pseudo_s"] = time.time() - t
 
@@ -112,10 +110,7 @@ def run_seqpate(ws: Workspace) -> MethodResult:
 
     # 5. Student: warm-up on pseudo data, then distillation with noisy teacher answers.
     t = time.time()
-    student = ws.fresh_base()
-    train_lm(student, pseudo_seqs, pad_id=ws.pad_id, epochs=sp.warmup_epochs, lr=sp.student_lr,
-             batch_size=sp.batch_size, seed=cfg.seed, should_stop=ws.should_stop,
-             on_epoch=lambda e, loss: ws.log("warm-up", ws.method_progress(0.72), epoch=e + 1, loss=round(loss, 4)))
+    student = ws.pseudo_warm_model("warm-up", span=(0.70, 0.72))
     timings["warmup_s"] = time.time() - t
 
     # the noise draws from a stream of its own: before 2026-11-27 it was seeded cfg.seed + 7, which at seed 0 was

@@ -176,6 +176,26 @@ def test_teachers_training_at_once_move_the_bar_on_never_back(tmp_path, monkeypa
     assert bar == pytest.approx([method + share * (0.06 + 0.64 * k / 6) for k in (1, 2, 3, 4, 5, 6)])
 
 
+def test_the_students_warm_up_reports_its_steps_within_its_share_of_the_bar(tmp_path, monkeypatch):
+    """The warm-up is the shared pseudo-data one (Workspace.pseudo_warm_model), on 0.70-0.72 of the method's bar:
+    a tiny run's took a minute without a line; where PULSE_EVERY_S passed (here 0) each step logs one."""
+    import core.train
+
+    monkeypatch.setattr(core.train, "PULSE_EVERY_S", 0.0)
+    cfg, run_dir = run(tmp_path, "warm", seqpate__query_budget=20, seqpate__warmup_epochs=2)
+    lines = run_dir.progress()
+    warm = [p for p in lines if p["stage"] == "warm-up" and "epoch" in p]
+    steps = warm[0]["steps"]
+    assert steps == math.ceil(cfg.data.public_train / cfg.seqpate.batch_size) > 1  # the pseudo sentences' batches
+    assert [(p["epoch"], p.get("step")) for p in warm] == [(e, s) for e in (1, 2) for s in [*range(1, steps), None]]
+    method = next(p["progress"] for p in lines if str(p.get("message", "")).startswith("method "))
+    teachers_end = max(p["progress"] for p in lines if p["stage"] == "teachers")
+    share = (teachers_end - method) / 0.70  # the teachers end at 0.70 of the method's share
+    bar = [p["progress"] for p in warm]
+    assert bar == sorted(bar) and len(set(bar)) == len(bar)
+    assert bar[-1] == pytest.approx(method + 0.72 * share) and bar[0] > teachers_end
+
+
 def test_laplace_ablation_is_accounted_with_pld(tmp_path):
     cfg, run_dir = run(tmp_path, "laplace", privacy__epsilon=3.0, seqpate__ablation="-gaussian",
                        seqpate__query_budget=50)
