@@ -145,19 +145,20 @@ def filtered_runs(df: pd.DataFrame) -> pd.DataFrame:
 
 def runs_table(view: pd.DataFrame, df: pd.DataFrame, still_active: bool) -> None:
     """The table of the runs shown, and a caption counting them by state."""
-    # what a watcher looks for first on the left (a 1400 px window shows about ten columns)
+    # what a watcher looks for first on the left: where the run is (at 1024 px, a projector's, only the first six
+    # columns show)
     table = pd.DataFrame({
         "run": view["run_id"],
+        "state": view["state"],
+        "progress": view["progress"].round(2),  # whole percents, as the run details show
+        # only a run still to finish has time remaining: a finished one's is blank, not "0.0 min"
+        "remaining": (view["remaining_s"] / 60).where(view["state"].isin(loading.ACTIVE_STATES)),
         "method": view["method"].map(wording.method_label),
         "preset": view["preset"],
         "seed": view["seed"],
         "ε": view["epsilon"],  # a number, so that the column sorts as one
         "δ": view["delta"].map(wording.fmt_delta),
-        "state": view["state"],
-        "progress": view["progress"].round(2),  # whole percents, as the run details show
         "elapsed": view["elapsed_s"] / 60,  # minutes as numbers, so that the columns sort as numbers
-        # only a run still to finish has time remaining: a finished one's is blank, not "0.0 min"
-        "remaining": (view["remaining_s"] / 60).where(view["state"].isin(loading.ACTIVE_STATES)),
         "stage": view["stage"],
         "source": view["source"].map(wording.SOURCE_NAMES).fillna(view["source"]),
         "created": view["created"].fillna("").str.slice(0, 19).str.replace("T", " "),
@@ -167,10 +168,11 @@ def runs_table(view: pd.DataFrame, df: pd.DataFrame, still_active: bool) -> None
         table = table.drop(columns="error")
     if view["setup"].nunique() > 1:  # runs on a corpus or base model of the user's own among chitchat's
         table.insert(table.columns.get_loc("seed"), "data and model", view["setup"])
-    # widths in pixels: the ten columns up to "remaining" fit the 940 px a 1400 px window leaves the table (Streamlit
-    # sized them to their content, and "remaining" was off the page); a run id cut short is whole in its tooltip
+    # widths in pixels: the ten columns up to "elapsed" fit the 940 px a 1400 px window leaves the table (Streamlit
+    # sized them to their content); a run id cut short is whole in its tooltip, and stays in view when the table
+    # scrolls sideways (pinned)
     st.dataframe(table, hide_index=True, width="stretch", placeholder="", column_config={  # a missing value is blank
-        "run": st.column_config.TextColumn(width=200),
+        "run": st.column_config.TextColumn(width=200, pinned=True),
         "method": st.column_config.TextColumn(width=120),
         "preset": st.column_config.TextColumn(width=60),
         "data and model": st.column_config.TextColumn(width=120, help="the corpus, and any data size or base-model "

@@ -32,6 +32,8 @@ def test_lists_every_run_with_state_and_progress(some_runs, app_page):
     table = at.dataframe[0].value
     rows = {r["run"]: r for r in table.to_dict("records")}
     assert set(rows) == {"cached-seq", "live-seq", "live-failed", "live-running"}
+    # where each run is comes first: at a projector's 1024 px only about six columns show
+    assert list(table.columns[:4]) == ["run", "state", "progress", "remaining"]
     assert rows["live-running"]["state"] == "running"
     assert rows["live-running"]["progress"] == 0.25
     assert rows["live-running"]["ε"] == 0.0  # Pub-GPT, before its privacy.json: its fixed epsilon, not the config's
