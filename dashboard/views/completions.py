@@ -84,17 +84,13 @@ for rid, name in zip(run_ids, names, strict=True):
         + f"<br><small>{html.escape(rid)}</small></div>"
     )
 
-grid = f"display:grid;grid-template-columns:repeat({len(run_ids)},minmax(0,1fr));gap:.75rem"
+# as many runs a row as fit at 11rem each, the rest wrapping below (each cell names its run): with many runs, or on
+# a narrow page, a row that scrolled sideways hid the last runs, and squeezed columns spilled words into each other
+grid = "display:grid;grid-template-columns:repeat(auto-fit,minmax(11rem,1fr));gap:.75rem"
 STYLE = ("<style>.cmp{border:1px solid #e2e8f0;border-radius:.5rem;padding:.75rem 1rem;margin:.5rem 0}"
          ".cmp .ref{color:#4a5568;margin:.25rem 0 .5rem} .cmp .who{color:#2d3748;font-size:.9rem}"
          ".cmp .text{background:#f7fafc;border-radius:.35rem;padding:.4rem .6rem;margin-top:.25rem}"
          ".cmp mark{background:#fefcbf;padding:0 .1rem} .cmp .text,.cmp .who{overflow-wrap:anywhere}</style>")
-# at least 11rem a column: with many runs the comparison scrolls sideways as one piece rather than squeezing columns
-# until words spill into their neighbours
-WIDE = f"<div style='overflow-x:auto'><div style='min-width:{11 * len(run_ids)}rem'>"
-if len(run_ids) > 3:  # browsers that hide scrollbars until scrolled gave no cue that a run was out of sight
-    st.caption(f"{len(run_ids)} runs side by side, each at least 11rem wide: where the page is narrower, scroll the "
-               "comparison sideways to reach the last ones.")
 blocks = []
 for i in chosen:
     cells = []
@@ -115,7 +111,7 @@ if all_phrases:
     st.caption(f"Highlighted where they occur: the {len(all_phrases):,} secret phrase(s) of the runs' phrases.csv"
                + ("." if marked or not blocks else " (none occurs in the prefixes shown)."))
 header = f"<div class='cmp'><div style='{grid}'>{''.join(headers)}</div></div>"
-st.html(STYLE + WIDE + header + ("".join(blocks) if blocks else "<p>Choose test prefixes above.</p>") + "</div></div>")
+st.html(STYLE + header + ("".join(blocks) if blocks else "<p>Choose test prefixes above.</p>"))
 
 st.subheader("Your own prefix")
 with_model = [rid for rid in run_ids if loading.has_model(loading.get_run(rid))]

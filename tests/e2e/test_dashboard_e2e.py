@@ -91,6 +91,28 @@ def test_lazy_tabs_build_their_content_when_opened_and_open_from_a_link(server, 
         assert exceptions(page) == []
 
 
+def test_completions_side_by_side_wrap_on_a_narrow_page_rather_than_hide_runs(server, browser_page):
+    """At 11rem a run, a comparison wider than the page scrolled sideways as one block: at a projector's width the
+    last runs were out of sight (an accessibility walk). The runs that do not fit wrap onto the next row."""
+    page = browser_page
+    size = page.viewport_size
+    page.set_viewport_size({"width": 480, "height": 900})
+    try:
+        visit(page, server, "/completions")
+        cells = page.evaluate("""() => {
+            const main = document.querySelector('[data-testid=stMain] .stMainBlockContainer')
+                || document.querySelector('[data-testid=stMain]');
+            const right = main.getBoundingClientRect().right;
+            return Array.from(document.querySelectorAll('.cmp .who')).map(
+                el => [el.getBoundingClientRect().left, el.getBoundingClientRect().right, right]);
+        }""")
+    finally:
+        page.set_viewport_size(size)
+    assert len(cells) >= 3  # the three shipped (fake) runs' headers, and each prefix's cells
+    assert all(r <= edge + 0.5 for _, r, edge in cells), cells
+    assert len({round(left) for left, _, _ in cells}) >= 2  # still side by side where two fit
+
+
 def _type_into(page, key: str, text: str) -> None:
     box = page.locator(f".st-key-{key} input")
     box.click()
