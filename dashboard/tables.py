@@ -327,6 +327,12 @@ def made_here_in_place() -> bool:
     return bool(st.session_state.get(_LAST_MADE_HERE))
 
 
+def show_made_here_in_place() -> None:
+    """Switch MADE_HERE_TOGGLE on for the pages to come (Launch does, for a run just launched at a shipped run's
+    settings: an instructor's run, launched in class, was hidden behind the shipped one on every results page)."""
+    st.session_state[_LAST_MADE_HERE] = True
+
+
 def shown_pool(pool: pd.DataFrame, in_place: bool) -> pd.DataFrame:
     """pool as the Overview shows it, for a page without the toggle: the shipped runs, not the copies made here,
     unless in_place (made_here_in_place)."""

@@ -21,7 +21,7 @@ from core.config import (
     preset_value,
 )
 from core.runs import jobs
-from dashboard import estimate, launch_settings, loading, privacy_math, widgets, wording
+from dashboard import estimate, launch_settings, loading, privacy_math, tables, widgets, wording
 
 st.title("Launch runs")
 st.caption("Each selected method becomes one background job (`python -m core job`); jobs queue and keep running "
@@ -288,13 +288,18 @@ if st.button(label, type="primary", disabled=bool(errors) or not configs, key="l
     if errors or not configs:
         st.error("Nothing launched: fix the settings above first.")
     else:
-        launched, failed = [], []
+        launched, failed, copies = [], [], False
+        shipped = runs[runs["source"] == "cached"]
         for method, cfg in configs.items():
             try:
                 launched.append(jobs.launch(cfg.to_dict()).run_id)
+                copies = copies or not loading.runs_with_settings(shipped, cfg.to_dict()).empty
             except Exception as exc:  # noqa: BLE001 (shown to the user, the other jobs still go)
                 failed.append(f"{wording.method_label(method)}: could not launch: {exc}")
+        if copies:  # the results pages show the shipped run of the same settings first: show the new one instead
+            tables.show_made_here_in_place()
         st.session_state["launch_last"], st.session_state["launch_failed"] = launched, failed
+        st.session_state["launch_in_place"] = copies
         st.rerun()  # drawn again, so the note on runs with these settings names the jobs just queued
 
 for message in st.session_state.get("launch_failed", []):
@@ -306,7 +311,10 @@ if st.session_state.get("launch_last"):
                                        else " on the CPU")
     st.success(f"Queued {len(ids)} job(s): " + ", ".join(f"`{i}`" for i in ids) + f". Jobs run "
                f"{jobs.max_parallel_jobs()} at a time (`SEQPATE_MAX_JOBS`), each with {threads} torch thread(s)"
-               f"{where}; the others wait queued.")
+               f"{where}; the others wait queued."
+               + (f" Once done, the results pages show them in place of the shipped runs of the same settings "
+                  f"(\"{tables.MADE_HERE_TOGGLE}\" is on; switch it off there to see the shipped ones)."
+                  if st.session_state.get("launch_in_place") else ""))
     st.page_link("views/runs.py", label="Watch them on the Runs page", icon=":material/list:")
 
 with st.expander("Resolved config of the first method"):

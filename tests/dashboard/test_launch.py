@@ -400,6 +400,29 @@ def test_settings_that_were_run_already_are_named_before_launching(roots, app_pa
     assert len(notes) == 2 and f"`{seq_id}` (" in notes[0] and "Queued 2 job(s)" in texts(at)
 
 
+def test_a_run_launched_at_a_shipped_runs_settings_shows_in_its_place_on_the_results_pages(roots, app_page, monkeypatch):
+    """An instructor's run, launched in class at a shipped run's settings, was hidden behind the shipped run on
+    Overview, Privacy-utility and Completions ("Hidden here: ..."): launching it switches "Runs made here in place
+    of their shipped copies" on, and says so; a run at new settings leaves the choice as it was."""
+    from fake_runs import write_run
+
+    from core.runs.store import RunDir
+    from dashboard import tables
+
+    monkeypatch.setattr(jobs, "launch", lambda config: RunDir.create(
+        roots["live"] / jobs.new_run_id(config["method"], config["privacy"]["epsilon"]), config, 0))
+    write_run(roots["cached"], "tiny-pub", "pub-gpt")
+    at = app_page("launch", {"preset": "tiny", "eps": "4", "methods": "seqpate"})  # no shipped run at ε 4
+    at.button(key="launch_button").click().run()
+    assert "Queued 1 job(s)" in texts(at) and "in place of the shipped runs" not in texts(at)
+    assert tables._LAST_MADE_HERE not in at.session_state or at.session_state[tables._LAST_MADE_HERE] is False
+    at = app_page("launch", {"preset": "tiny", "methods": "pub-gpt"})
+    at.button(key="launch_button").click().run()
+    assert at.session_state[tables._LAST_MADE_HERE] is True
+    assert (f'the results pages show them in place of the shipped runs of the same settings ("{tables.MADE_HERE_TOGGLE}"'
+            f" is on; switch it off there to see the shipped ones)") in texts(at)
+
+
 def test_a_minus_kl_run_made_with_the_earlier_loss_is_named_as_such_before_launching_its_settings(roots, app_page):
     """The shipped -kl run's settings are a launch's, but its -KL cross-entropy was over the candidate set; a run
     launched now takes it over the vocabulary (dashboard review: Launch called it a copy without a word)."""
