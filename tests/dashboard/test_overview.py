@@ -17,6 +17,10 @@ def test_empty_overview_says_no_runs(roots, app_page):
     assert not at.exception
     assert "No finished runs yet" in texts(at)
     assert at.get("graphviz_chart"), "the SeqPATE diagram is shown even without runs"
+    # what ε means is on the first page (it was on Launch only), the tables' "Infinity" included
+    primer = " ".join(texts(at).split())
+    assert "**Reading ε.**" in primer and "the smaller, the more private" in primer
+    assert "ε = ∞ (*Infinity* in the tables): trained on private data with no protection" in primer
 
 
 def test_the_privacy_import_is_warmed_also_after_a_page_that_stops_early(roots, app_page):
