@@ -26,6 +26,19 @@ LAYOUT = dict(margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", 
 PANELS_LAYOUT = {**LAYOUT, "margin": {**LAYOUT["margin"], "t": 85}, "legend": {**LAYOUT["legend"], "y": -0.3}}
 
 
+INK = "#2d3748"  # the text colour of the page's own headings
+
+
+def readable(fig: go.Figure) -> go.Figure:
+    """fig with its axis ticks and titles, legend and subplot titles in INK: Streamlit's chart theme sets them grey
+    (rgb(128,132,149) on white: 3.7:1, under the 4.5:1 that small text needs to be read, from a projector too), and
+    only a colour set on each axis itself overrides it."""
+    fig.update_xaxes(tickfont_color=INK, title_font_color=INK)
+    fig.update_yaxes(tickfont_color=INK, title_font_color=INK)
+    fig.update_layout(legend_font_color=INK)
+    return fig.update_annotations(font_color=INK)
+
+
 def _finite(values: pd.Series) -> pd.Series:
     return values.apply(lambda v: v is not None and isinstance(v, (int, float)) and math.isfinite(v))
 
@@ -377,7 +390,7 @@ def run_progress_figure(progress: Sequence[Mapping[str, Any]]) -> go.Figure | No
         wide = end - begin >= 0.08 * (last - min(first, 0.0))
         fig.add_vrect(x0=begin, x1=end, fillcolor="#718096" if k % 2 else "#a0aec0", opacity=0.12, line_width=0,
                       layer="below", **(dict(annotation_text=stage, annotation_position="top",
-                                             annotation_font=dict(size=10, color="#4a5568")) if wide else {}))
+                                             annotation_font=dict(size=10, color=INK)) if wide else {}))
     # one line per stage: their losses are different quantities (SeqPATE's warm-up NLL, then its student's NLL plus
     # the KL term), which one line joined into a jump
     for stage in dict.fromkeys(s for _, _, s in losses):

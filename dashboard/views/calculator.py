@@ -97,7 +97,7 @@ def seqpate_calculator() -> None:
         decades = max(5, math.ceil(math.log10(queries)))  # the curve reaches past the chosen Q, however large
         grid = sorted({max(1, int(round(10 ** (k / 8)))) for k in range(0, 8 * decades + 1)} | {int(queries)})
         points = [(q, privacy_math.seqpate_epsilon(std, q, delta)) for q in grid]
-        st.plotly_chart(charts.seqpate_noise_figure(std, int(teachers), points, int(queries)), width="stretch",
+        st.plotly_chart(charts.readable(charts.seqpate_noise_figure(std, int(teachers), points, int(queries))), width="stretch",
                         key="calc_noise")
 
 

@@ -153,7 +153,7 @@ def show_histogram() -> None:
         st.caption(f"Not drawn (no {'' if kind == 'all' else kind + ' '}phrases in the run): "
                    f"{', '.join(without_kind)}.")
     if per_run:
-        st.plotly_chart(charts.phrase_epsilon_histogram(per_run), width="stretch", key="phrases_hist")
+        st.plotly_chart(charts.readable(charts.phrase_epsilon_histogram(per_run)), width="stretch", key="phrases_hist")
         values = [v for _, vs in per_run.values() for v in vs]
         counts = ((sum(math.isinf(v) for v in values), "∞ (no noise)"),
                   (sum(v == 0 for v in values), "0 (no private data)"))
@@ -178,7 +178,7 @@ def show_teachers_per_user() -> None:
     """How users spread over teachers (paper Table 5), from privacy.json."""
     hist = records[run_id].get("teachers_per_user")
     if isinstance(hist, dict) and hist:
-        st.plotly_chart(charts.teachers_per_user_figure(hist), width="stretch", key="phrases_tpu")
+        st.plotly_chart(charts.readable(charts.teachers_per_user_figure(hist)), width="stretch", key="phrases_tpu")
         mean, partition = hist.get("mean"), records[run_id].get("partition")
         spread = ""
         if isinstance(mean, (int, float)) and mean > 1.5:

@@ -58,7 +58,7 @@ seqpate = runs[runs["method"] == "seqpate"]
 
 def show_curves() -> None:
     """Paper Fig. 2: BLEU-4 and perplexity against ε, one line per private method, references flat."""
-    st.plotly_chart(charts.privacy_utility_panels(main), width="stretch", key="pu_curves")
+    st.plotly_chart(charts.readable(charts.privacy_utility_panels(main)), width="stretch", key="pu_curves")
     if not noise_dominance_note(subject="SeqPATE's points"):  # that note already says why its line is flat
         flat_seqpate_note()
 
@@ -186,7 +186,7 @@ def show_teacher_curve() -> None:
     # perplexity first: on every test sentence, where the tiny BLEU-4 differences are within noise (REPORT.md)
     metric = st.radio("Metric", ["ppl", "bleu4"], format_func=charts.METRIC_LABELS.get, horizontal=True,
                       key="pu_teacher_metric", persist_state="page")
-    st.plotly_chart(charts.teacher_curve_figure(teachers, metric), width="stretch", key="pu_teachers")
+    st.plotly_chart(charts.readable(charts.teacher_curve_figure(teachers, metric)), width="stretch", key="pu_teachers")
 
 
 widgets.lazy_tabs({"Curves (Fig. 2)": show_curves, "Points": show_points, "Ablations (Table 3)": show_ablations,

@@ -322,7 +322,7 @@ def log_and_progress(record: dict, run: RunDir) -> None:
             st.caption("No loss or ε lines in progress.jsonl yet." if waiting
                        else "This run has logged no loss or ε lines in progress.jsonl.")
         else:
-            st.plotly_chart(figure, width="stretch", key="runs_progress_chart")
+            st.plotly_chart(charts.readable(figure), width="stretch", key="runs_progress_chart")
         if record["method"] in wording.DPSGD_METHODS:
             st.caption(DP_SGD_PROGRESS_NOTE + (PUBLIC_LOSSES_NOTE if figure is not None else ""))
         elif synth:

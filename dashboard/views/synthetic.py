@@ -15,7 +15,7 @@ from core.runs import jobs
 from core.runs.store import RunDir
 from core.runs.values import as_dict, as_float, as_int
 from core.synth.config import SYNTH_PRESETS, synth_other_settings
-from dashboard import launch_settings, loading, tables, widgets, wording
+from dashboard import charts, launch_settings, loading, tables, widgets, wording
 from dashboard.charts import LAYOUT
 
 GENERATORS = {"filter": "conditional prompting + filter", "pplm": "PPLM, head on frozen model",
@@ -374,7 +374,7 @@ def show_memorisation() -> None:
     # The lines meet near 0 from n = 5 on: one hover lists every line's value at that n.
     fig.update_layout(title="Synthetic n-grams found in the train set", yaxis_title="ratio", hovermode="x unified",
                       **LAYOUT)
-    st.plotly_chart(fig, width="stretch", key="synth_ngrams")
+    st.plotly_chart(charts.readable(fig), width="stretch", key="synth_ngrams")
     if matched_sizes:
         shown = "; ".join(sorted(matched_words(texts, draws) for texts, draws in matched_sizes))
         st.caption(f"Size-matched: a run's line is its share in as many samples as the real test set has texts, or "
@@ -428,7 +428,7 @@ def show_run() -> None:
         metrics = loading.read_shown(loading.get_run(run_id), "metrics") or {}
         scatter.update_layout(title=f"{str(metrics.get('projection', 'umap')).upper()} of the real test embeddings, "
                               "coloured by label", xaxis_title="", yaxis_title="", **LAYOUT)
-        st.plotly_chart(scatter, width="stretch", key="synth_umap")
+        st.plotly_chart(charts.readable(scatter), width="stretch", key="synth_umap")
 
     samples = pd.DataFrame(run_file(run_id, "samples.jsonl"))
     if samples.empty:
