@@ -36,7 +36,7 @@ _STYLE = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2rem auto;max-width:1100px;color:#1a202c}
 h1{margin-bottom:.2rem} h2{border-bottom:1px solid #e2e8f0;padding-bottom:.2rem;margin-top:2rem}
 table{border-collapse:collapse;font-size:.9rem;margin:.5rem 0} td,th{border:1px solid #e2e8f0;padding:.25rem .6rem;
-text-align:left;vertical-align:top} th{background:#f7fafc} .muted{color:#718096} mark{background:#fefcbf}
+text-align:left;vertical-align:top} th{background:#f7fafc} .muted{color:#718096} mark{background:#fefcbf;text-decoration:underline}
 .card{border:1px solid #e2e8f0;border-radius:8px;padding:.6rem 1rem;margin:.5rem 0}
 .bad{color:#c53030;font-weight:600} .ok{color:#2f855a;font-weight:600} .warn{color:#b7791f;font-weight:600}
 div.statement{font-size:.9rem;background:#f7fafc;padding:.1rem 1rem} div.statement h1{font-size:1.2rem}

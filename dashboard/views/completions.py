@@ -90,7 +90,7 @@ grid = "display:grid;grid-template-columns:repeat(auto-fit,minmax(11rem,1fr));ga
 STYLE = ("<style>.cmp{border:1px solid #e2e8f0;border-radius:.5rem;padding:.75rem 1rem;margin:.5rem 0}"
          ".cmp .ref{color:#4a5568;margin:.25rem 0 .5rem} .cmp .who{color:#2d3748;font-size:.9rem}"
          ".cmp .text{background:#f7fafc;border-radius:.35rem;padding:.4rem .6rem;margin-top:.25rem}"
-         ".cmp mark{background:#fefcbf;padding:0 .1rem} .cmp .text,.cmp .who{overflow-wrap:anywhere}</style>")
+         ".cmp mark{background:#fefcbf;padding:0 .1rem;text-decoration:underline;text-underline-offset:.2em} .cmp .text,.cmp .who{overflow-wrap:anywhere}</style>")
 blocks = []
 for i in chosen:
     cells = []
@@ -108,7 +108,8 @@ for i in chosen:
     )
 if all_phrases:
     marked = any("<mark>" in block for block in blocks)
-    st.caption(f"Highlighted where they occur: the {len(all_phrases):,} secret phrase(s) of the runs' phrases.csv"
+    # underlined as well: a yellow background alone is lost to a reader who does not see the colour
+    st.caption(f"Highlighted and underlined where they occur: the {len(all_phrases):,} secret phrase(s) of the runs' phrases.csv"
                + ("." if marked or not blocks else " (none occurs in the prefixes shown)."))
 header = f"<div class='cmp'><div style='{grid}'>{''.join(headers)}</div></div>"
 st.html(STYLE + header + ("".join(blocks) if blocks else "<p>Choose test prefixes above.</p>"))

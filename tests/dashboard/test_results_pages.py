@@ -432,7 +432,8 @@ def test_completions_side_by_side_with_highlights_and_leak_rate(results, app_pag
     assert "Alice Smith lives in Provo" in html  # pri-gpt has no phrases.csv: its completion is not marked
     assert "seqpate says something about item 0" in html
     assert "leak rate R_name = 12.50%" in html
-    assert "Highlighted where they occur: the 5 secret phrase(s) of the runs' phrases.csv." in html
+    assert "Highlighted and underlined where they occur: the 5 secret phrase(s) of the runs' phrases.csv." in html
+    assert "mark{background:#fefcbf;padding:0 .1rem;text-decoration:underline" in html  # not by colour alone
     pri = RunDir(results / "pri")  # how many names the rate looks for, where the run recorded it
     pri.write_metrics({**pri.metrics(), "r_name_counts": {"names": 4, "references_with_name": 0}})
     at.multiselect(key="comp_prefixes_").set_value([1]).run()  # a prefix with no secret phrase in sight
