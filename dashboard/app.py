@@ -44,7 +44,10 @@ PAGES = {
 from dashboard.privacy_math import warm_privacy_import  # noqa: E402 needs the path above
 
 try:
-    st.navigation(PAGES).run()
+    page = st.navigation(PAGES)
+    # each page its own browser title: a screen reader announces the change, and tabs tell the pages apart
+    st.set_page_config(page_title=f"{page.title} · SeqPATE bench")
+    page.run()
 finally:  # also after a page that stops early (st.stop raises through here)
     # After the page: an import thread running beside the first page's script would compete with it for the GIL
     # (measured with the shipped runs: a cold Overview load took 3.8 s with the thread started before the page, 2.7 s

@@ -36,11 +36,16 @@ TIMEOUTS = {"pub-gpt": 1800.0, "seqpate": 2400.0}
 
 def test_every_page_renders_without_exceptions(server, browser_page):
     page = browser_page
+    browser_titles = set()
     for name, (path, title) in PAGES.items():
         visit(page, server, path)
         assert page.locator("[data-testid=stMain] h1").first.inner_text().strip() == title
         assert exceptions(page) == [], (name, exceptions(page))
+        browser_titles.add(page.title())
         shoot(page, name)
+    # each page names itself in the browser's title (every page read "SeqPATE bench": a screen reader announced no
+    # change of page, and tabs could not be told apart)
+    assert len(browser_titles) == len(PAGES) and all(t.endswith(" · SeqPATE bench") for t in browser_titles)
 
 
 def test_pages_request_nothing_beyond_the_server(server, browser_page):
