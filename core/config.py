@@ -738,7 +738,7 @@ def _check_model_files(folder: Path, max_tokens: int) -> None:
         model_config = GPT2Config.from_pretrained(str(folder), local_files_only=True)
     except Exception as exc:  # transformers' validation errors span lines: "field 'n_embd':\n TypeError: ..."
         raise ConfigError(f"model {folder}: config.json: {' '.join(str(exc).split())}") from None
-    # each of these failed at evaluation, after training, with an IndexError or a TypeError (a review)
+    # checked up front: each of these would fail at evaluation, after training (an IndexError or a TypeError)
     if model_config.n_positions < max_tokens:
         raise ConfigError(f"model {folder} has {model_config.n_positions} positions, fewer than data.max_tokens "
                           f"({max_tokens}) a training sentence may take; set data.max_tokens to at most "

@@ -92,8 +92,8 @@ def load_local_model(path: str | Path) -> GPT2LMHeadModel:
     if not path.is_dir() or not (path / "config.json").exists():
         raise ModelLoadError(f"not a model directory (no config.json): {path}")
     try:
-        # float32 whatever the checkout was saved in: transformers 5 keeps a float16 checkpoint in float16, and
-        # training there overflowed to NaN (a review's run finished "done" with perplexity NaN)
+        # float32 whatever the checkout was saved in: transformers 5 keeps a float16 checkpoint in float16, where
+        # training overflows to NaN
         model = GPT2LMHeadModel.from_pretrained(str(path), local_files_only=True, dtype=torch.float32)
     except Exception as exc:
         # the whole message on one line: a validation error's first line ends before its reason

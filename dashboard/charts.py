@@ -16,7 +16,7 @@ from dashboard.wording import METHOD_COLORS, NON_PRIVATE_REFERENCES, fmt_eps, me
 
 TRACE_COLORS = ("#2b6cb0", "#c53030", "#2f855a", "#6b46c1", "#b7791f")  # lines that are not methods
 METRIC_LABELS = {"bleu4": "BLEU-4", "ppl": "Perplexity (lower is better)", "bleu1": "BLEU-1", "r_name": "R_name"}
-# y axes name BLEU's scale: sacrebleu's 0-100, so a 0.23 is not 23% (a walk's note for a student reading the charts)
+# y axes name BLEU's scale: sacrebleu's 0-100, so a 0.23 is not read as 23%
 AXIS_TITLES = {**METRIC_LABELS, "bleu4": "BLEU-4 (0-100)", "bleu1": "BLEU-1 (0-100)"}
 # Every chart of the dashboard uses this layout (python -m dashboard builds one figure with it before serving: the
 # first use of the template costs ~0.6 s of imports and copies).
@@ -386,7 +386,7 @@ def run_progress_figure(progress: Sequence[Mapping[str, Any]]) -> go.Figure | No
     first, last = min(x for x, _ in timed), max(x for x, _ in timed)
     for k, (stage, begin, end) in enumerate(_stage_spans([(x, p.get("stage"), "message" in p) for x, p in timed])):
         # a name for the stages wide enough to hold one (hover shows every stage), centred over its band: at the
-        # band's left edge a walk read it as naming the darker band beside it
+        # band's left edge it reads as naming the band beside it
         wide = end - begin >= 0.08 * (last - min(first, 0.0))
         fig.add_vrect(x0=begin, x1=end, fillcolor="#718096" if k % 2 else "#a0aec0", opacity=0.12, line_width=0,
                       layer="below", **(dict(annotation_text=stage, annotation_position="top",
@@ -417,8 +417,8 @@ def _stage_spans(points: Sequence[tuple[float, Any, bool]]) -> list[tuple[str, f
 
     A line marks the end of a piece of work (a teacher trained, an epoch done) unless it carries a message, which
     marks its stage's start. So a stage begins at its first line if that one starts it, else where the line before
-    was written (a walk saw SeqPATE's warm-up drawn inside the teachers' band, and its loss, logged at the end of
-    the epoch, at the band's start); it ends where the next begins, the last one at the last line. A stage that
+    was written (SeqPATE's warm-up logs its loss at the end of its epoch: drawn from that line alone, it would sit
+    inside the teachers' band); it ends where the next begins, the last one at the last line. A stage that
     logs only its start needs a line at its end too (the pipeline's pseudo data have one since 2026-11-27: before,
     their minutes went to the partition, whose one line follows them). 'done' ends the run and has no band; a stage
     whose work left no time between lines has none either."""

@@ -196,8 +196,8 @@ def timing(status: dict[str, Any], now: datetime | None = None, profile: Sequenc
     The pace is read where the progress last moved (t seconds in, at fraction p): with a finished run of the same
     kind that paces it (profile, whose times count from `origin` seconds into this run, and anchor: Pace),
     paced_remaining;
-    else t * (1 - p) / p remain from there, less the time since, once t is at least MIN_PACE_S (a walk saw 35 s
-    estimated for a run that took 130 s more: its 4% came from loading the data in 1.5 s). A stage that writes no
+    else t * (1 - p) / p remain from there, less the time since, once t is at least MIN_PACE_S (loading the data
+    reaches 4% in 1.5 s, which would estimate 35 s for a run that takes minutes). A stage that writes no
     progress (tokenizer training, say) so counts the estimate down instead of stretching it, and once it runs past
     the estimate the remaining time is unknown (None)."""
     now = now or datetime.now(UTC)
@@ -249,7 +249,7 @@ def pace_runs(record: Mapping[str, Any], records: Sequence[Mapping[str, Any]], t
 
 def past_durations(record: Mapping[str, Any],
                    records: Sequence[Mapping[str, Any]]) -> list[tuple[str, float, float | None]]:
-    """For the Launch page (it gave no time before launching; a walk's tiny run took 8 minutes): the finished runs
+    """For the Launch page, so that a run's time is known before launching it: the finished runs
     that a run about to be launched (record: its preset, method, variant, target ε) should take about as long as,
     best first, each with its time without its base model's training or loading, as (run id, seconds, its target ε
     or None).

@@ -234,7 +234,7 @@ def chart_runs(same_preset: pd.DataFrame, run_id: str, in_place: bool) -> pd.Dat
     here in their place), and the report's own run, which report_figures draws in place of its config's copies.
 
     The report of a run made here always puts the copies made here in place: that run stands on this machine's base
-    model, and a walk found it drawn against the shipped Pub-GPT line while a Pub-GPT run made here existed."""
+    model, and drawn against the shipped Pub-GPT line it would be compared with another base model's."""
     own = same_preset[same_preset["run_id"] == run_id]
     made_here = "source" in own and bool((own["source"] != "cached").any())
     shown = shown_pool(same_preset, in_place or made_here)

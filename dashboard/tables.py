@@ -368,7 +368,7 @@ def made_here_or_shipped(pool: pd.DataFrame, key: str) -> pd.DataFrame:
                               "shipped runs (those REPORT.md quotes). On: the newest run made here in their place.")
     if in_place:
         return pool
-    # a box, not a caption: a walk launched a run at the defaults, found no diamond, and missed the grey line
+    # a box, not a caption: a grey line is easily missed by someone looking for the run they launched
     st.info(f"Hidden here: {names}, made on this machine with the settings of shipped runs, which are shown "
             f"instead (a run made here trains on this machine's base model, not the shipped runs'). Switch on "
             f"\"{MADE_HERE_TOGGLE}\" to see them in their place.", icon=":material/visibility_off:")

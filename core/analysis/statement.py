@@ -233,7 +233,7 @@ def _guarantee_lines(cfg, privacy: dict[str, Any], kind: str, has_test_nll: bool
         change, relation = neighbours(kind, str(privacy.get("mechanism", "gaussian")))
         # noise chosen from the private data (ADP, a phrase-avg target): the bound below is a heuristic (see below)
         heuristic = heuristic_reason(method, cfg.privacy.target, cfg.privacy.epsilon) is not None
-        # said where the bound is stated: a reader stops at the first line (a walk read the bound as proven)
+        # said where the bound is stated: a reader who stops at the first line must not take it as proven
         shared = shared_noise_streams(cfg.method, privacy, cfg.seed, cfg.seqpate.teachers)
         lines += [
             f"**Protected unit: one {unit if unit != 'sample' else 'sentence (sample)'}"

@@ -71,8 +71,8 @@ def text_lines(text: str) -> list[str]:
 def json_lines(path: Path, text: str) -> Iterator[tuple[int, Any]]:
     """(line number, parsed value) for every non-blank line of a JSON-lines file. Lines end at "\n", "\r\n" or
     "\r" (JSON escapes both inside a string) and nowhere else: str.splitlines also splits at U+2028, U+2029 and
-    U+0085, which json.dumps(ensure_ascii=False) leaves raw inside a string, so a valid file was refused as
-    "Unterminated string" (a review)."""
+    U+0085, which json.dumps(ensure_ascii=False) leaves raw inside a string: splitting there would refuse a valid
+    file as "Unterminated string"."""
     lines = text_lines(text)
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -193,7 +193,7 @@ def load_europarl(path: str | Path) -> list[Record]:
     """One record per non-blank line; user_id 'line-N' (N = line number) so a user split is a sentence split."""
     path = Path(path)
     records = []
-    # a line of the file is a sentence: one holding U+2028 (a review's) was two records, every later id one off
+    # a line of the file is a sentence (not str.splitlines: one holding U+2028 would be two, every later id one off)
     for number, line in enumerate(text_lines(read_text(path)), start=1):
         text = normalise(line)
         if text:
@@ -264,14 +264,14 @@ def csv_header(path: Path, reader: csv.DictReader, required: Sequence[str]) -> l
 def csv_rows(path: Path, text: str, required: Sequence[str]) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line the row starts on, row) of a csv text with a header naming the `required` columns.
 
-    A text's stray `"` opens a quoted field that swallows the rows up to the next quote (16 rows of a review's file
-    became one example, under one label, without a word). Refused in one line, naming where the row starts: a
+    A text's stray `"` opens a quoted field that silently swallows the rows up to the next quote into one example
+    under one label. Refused in one line, naming where the row starts: a
     ragged row; a closing quote followed by more text (strict csv); and a quoted field over several lines holding
     the delimiter. A quote left open over lines without one (a one-column file) still reads as a text of several
     lines: that is what csv allows."""
-    # csv's field limit (131,072 characters) refused a long review as "a quote left open?"; raised to this file's
-    # longest line, it still refuses a field that runs over many lines (a quote left open in a one-column file,
-    # which swallowed 15,000 rows into one text without a word when the limit was the file's length)
+    # csv's field limit (131,072 characters) would refuse one long text as "a quote left open?"; raised to this
+    # file's longest line only, it still refuses a field that runs over many lines (a quote left open in a
+    # one-column file), which a limit of the file's length would swallow into one text
     csv.field_size_limit(max(CSV_FIELD_LIMIT, max(map(len, text.replace("\r", "\n").split("\n"))) + 1))
     reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
     header = csv_header(path, reader, required=required)

@@ -150,7 +150,7 @@ def _raised_to_target(noise: float, epsilon_of: Callable[[float], float], epsilo
 def gaussian_std(epsilon: float, delta: float, count: int, sensitivity: float = SEQPATE_L2_SENSITIVITY) -> float:
     """Noise std for `count` releases of a query with this L2 sensitivity (sqrt(2): one teacher changes), checked
     as the run records it (std, sensitivity): z * sqrt(2) / sqrt(2) is not always z in floating point, and the
-    recorded epsilon came out up to 2e-11 above the target (a review)."""
+    recorded epsilon could come out up to 2e-11 above the target."""
     check_positive_finite("sensitivity", sensitivity)
     std = gaussian_noise_multiplier(epsilon, delta, count) * sensitivity
     if std == 0.0:

@@ -169,7 +169,7 @@ class BleuComparison:
         grams = "4-gram" if self.fourgrams_a == 1 else "4-grams"
         # a handful of matching 4-grams (none at all is smoothed): BLEU-4 then mostly reflects length and smoothing
         caveat = ""
-        if self.fourgrams_a == self.fourgrams_b == 0:  # a walk read "B is higher" on tiny as a real lead
+        if self.fourgrams_a == self.fourgrams_b == 0:  # "B is higher" would read as a real lead
             caveat = ("; neither run matches a 4-gram of the references, so BLEU-4 here is the smoothed 1- to 3-gram "
                       "precisions and the length penalty"
                       + (", of one sampled completion per prefix (--draws N, for runs that kept their weights, "

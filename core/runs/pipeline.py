@@ -280,9 +280,9 @@ def execute(cfg: RunConfig, run: RunDir, should_stop: Callable[[], bool] = lambd
     timings["data_s"] = time.time() - t0
 
     t = time.time()
-    # Training the base model can take longer than the method itself: 19 of the 21 s of a tiny Pub-GPT run on a
-    # fresh clone (2 cores, 2026-11-26). It gets half the progress bar when it trains, per epoch. The start is chosen before the base's
-    # lock is taken (a run that waits for another to train it keeps the half), so it is logged: pacing reads it.
+    # Training the base model can take longer than the method itself (19 of the 21 s of a tiny Pub-GPT run on a
+    # fresh clone), so it gets half the progress bar when it trains. The split is chosen before the base's lock is
+    # taken (a run that waits for another to train it keeps the half) and logged: pacing reads it.
     method_start = METHOD_START_CACHED if base_is_cached(cfg, device.type) else METHOD_START_TRAINING
     log("base-model", 0.04, method_start=method_start)
     model, tokenizer, base_info = load_or_train_base(cfg, data, log,

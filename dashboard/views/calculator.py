@@ -22,7 +22,7 @@ st.caption("What-if numbers from core.privacy: the same code that accounts the r
            "longer).")
 
 
-# The boxes the modes share keep what was typed across a switch (a walk found Q back at 2,000 after it), and the
+# The boxes the modes share keep what was typed across a switch (not back to their defaults), and the
 # σ box holds the σ "noise from ε" last computed, rounded UP to its two decimals (within its range): switching to
 # "ε from noise" gives the ε typed back or a hair below it, and "queries from ε and noise" at least the Q typed
 # (rounded to nearest, σ 0.005 short answered 999 queries for 1,000 and an ε of 1 came back 1.0001, "moderate").

@@ -75,7 +75,7 @@ with left:
         pair = widgets.wrapping_row()
         default_filter = preset_value(preset_for_help, "seqpate", "filter")
         # labels that do not change with the preset: a radio whose labels change is a new widget, and Streamlit
-        # dropped its choice when the preset changed (a walk saw none selected, and top-p launched)
+        # drops its choice when the preset changes (none shown selected, while top-p launched)
         pair.radio("Candidate filter", ["preset", "top-p", "top-k"], key="launch_filter_kind", horizontal=True,
                    disabled=no_seqpate, width="content",
                    format_func=lambda kind: "the preset's" if kind == "preset" else kind,

@@ -92,7 +92,7 @@ TABLE_COLUMNS = {
     "inserted": st.column_config.NumberColumn("copies inserted", help="Canaries: copies put in the training data."),
     "basis": st.column_config.TextColumn("ε computed from"),
     "accountant": st.column_config.TextColumn("accountant"),
-    # a tick, not the word True (a walk read the raw value)
+    # a tick, not the word True
     "contains_private_text": st.column_config.CheckboxColumn("private text",
                                                              help="Ticked: the phrase quotes private training data."),
     "in_completions": st.column_config.NumberColumn("in completions",

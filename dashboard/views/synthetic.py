@@ -278,7 +278,7 @@ def show_accuracy() -> None:
     groups = table.groupby(["generator", "ε target"])
     averaged = [f"{generator} at ε = {eps_label(eps)} averages seeds {', '.join(str(x) for x in sorted(group['seed']))}"
                 for (generator, eps), group in groups if len(group) > 1]
-    # beside means over seeds, the cells of one run say so (a walk read PPLM's seed-0 cell as a mean)
+    # beside means over seeds, the cells of one run say so (a single seed's cell reads as a mean otherwise)
     one_run = [f"{generator} at ε = {eps_label(eps)} in seed {group['seed'].iloc[0]}"
                for (generator, eps), group in groups if len(group) == 1]
     if averaged and one_run:
