@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from core.seqpate.aggregate import TeacherOracle, candidate_set
+from core.seqpate.teachers import row_starts
 from core.train import batch_indices, pad_batch, predicted_logits
 
 
@@ -73,11 +74,6 @@ def teacher_terms(logits: torch.Tensor, positions: list[int], answers: list, kin
     return (torch.xlogy(dist, dist) - dist * log_student).sum(1)
 
 
-def row_offsets(seqs: Sequence[Sequence[int]]) -> np.ndarray:
-    """Row of position 0 of each sequence in the teacher-sum table (len(seq) - 1 rows per sequence)."""
-    return np.concatenate([[0], np.cumsum([len(s) - 1 for s in seqs])[:-1]]).astype(np.int64)
-
-
 def distill(
     student,
     seqs: Sequence[Sequence[int]],
@@ -89,7 +85,7 @@ def distill(
 ) -> dict:
     torch.manual_seed(s.seed)
     rng = np.random.default_rng(s.seed)
-    offsets = row_offsets(seqs)
+    offsets = row_starts(seqs)[:-1]  # each sentence's first row in the teacher-sum table
     opt = torch.optim.Adam(student.parameters(), lr=s.lr)
     stats = {"answered_positions": 0, "hard_positions": 0, "positions": 0}
     for epoch in range(s.epochs):

@@ -51,8 +51,14 @@ class TeacherJob:
     device: str = "cpu"  # where each teacher trains and its group's partial sum accumulates
 
 
+def row_starts(seqs: Sequence[Sequence[int]]) -> np.ndarray:
+    """The teacher-sum table's layout: sentence i's predicted positions (len - 1 of them) are rows
+    starts[i]..starts[i + 1] - 1, in sentence order; starts[-1] is the number of rows."""
+    return np.cumsum([0] + [len(s) - 1 for s in seqs], dtype=np.int64)
+
+
 def count_rows(seqs: Sequence[Sequence[int]]) -> int:
-    return sum(len(s) - 1 for s in seqs)
+    return int(row_starts(seqs)[-1])
 
 
 def build_model(job: TeacherJob):
@@ -70,8 +76,8 @@ def empty_sums(job: TeacherJob) -> Sums:
 
 
 def sentence_rows(seqs: Sequence[Sequence[int]]) -> list[torch.Tensor]:
-    """Rows of the sum table that each sentence's predicted positions occupy (rows in sentence order)."""
-    starts = np.cumsum([0] + [len(s) - 1 for s in seqs])
+    """Rows of the sum table that each sentence's predicted positions occupy (row_starts)."""
+    starts = row_starts(seqs)
     return [torch.arange(starts[i], starts[i + 1]) for i in range(len(seqs))]
 
 

@@ -11,8 +11,8 @@ from core.config import ModelConfig
 from core.models import build_tiny_gpt2
 from core.privacy import epsilon_from_events
 from core.seqpate.aggregate import Answer, TeacherOracle, candidate_set, to_distribution
-from core.seqpate.student import pseudo_label_rank, row_offsets, teacher_term, teacher_terms
-from core.seqpate.teachers import TeacherJob, add_teacher_output, count_rows
+from core.seqpate.student import pseudo_label_rank, teacher_term, teacher_terms
+from core.seqpate.teachers import TeacherJob, add_teacher_output, count_rows, row_starts, sentence_rows
 
 
 def test_top_k_and_top_p_candidate_sets():
@@ -142,8 +142,9 @@ def test_changing_one_teacher_moves_the_sum_by_at_most_sqrt2(seed):
 
 def test_rows_follow_sentence_order():
     seqs = [[1, 2, 3], [4, 5], [6, 7, 8, 9]]
-    assert row_offsets(seqs).tolist() == [0, 2, 3]
+    assert row_starts(seqs).tolist() == [0, 2, 3, 6]
     assert count_rows(seqs) == 6
+    assert [rows.tolist() for rows in sentence_rows(seqs)] == [[0, 1], [2], [3, 4, 5]]
 
 
 def test_pseudo_label_rank_and_kl_term():
