@@ -33,8 +33,8 @@ from core.privacy import (
     poisson_shape,
 )
 from core.privacy.streams import DPSGD, dp_sgd_streams
-from core.runs.pipeline import MethodResult, Workspace
 from core.train import pad_batch, token_nll
+from core.workspace import MethodResult, Workspace
 
 ACCOUNTANT_CLAIMED = "ADP paper recipe: every step at the mean multiplier mean(gamma_B)*sigma (PLD)"
 ACCOUNTANT_VALID = "pld (dp_accounting), every step at the smallest multiplier min(gamma_B)*sigma"

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from core.baselines.reference import pri_gpt
-from core.runs.pipeline import MethodResult, Workspace
+from core.workspace import MethodResult, Workspace
 
 PLACEHOLDER = "<BLOCKED>"
 MONTHS = frozenset(

@@ -39,8 +39,8 @@ from core.privacy import (
     poisson_shape,
 )
 from core.privacy.streams import DPSGD, dp_sgd_streams, stream_seed
-from core.runs.pipeline import MethodResult, Workspace, within
 from core.train import on_model_device, pad_batch
+from core.workspace import MethodResult, Workspace, within
 
 # Expected here, and printed on every step otherwise: embeddings have no input that requires a gradient, so
 # torch says their backward hook fires on outputs (as opacus intends); the secure RNG is for production runs.

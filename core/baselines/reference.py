@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from core.runs.pipeline import MethodResult, Workspace, public_only_privacy
 from core.train import train_lm
+from core.workspace import MethodResult, Workspace, public_only_privacy
 
 
 def not_private(reason: str) -> dict:

@@ -17,11 +17,12 @@ from core.privacy import (
     laplace_scale,
 )
 from core.privacy.streams import SEQPATE_NOISE, stream_seed
-from core.runs.pipeline import ECHO_EVERY_S, MethodResult, Workspace
 from core.seqpate.aggregate import TeacherOracle
 from core.seqpate.partition import assign_teachers, crowding_note, teachers_per_user
 from core.seqpate.student import DistillSettings, distill
 from core.seqpate.teachers import TeacherJob, count_rows, get_executor
+from core.train import PULSE_EVERY_S
+from core.workspace import MethodResult, Workspace
 
 
 def calibrate_noise(noise: str, epsilon: float, delta: float, budget: int) -> tuple[str, float]:
@@ -89,7 +90,7 @@ def run_seqpate(ws: Workspace) -> MethodResult:
         ws.log("teachers", teachers_progress(), teacher=teachers["done"], teachers=sp.teachers)
 
     def on_epoch(index: int, epoch: int) -> None:
-        """An epoch's end of a teacher in training, logged where no teacher line came for ECHO_EVERY_S: with few
+        """An epoch's end of a teacher in training, logged where no teacher line came for PULSE_EVERY_S: with few
         teachers on much data one took minutes without a line (M = 1: 4.7 min at 15%), while quick's 100 teachers
         each log on finishing, seconds apart. The bar counts every teacher's epochs, so it moves on, never back,
         when several train at once."""
@@ -97,7 +98,7 @@ def run_seqpate(ws: Workspace) -> MethodResult:
         if epoch == sp.teacher_epochs:
             return
         epochs_in_training[index] = epoch
-        if time.monotonic() - teachers["logged"] < ECHO_EVERY_S:
+        if time.monotonic() - teachers["logged"] < PULSE_EVERY_S:
             return
         teachers["logged"] = time.monotonic()
         # "teacher" counts the teachers folded in, on every line; this one names the teacher whose epoch ended

@@ -23,7 +23,7 @@ from core.analysis.statement import synth_statement
 from core.base import load_or_train_base
 from core.models import clone, compute_device, cpu_info, set_threads
 from core.privacy.streams import SYNTH_GENERATION, SYNTH_HEAD_INIT, stream_seed
-from core.runs.pipeline import progress_logger, within
+from core.runs.pipeline import progress_logger
 from core.runs.store import RunDir, jsonl_text
 from core.synth.config import SynthConfig
 from core.synth.evaluate import (
@@ -46,6 +46,7 @@ from core.synth.train import (
     train_head,
     train_lm,
 )
+from core.workspace import within
 
 SAMPLES = "samples.jsonl"
 EMBEDDINGS = "embeddings.csv"

@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
+import core.workspace
 from core.config import RunConfig
 from core.runs import RunDir, pipeline
-from core.runs.pipeline import Cancelled, progress_line, progress_logger, within
+from core.runs.pipeline import Cancelled, progress_line, progress_logger
+from core.workspace import Workspace, within
 
 
 @pytest.fixture
@@ -125,7 +127,7 @@ def test_the_pseudo_data_log_their_end_as_well_as_their_start(monkeypatch: pytes
     ws = SimpleNamespace(cfg=RunConfig(), base_model=None, tokenizer=None, base_model_key="key",
                          data=SimpleNamespace(public_train=[SimpleNamespace(text="one two three four five six")] * 2),
                          log=lambda stage, **fields: lines.append((stage, fields)))
-    assert pipeline.Workspace.pseudo.func(ws) == ["a b", "c d"]
+    assert Workspace.pseudo.func(ws) == ["a b", "c d"]
     assert [stage for stage, _ in lines] == ["pseudo-data", "computing", "pseudo-data"]
     assert "message" in lines[0][1] and lines[2][1] == {"sentences": 2}  # a start, then an end line (no message)
 
@@ -135,8 +137,8 @@ def test_the_pseudo_data_log_their_end_as_well_as_their_start(monkeypatch: pytes
     (3600.0, []),
 ])
 def test_pseudo_data_sampling_logs_where_no_line_came_for_a_while(monkeypatch: pytest.MonkeyPatch, quiet_s, expected):
-    """Tiny's 34 s of sampling logged nothing between its start and its end: a line per batch once ECHO_EVERY_S has
-    passed without one (the last batch's is the end line, which counts the sentences)."""
+    """Tiny's 34 s of sampling logged nothing between its start and its end: a line per batch once PULSE_EVERY_S has
+    passed without one (PULSE_EVERY_S; the last batch's is the end line, which counts the sentences)."""
     from types import SimpleNamespace
 
     from core.seqpate import pseudo
@@ -146,12 +148,12 @@ def test_pseudo_data_sampling_logs_where_no_line_came_for_a_while(monkeypatch: p
             on_batch(done, 600)
         return ["a b"] * 600
 
-    monkeypatch.setattr(pipeline, "ECHO_EVERY_S", quiet_s)
+    monkeypatch.setattr(core.workspace, "PULSE_EVERY_S", quiet_s)
     monkeypatch.setattr(pseudo, "pseudo_sentences", sampling)
     lines: list[tuple[str, dict]] = []
     ws = SimpleNamespace(cfg=RunConfig(), base_model=None, tokenizer=None, base_model_key="key",
                          data=SimpleNamespace(public_train=[SimpleNamespace(text="one two three four five six")] * 600),
                          log=lambda stage, **fields: lines.append((stage, fields)))
-    pipeline.Workspace.pseudo.func(ws)
+    Workspace.pseudo.func(ws)
     assert all(stage == "pseudo-data" for stage, _ in lines)
     assert [fields for _, fields in lines[1:-1]] == expected and lines[-1][1] == {"sentences": 600}

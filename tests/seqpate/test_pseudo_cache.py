@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from core.config import DecodeConfig
-from core.runs.pipeline import Workspace
 from core.seqpate import pseudo
+from core.workspace import Workspace
 from tests.conftest import micro_config
 
 

@@ -28,8 +28,8 @@ ORACLE_SEEDS: list[int] = []  # the seed of the teacher oracle's noise in that r
 
 @pytest.fixture(scope="module")
 def seqpate_run(tmp_path_factory):
-    from core.runs.pipeline import Workspace
     from core.seqpate import run as seqpate_module
+    from core.workspace import Workspace
 
     real = seqpate_module.get_executor
     real_encode = Workspace.encode
@@ -128,11 +128,11 @@ def test_metrics_and_completions_are_complete(seqpate_run):
 
 def test_a_teacher_slow_to_train_logs_its_epochs(tmp_path, monkeypatch):
     """A single teacher on the whole private set took 4.7 minutes without a progress line, its bar at 15%: where no
-    teacher line came for ECHO_EVERY_S, each of its epochs logs one (here every epoch: the interval set to 0), the
+    teacher line came for PULSE_EVERY_S, each of its epochs logs one (here every epoch: the interval set to 0), the
     bar moving on within the teacher and never back, and no loss (the teachers train on private data)."""
     import core.seqpate.run
 
-    monkeypatch.setattr(core.seqpate.run, "ECHO_EVERY_S", 0.0)
+    monkeypatch.setattr(core.seqpate.run, "PULSE_EVERY_S", 0.0)
     cfg, run_dir = run(tmp_path, "pulse", seqpate__teachers=2, seqpate__teacher_epochs=3, seqpate__query_budget=20)
     lines = [p for p in run_dir.progress() if p["stage"] == "teachers"]
     # "teacher" counts the teachers folded in on every line; the last epoch's end is the teacher's own line
@@ -161,7 +161,7 @@ def test_teachers_training_at_once_move_the_bar_on_never_back(tmp_path, monkeypa
             on_teacher(0)
             return sums
 
-    monkeypatch.setattr(core.seqpate.run, "ECHO_EVERY_S", 0.0)
+    monkeypatch.setattr(core.seqpate.run, "PULSE_EVERY_S", 0.0)
     monkeypatch.setattr(core.seqpate.run, "get_executor", lambda *args: Interleaving())
     cfg, run_dir = run(tmp_path, "at-once", seqpate__teachers=2, seqpate__teacher_epochs=3, seqpate__query_budget=20)
     lines = [p for p in run_dir.progress() if p["stage"] == "teachers"]
