@@ -126,7 +126,7 @@ def seqpate_phrase_report(privacy: dict[str, Any], n_s: int, delta: float) -> Pr
     return epsilon_from_events([group_release(e, n_s) for e in events], delta)
 
 
-def dpsgd_phrase_eps(events: Sequence[SubsampledGaussianEvent], occurrences: int, delta: float) -> float:
+def dpsgd_phrase_epsilon_of_events(events: Sequence[SubsampledGaussianEvent], occurrences: int, delta: float) -> float:
     """Group-privacy epsilon of a phrase in `occurrences` sentences, for one or more DP-SGD phases."""
     if occurrences == 0:
         return 0.0
@@ -139,7 +139,7 @@ def dpsgd_phrase_eps(events: Sequence[SubsampledGaussianEvent], occurrences: int
     return min(epsilon_from_events([g[v] for g in groups], delta).epsilon for v in (0, 1))
 
 
-def user_batches_phrase_eps(events: Sequence[GaussianEvent], counts_per_batch: Sequence[int], delta: float) -> float:
+def user_batches_phrase_epsilon_of_events(events: Sequence[GaussianEvent], counts_per_batch: Sequence[int], delta: float) -> float:
     """Batching users (App. M): one Gaussian release per epoch per batch; events are the run's GaussianEvents
     (std z*C, sensitivity C, count = epochs)."""
     if not any(counts_per_batch):
@@ -204,14 +204,14 @@ def phrase_table(
         elif kind == KIND_DPSGD:
             key = ("dpsgd", n)
             if key not in cache:
-                cache[key] = dpsgd_phrase_eps(events, n, delta)
+                cache[key] = dpsgd_phrase_epsilon_of_events(events, n, delta)
             eps, basis, accountant = cache[key], f"n={n} sentences (group privacy)", ACCOUNTANT_PLD
         elif kind == KIND_USER_BATCHES and batch_of_sentence is not None:
             per_batch = Counter(int(batch_of_sentence[i]) for i in p.train_indices)
             counts = tuple(sorted(per_batch.values(), reverse=True))
             key = ("users", counts)
             if key not in cache:
-                cache[key] = user_batches_phrase_eps(events, counts, delta)
+                cache[key] = user_batches_phrase_epsilon_of_events(events, counts, delta)
             eps = cache[key]
             basis = f"{len(counts)} batch(es) holding {list(counts)}"
             accountant = ACCOUNTANT_EXACT_GAUSSIAN
@@ -304,7 +304,7 @@ def dpsgd_phrase_avg_multiplier(target_avg: float, delta: float, sampling_rate: 
         out: list[float] = []
         for n, c in counts.items():
             if (z, n) not in cache:
-                cache[(z, n)] = dpsgd_phrase_eps([SubsampledGaussianEvent(z, sampling_rate, steps)], n, delta)
+                cache[(z, n)] = dpsgd_phrase_epsilon_of_events([SubsampledGaussianEvent(z, sampling_rate, steps)], n, delta)
             out += [cache[(z, n)]] * c
         return out
 

@@ -19,7 +19,7 @@ from core.analysis.phrases import (
     KIND_USER_BATCHES,
     check_partition,
     dpsgd_phrase_avg_multiplier,
-    dpsgd_phrase_eps,
+    dpsgd_phrase_epsilon_of_events,
     mechanism_kind,
     phrase_summary,
     phrase_table,
@@ -138,13 +138,13 @@ def test_seqpate_table_uses_the_runs_partition():
 
 def test_dpsgd_phrase_epsilon_grows_with_occurrences(monkeypatch):
     event = SubsampledGaussianEvent(3.0, 0.1, 20)
-    values = [dpsgd_phrase_eps([event], n, DELTA) for n in (0, 1, 2, 3)]
+    values = [dpsgd_phrase_epsilon_of_events([event], n, DELTA) for n in (0, 1, 2, 3)]
     assert values[0] == 0.0
     assert values[1] < values[2] < values[3]
     assert values[2] == dpsgd_phrase_epsilon(3.0, 0.1, 20, 2, DELTA)
     # many occurrences skip core.privacy's coarse pre-pass: the same two bounds, the same accountant
     monkeypatch.setattr("core.analysis.phrases.DIRECT_GROUP_ABOVE", 1)
-    assert dpsgd_phrase_eps([event], 2, DELTA) == values[2]
+    assert dpsgd_phrase_epsilon_of_events([event], 2, DELTA) == values[2]
 
 
 def test_dpsgd_and_user_batched_tables():
