@@ -6,23 +6,11 @@ Every released noisy answer is logged as an event; epsilon is only ever computed
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from core.privacy._validate import check_real
-
-
-def _check_nonneg_real(name: str, value: float) -> None:
-    check_real(name, value)
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
-
-
-def _check_count(name: str, value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
+from core.privacy._validate import check_int, check_nonneg_finite
 
 
 @dataclass(frozen=True)
@@ -35,9 +23,9 @@ class GaussianEvent:
     mechanism: ClassVar[str] = "gaussian"
 
     def __post_init__(self) -> None:
-        _check_nonneg_real("noise_std", self.noise_std)
-        _check_nonneg_real("sensitivity", self.sensitivity)
-        _check_count("count", self.count)
+        check_nonneg_finite("noise_std", self.noise_std)
+        check_nonneg_finite("sensitivity", self.sensitivity)
+        check_int("count", self.count, 0)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -58,9 +46,9 @@ class LaplaceEvent:
     mechanism: ClassVar[str] = "laplace"
 
     def __post_init__(self) -> None:
-        _check_nonneg_real("scale", self.scale)
-        _check_nonneg_real("sensitivity_l1", self.sensitivity_l1)
-        _check_count("count", self.count)
+        check_nonneg_finite("scale", self.scale)
+        check_nonneg_finite("sensitivity_l1", self.sensitivity_l1)
+        check_int("count", self.count, 0)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -81,11 +69,11 @@ class SubsampledGaussianEvent:
     mechanism: ClassVar[str] = "subsampled_gaussian"
 
     def __post_init__(self) -> None:
-        _check_nonneg_real("noise_multiplier", self.noise_multiplier)
-        _check_nonneg_real("sampling_rate", self.sampling_rate)
+        check_nonneg_finite("noise_multiplier", self.noise_multiplier)
+        check_nonneg_finite("sampling_rate", self.sampling_rate)
         if self.sampling_rate > 1:
             raise ValueError(f"sampling_rate must be in [0, 1], got {self.sampling_rate!r}")
-        _check_count("steps", self.steps)
+        check_int("steps", self.steps, 0)
 
     def to_dict(self) -> dict[str, Any]:
         return {
