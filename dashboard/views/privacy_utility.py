@@ -59,6 +59,9 @@ seqpate = runs[runs["method"] == "seqpate"]
 def show_curves() -> None:
     """Paper Fig. 2: BLEU-4 and perplexity against ε, one line per private method, references flat."""
     st.plotly_chart(charts.readable(charts.privacy_utility_panels(main)), width="stretch", key="pu_curves")
+    # the chart's text alternative: a screen reader hears loose tick numbers from the chart itself
+    st.caption("The numbers behind these points, one row per run (its ε, PPL, BLEU-4 and setting), are in the "
+               "Points tab; each line goes through the mean of its method's runs at the preset's defaults.")
     if not noise_dominance_note(subject="SeqPATE's points"):  # that note already says why its line is flat
         flat_seqpate_note()
 

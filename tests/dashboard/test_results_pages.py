@@ -44,6 +44,7 @@ def test_privacy_utility_chart_has_points_and_reference_lines(results, app_page)
     at = app_page("privacy_utility")
     assert not at.exception
     assert not at.dataframe  # lazy tabs: the first (the curves) is the only one built
+    assert "The numbers behind these points, one row per run" in texts(at)  # the chart's text alternative
     bleu, ppl = panels(plotly_specs(at)[0])
     assert bleu["layout"]["xaxis"]["type"] == "log"
     ids = {row[0] for trace in bleu["data"] for row in (trace.get("customdata") or [])}
