@@ -417,12 +417,13 @@ def test_a_chitchat_release_with_another_dataset_gets_a_base_of_its_own(tmp_path
     base cached on the old split may have trained on users now private. The file every admitted release bundled
     keeps the key it always had (tests/test_device.py checks that key)."""
     prepare = sys.modules["core.data.prepare"]  # core.data.prepare names the function core.data re-exports
+    # (the same goes for core.data.corpora, where corpus_path finds the bundled file)
 
     cfg = micro_config()
     bundled = base_key(cfg)
     other = tmp_path / "dataset.json"
     other.write_text(json.dumps({"c1": {"messages": [[{"text": "hello there", "sender": "a"}]]}}))
-    monkeypatch.setattr(prepare, "chitchat_path", lambda: other)
+    monkeypatch.setattr(sys.modules["core.data.corpora"], "chitchat_path", lambda: other)
     assert base_key(cfg) != bundled
     assert prepare.corpus_digest(cfg.data) == hashlib.sha256(other.read_bytes()).hexdigest()
 

@@ -340,11 +340,16 @@ def corpus_format(cfg: DataConfig) -> str:
     return _EXTENSIONS[suffix]
 
 
+def corpus_path(cfg: DataConfig) -> Path:
+    """The file a DataConfig's corpus names: chitchat's bundled dataset.json, or the user's file."""
+    return chitchat_path() if cfg.corpus == CHITCHAT else Path(cfg.corpus).expanduser()
+
+
 def load_corpus(cfg: DataConfig) -> list[Record]:
     fmt = corpus_format(cfg)
     if fmt == "chitchat" and cfg.corpus == CHITCHAT:
         return load_chitchat()
-    path = Path(cfg.corpus).expanduser()
+    path = corpus_path(cfg)
     if not path.is_file():
         raise CorpusError(f"corpus file not found: {path}")
     loaders = {"chitchat": load_chitchat, "airdialog": load_airdialog, "europarl": load_europarl, "table": load_table}

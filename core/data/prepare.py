@@ -14,11 +14,10 @@ import random
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from core.config import DataConfig
-from core.data.corpora import CHITCHAT, Record, chitchat_path, corpus_format, load_corpus
+from core.data.corpora import CHITCHAT, Record, corpus_format, corpus_path, load_corpus
 
 # Overshoot allowed when a user joins the public side, as a share of all sentences: the share lands within about
 # this much of public_fraction even though a few users wrote ~20% of chitchat.
@@ -220,7 +219,7 @@ _CACHE_ENTRIES = 8
 def _source_key(cfg: DataConfig) -> tuple:
     """Identifies the corpus on disk, so that an edited file is loaded again rather than served stale."""
     fmt = corpus_format(cfg)
-    path = chitchat_path() if cfg.corpus == CHITCHAT else Path(cfg.corpus).expanduser()
+    path = corpus_path(cfg)
     try:
         stat = path.stat()
     except OSError:
@@ -237,7 +236,7 @@ def corpus_digest(cfg: DataConfig) -> str | None:
     key needs, as an edited file can move users between the public and private sides. The built-in chitchat gives
     None while it is the file every admitted release bundled (the key it always had), its digest once a release
     ships another file: a base cached on the old split could have trained on users the new one makes private."""
-    path = chitchat_path() if cfg.corpus == CHITCHAT else Path(cfg.corpus).expanduser()
+    path = corpus_path(cfg)
     try:
         stat = path.stat()
         digest = _file_sha256(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
