@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from core.config import preset_config
@@ -35,6 +37,16 @@ def micro_config(**overrides):
 @pytest.fixture
 def micro():
     return micro_config
+
+
+@pytest.fixture(autouse=True)
+def keep_main_module():
+    """AppTest leaves the app script as sys.modules["__main__"], and a spawned process re-runs __main__ before its
+    work: the process executor's workers, later in the same session, ran the whole dashboard (and failed once
+    app.py read its page's title). Each test gets back the main module it started with."""
+    main = sys.modules["__main__"]
+    yield
+    sys.modules["__main__"] = main
 
 
 # What a progress line of DP-SGD's or ADP's private training may say: where the run is, and the noise set before it
