@@ -152,3 +152,19 @@ def test_canary_spec_is_read_from_the_config():
     spec = canary_spec_from_config(micro_config(data__canaries="1,10,100", data__canary_seed=3, data__canary_digits=4))
     assert spec == CanarySpec((1, 10, 100), 3, 4)
     assert spec.to_dict() == {"counts": [1, 10, 100], "seed": 3, "digits": 4, "template": CANARY_TEMPLATE}
+
+
+def test_canaries_get_distinct_secrets_even_where_few_secrets_exist():
+    """Two canaries sharing a secret would merge into one phrase: its count and exposure would be wrong. With one
+    digit (10 possible secrets) four canaries still get four."""
+    from core.data import prepare
+    from core.data.corpora import Record
+    from core.data.secrets import plan_canaries
+
+    text = " ".join(f"w{i}" for i in range(10))
+    records = [Record(f"u{u} {k} {text}", f"u{u}", {}) for u in range(40) for k in range(10)]
+    p = prepare(records, DataConfig(private_train=None, private_valid=20, private_test=30, public_train=None,
+                                    public_valid=10), 0)
+    for seed in range(20):
+        canaries = plan_canaries(p, CanarySpec((1, 1, 1, 1), seed=seed, digits=1))
+        assert len({c.secret for c in canaries}) == 4, seed

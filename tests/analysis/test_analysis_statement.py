@@ -389,3 +389,22 @@ def test_a_run_made_before_its_noise_had_streams_of_its_own_says_what_the_noise_
     synth_new = synth_statement({"generator": "filter", "seed": 0}, {**SYNTH_PRIVACY, "random_streams": streams},
                                 SYNTH_METRICS)
     assert "Made before the noise" not in synth_new
+
+
+def _by_user_statement_with_a_canary() -> str:
+    cfg = micro_config(method="seqpate", seqpate__partition="by-user")
+    privacy = {"epsilon": 3.0, "delta": 1e-6, "accountant": "analytic-gaussian (exact composition)", "unit": "sample",
+               "mechanism": "gaussian", "noise_scale": 69.0, "query_budget": 1000, "queries_spent": 1000,
+               "teachers": 10}
+    metrics = {"exposure": {"10": 1.5}, "exposure_detail": [{"inserted": 10, "method": "exact", "candidates": 10_000}]}
+    return privacy_statement(cfg, privacy, metrics, {}, "r1")
+
+
+def test_the_statement_reads_epsilon_as_the_factor_e_to_the_epsilon():
+    assert "by at most a factor e^epsilon = 20.1, plus" in _by_user_statement_with_a_canary()  # e^3 = 20.09
+
+
+def test_a_canarys_exposure_is_out_of_log2_of_its_candidates():
+    # 10,000 candidates: at most log2(10,000) = 13.3 bits
+    assert ("Canary inserted 10x: exposure 1.5 bits of a possible 13.3 (exact rank)"
+            in _by_user_statement_with_a_canary())

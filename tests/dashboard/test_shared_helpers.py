@@ -468,3 +468,31 @@ def test_compare_names_a_result_as_the_run_details_print_it():
     assert tables.run_result({"ppl": 1033.244, "method": "seqpate", "state": "done"}) == "PPL 1,033.24"
     assert tables.run_result({"ppl": None, "method": "seqpate", "state": "running"}) == "running, no PPL"
     assert tables.run_result({"ppl": None, "method": "synth-filter", "state": "done"}).startswith("synthetic data")
+
+
+def test_the_headline_epsilon_over_seeds_is_the_largest_accounted(roots):
+    """Over seeds the headline row's ε is the largest any of its runs spent: a mean or the least would understate
+    the privacy loss of one of them."""
+    write_run(roots["cached"], "s0", "seqpate", seed=0, epsilon=3.0)
+    run = write_run(roots["cached"], "s1", "seqpate", seed=1, epsilon=3.0)
+    privacy = json.loads((run.path / "privacy.json").read_text())
+    (run.path / "privacy.json").write_text(json.dumps({**privacy, "epsilon": 3.4}))
+    row = tables.headline_table(loading.finished_frame()).iloc[0]
+    assert row["runs"] == 2 and row["ε"] == 3.4
+
+
+def test_a_shipped_run_whose_process_is_gone_lists_as_failed(roots):
+    """A shipped "running" run (a sweep killed while writing into cached_runs/) whose process has exited is listed
+    as failed, not running for good; the dashboard never writes the shipped folder to say so."""
+    import subprocess
+    import sys
+
+    run = write_run(roots["cached"], "stuck", "seqpate", state="running")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    status = json.loads((run.path / "status.json").read_text())
+    (run.path / "status.json").write_text(json.dumps({**status, "pid": dead.pid, "pid_started": None}))
+    frame = loading.runs_frame().set_index("run_id")
+    assert frame.loc["stuck", "state"] == "failed"
+    assert frame.loc["stuck", "error"].startswith("process exited without finishing")
+    assert json.loads((run.path / "status.json").read_text())["state"] == "running"  # the folder is left as it was

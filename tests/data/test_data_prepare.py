@@ -148,3 +148,19 @@ def test_load_prepared_on_a_file(tmp_path):
     # Editing the file invalidates the cache.
     path.write_text(path.read_text() + "one more sentence that is long enough to be kept here\n")
     assert len(load_prepared(cfg, 0).private) + len(load_prepared(cfg, 0).public) == 201
+
+
+def test_a_tiny_corpus_of_one_sentence_users_still_gets_a_public_side():
+    """Three users at a public share of 0.25: rounding alone would leave the public side empty (no base model)."""
+    public, private = split_users(corpus({f"u{i}": 1 for i in range(3)}), 0.25, 0)
+    assert len(public) == 1 and len(private) == 2
+
+
+def test_data_stats_flags_a_user_on_both_sides():
+    import dataclasses
+
+    p = prepare(corpus({f"u{i}": 10 for i in range(40)}),
+                DataConfig(private_train=None, private_valid=20, private_test=30, public_train=None, public_valid=10), 0)
+    assert data_stats(p)["disjoint_users"] is True
+    leaked = dataclasses.replace(p, public_train=p.public_train + (p.private_train[0],))
+    assert data_stats(leaked)["disjoint_users"] is False

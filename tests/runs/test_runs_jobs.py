@@ -374,3 +374,32 @@ def test_delete_only_finished_live_runs(roots: dict[str, Path]) -> None:
     run.set_status(state="failed", error="x")
     delete(run)
     assert not run.path.exists()
+
+
+def test_cancel_keeps_a_done_the_job_wrote_while_it_was_signalled(roots: dict[str, Path], monkeypatch) -> None:
+    """A job that finishes as the cancel's signal reaches it has written "done": the cancel must not record the
+    finished run as cancelled (its results would read as lost)."""
+    from core.runs import jobs
+
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True)
+    run = RunDir.create(roots["live"] / "r", {}, seed=0)
+    run.set_status(state="running", pid=proc.pid)
+
+    def finish_then_exit(pid, sig):
+        run.set_status(state="done")
+        proc.kill()
+        proc.wait()
+
+    monkeypatch.setattr(jobs, "_signal_job", finish_then_exit)
+    assert cancel(run, grace_seconds=1)["state"] == "done"
+    assert run.status()["state"] == "done"
+
+
+def test_delete_refuses_a_queued_run_whose_job_waits_for_a_slot(roots: dict[str, Path]) -> None:
+    """A queued run with a live job (waiting for a slot) is the job's folder: deleting it pulls the run from under
+    the job once the slot comes."""
+    run = RunDir.create(roots["live"] / "q", {}, seed=0)
+    run.set_status(pid=os.getpid())  # launched: its live job waits for a slot
+    with pytest.raises(RunError, match="while it is queued"):
+        delete(run)
+    assert run.path.exists()

@@ -215,3 +215,13 @@ def test_new_run_id_is_safe_and_unique() -> None:
     assert len(ids) > 40
     assert all(is_safe_run_id(i) for i in ids)
     assert not is_safe_run_id("../x") and not is_safe_run_id(".slots") and not is_safe_run_id("")
+
+
+def test_a_path_under_the_shipped_folder_is_read_only_whatever_roots_are_searched(tmp_path, monkeypatch):
+    """A shipped run named by its path stays a shipped run (read-only) even when the roots searched are the live
+    ones only: taken for a live run, `core audit --run-dir cached_runs/x` could rewrite it."""
+    cached = tmp_path / "cached"
+    monkeypatch.setenv("SEQPATE_CACHED_RUNS_DIR", str(cached))
+    run = RunDir.create(cached / "c1", {}, seed=0)
+    got = resolve_run(str(run.path), [tmp_path / "live"])
+    assert got.source == "cached" and got.read_only

@@ -14,6 +14,7 @@ from core.runs.report import (
     WITHIN_NOISE,
     build_report,
     claims,
+    default_teachers,
     load_rows,
     load_synth_rows,
     synth_claims,
@@ -412,3 +413,19 @@ def test_the_shipped_report_is_what_core_report_writes_from_the_shipped_runs(mon
     notes = Path("cached_runs/NOTES.md")
     shipped = Path("cached_runs/REPORT.md").read_text(encoding="utf-8")
     assert build_report(Path("cached_runs"), notes.read_text(encoding="utf-8"), notes) == shipped
+
+
+def test_the_trade_off_table_shows_the_accounted_epsilon_beside_the_target(tmp_path):
+    """A run that stopped short spends less than its target: REPORT.md's "spent" is privacy.json's epsilon (the
+    shipped runs spend their targets to rounding, so they cannot tell the two apart)."""
+    run = write_run(tmp_path, "seq", "seqpate", epsilon=3.0)
+    privacy = json.loads((run.path / "privacy.json").read_text())
+    (run.path / "privacy.json").write_text(json.dumps({**privacy, "epsilon": 2.5}))
+    assert "| seqpate | 3 (spent 2.50) |" in build_report(tmp_path)
+
+
+def test_tables_3_and_4_use_the_teacher_count_most_runs_have(tmp_path):
+    write_run(tmp_path, "m2-e3", "seqpate", epsilon=3.0, teachers=2)
+    write_run(tmp_path, "m2-e8", "seqpate", epsilon=8.0, teachers=2)
+    write_run(tmp_path, "m7-e3", "seqpate", epsilon=3.0, teachers=7)
+    assert default_teachers(load_rows(tmp_path)) == 2
