@@ -151,8 +151,9 @@ def seqpate_noise_box(cfg, eps: float, delta: float) -> list[str]:
         relative = (scale * math.sqrt(2) if laplace else noise["std"]) / sp.teachers if math.isfinite(eps) else 0.0
         if relative > 1:  # as the Calculator says: the teachers' average cannot stand out of this noise
             st.warning(f"Noise-dominated: the noise std on the teachers' average distribution is {relative:.4g}, "
-                       "where no candidate's average probability exceeds 1, so their answers will carry almost no "
-                       "signal. More teachers, a larger ε or a smaller Q lower it.", icon=":material/warning:")
+                       "while a probability is at most 1: each answer the student gets is mostly noise, so what it "
+                       "learns comes from the pseudo data, and its results barely move with ε. "
+                       "More teachers, a larger ε or a smaller Q lower it.", icon=":material/warning:")
         if sp.partition == "by-user":
             try:
                 split = privacy_math.by_user_partition(json.dumps(cfg.to_dict()["data"]), cfg.seed, sp.teachers)

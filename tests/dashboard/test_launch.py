@@ -460,6 +460,7 @@ def test_launch_warns_when_the_teachers_answers_will_be_noise_dominated(roots, a
     [warning] = [w.value for w in at.warning if w.value.startswith("Noise-dominated")]
     # σ / M to the digits its metric shows
     assert warning.startswith("Noise-dominated: the noise std on the teachers' average distribution is 6.904, ")
+    assert "so what it learns comes from the pseudo data, and its results barely move with ε" in warning  # why
     at.selectbox(key="launch_preset").set_value("quick").run()  # M 1,000: σ / M 0.098
     assert not [w for w in at.warning if w.value.startswith("Noise-dominated")] and not at.exception
 
