@@ -188,128 +188,149 @@ def adp_mechanism_line(privacy: dict[str, Any]) -> str:
 
 def _guarantee_lines(cfg, privacy: dict[str, Any], kind: str, has_test_nll: bool = True) -> list[str]:
     """## What is protected, and how strongly."""
-    method = cfg.method
-    eps = privacy.get("epsilon")
-    delta = privacy.get("delta")
-    accountant = privacy.get("accountant", "n/a")
-    lines: list[str] = []
-    lines += ["## What is protected, and how strongly", ""]
-    if method == "pri-gpt-blacklist":
-        lines += [
-            "**Protected unit: none (no formal guarantee).** The model is Pri-GPT, fine-tuned on the private "
-            "training data without noise; its completions have the private users' names (whole, in any case) and "
-            "blacklisted words (other names and places absent from public text, digit strings, month names found "
-            "in the private training set) replaced.",
-            "",
-            "What the blacklist does NOT give (SeqPATE App. P):",
-            "- it only covers the listed types of item (names, places, digit strings, dates);",
-            "- even for those types it only removes the items that were found: the list is finite, and a name "
-            "spelled differently or split over tokens passes through, as does any other item not capitalised;",
-            "- the model itself still memorises the private data: anyone with the weights, or with access to "
-            "its probabilities (as the canary exposure below measures), gets around the filter;",
-            "- its strength cannot be measured: there is no epsilon. The epsilon recorded (infinite) says so.",
-        ]
-    elif kind == KIND_PUBLIC or method in PUBLIC_METHODS:
-        # a checkout's own training is beyond what the run can know (base_model_lines says so)
-        tiny = cfg.model.source == "tiny"
-        lines += [
-            f"**Protected unit: none needed.** {'This model' if tiny else 'This run'} never trained "
-            f"{'' if tiny else 'the model '}on private data (public text and pseudo data completed from public "
-            f"prefixes only{'' if tiny else '; what the checkout it starts from was trained on is below'}), so "
-            f"{'' if tiny else 'with the checkout taken as public, '}nothing about any private user is released "
-            "through it: epsilon = 0 by convention (paper footnote 8).",
-            "",
-            "Private test sentences are still used to evaluate it (perplexity, completions), and the evaluation "
-            "files quote them.",
-        ]
-    elif kind == KIND_NOT_PRIVATE:
-        lines += [
-            "**Not private.** The model was trained on the private data without noise (epsilon infinite): "
-            "nothing bounds what it reveals about any sentence, user or phrase. Expect memorisation: the name "
-            "leak rate and canary exposure below show how much.",
-        ]
-    else:
-        unit = privacy.get("unit", "sample")
-        change, relation = neighbours(kind, str(privacy.get("mechanism", "gaussian")))
-        # noise chosen from the private data (ADP, a phrase-avg target): the bound below is a heuristic (see below)
-        heuristic = heuristic_reason(method, cfg.privacy.target, cfg.privacy.epsilon) is not None
-        # said where the bound is stated: a reader who stops at the first line must not take it as proven
-        shared = shared_noise_streams(cfg.method, privacy, cfg.seed, cfg.seqpate.teachers)
-        lines += [
-            f"**Protected unit: one {unit if unit != 'sample' else 'sentence (sample)'}"
-            + (", as a heuristic, not a DP guarantee.** Its noise level was chosen from the private data (see "
-               "below), so the bound that follows holds only as far as that choice is public: "
-               if heuristic else f", as a measurement, not a proven bound.** {SHARED_HEADLINE}" if shared
-               else ".** ")
-            + f"(epsilon, delta) = ({_num(eps, 4)}, {_num(delta)}): for any one private training sentence, "
-            f"{change} changes the probability of anything this run released by at most a factor "
-            f"e^epsilon = {_num(math.exp(eps) if isinstance(eps, (int, float)) and eps < 700 else math.inf)}, "
-            "plus an added probability delta.",
-            f"- Accountant: {accountant}. The epsilon is recomputed from the recorded mechanism events "
-            "(privacy.json), not typed in.",
-            f"- Neighbouring data sets: {relation}",
-            "- Which data set: the private training set as prepared (core.data.prepare: the private users' "
-            "sentences shuffled with the run's seed and cut to size). That selection is made without privacy, so "
-            "the guarantee is about the prepared set: a sentence put into or taken out of the raw corpus can "
-            "change which other sentences were selected.",
-            SEEDED_NOISE,
-            *shared_stream_lines(cfg.method, kind, privacy, cfg.seed, cfg.seqpate.teachers),
-            timing_channel(kind),
-        ]
-        if kind == KIND_SEQPATE:
-            lines += [
-                f"- Mechanism: {privacy.get('mechanism', 'gaussian')} noise with scale "
-                f"{_num(privacy.get('noise_scale'), 5)} on the sum of the {privacy.get('teachers', cfg.seqpate.teachers)} teachers' "
-                "next-token distributions over the student's candidates (their votes in the voting ablation), "
-                "fixed before the "
-                f"first query for a budget of {privacy.get('query_budget')} queries; "
-                f"{privacy.get('queries_spent')} answers were released. One sentence sits in one teacher's data, "
-                "so it moves one teacher's distribution: sensitivity "
-                + ("2 in L1" if privacy.get("mechanism") == "laplace" else "sqrt(2)") + " per answer.",
-            ]
-        elif kind == KIND_DPSGD and method == "adp":
-            lines += [adp_mechanism_line(privacy)]
-        elif kind == KIND_DPSGD:
-            lines += [
-                f"- Mechanism: DP-SGD with Poisson sampling (rate {_num(privacy.get('sampling_rate'), 4)}), "
-                f"per-sentence gradient clipping{_clip_norm(privacy)} and Gaussian noise (multiplier "
-                f"{_num(privacy.get('noise_multiplier'), 4)}) over {privacy.get('steps')} steps.",
-            ]
-        elif kind == KIND_USER_BATCHES:
-            releases = sum(e.get("count") for e in privacy.get("events") or []
-                           if isinstance(e, dict) and isinstance(e.get("count"), int))
-            steps = f" ({privacy['steps']} steps)" if isinstance(privacy.get("steps"), int) else ""
-            lines += [
-                "- Mechanism: DP-SGD with fixed batches that keep each user's sentences together (\"batching "
-                f"users\", App. M), per-sentence gradient clipping{_clip_norm(privacy)} and Gaussian noise "
-                f"(multiplier {_num(privacy.get('noise_multiplier'), 4)}) on each batch's summed gradient{steps}. "
-                "A sentence sits in one batch per epoch, so it is in one Gaussian release per epoch"
-                + (f" ({releases} here)" if releases else "") + ", composed exactly; no subsampling amplification.",
-            ]
-        lines.append(evaluation_outside(has_test_nll))
-        if method == "adp":
-            lines += ["", "**ADP caveat.** " + str(privacy.get("statement", "")).strip(),
-                      f"- The ADP paper's own accounting would claim epsilon "
-                      f"{_num(privacy.get('epsilon_claimed'), 4)}; that number is not a guarantee.",
-                      "- metrics.json (the rho and gamma summaries), the base sigma and the range of per-step noise "
-                      "multipliers (the run's log, and privacy.json since 2026-11-27) are statistics of the private "
-                      "sentences' perplexities, released outside any epsilon. With them the run's files carry no "
-                      "DP guarantee at any epsilon: rho is normalised between the lowest and highest perplexity of "
-                      "the private set, so adding or removing one sentence at either end can move every rho, and with "
-                      "them the base sigma, many-fold."]
-        if heuristic and cfg.privacy.target == "phrase-avg":
-            lines += [
-                "",
-                "**Calibrated for the average phrase epsilon: a heuristic, not a DP guarantee** (privacy.target = "
-                "phrase-avg). The noise was chosen so that the AVERAGE epsilon over the users' name phrases hits "
-                "the target, as in the paper's Table 2. That choice reads private statistics (how many teachers "
-                "or sentences hold each name), and the noise level it picks is released (privacy.json, "
-                "progress.jsonl): two data sets that differ in one sentence can get different noise. Every "
-                "epsilon in this statement is computed as if that noise level had been fixed in advance, so it "
-                "holds only where those counts are public; otherwise no accountant covers the choice. For a "
-                "guarantee, use a run calibrated for the sample (privacy.target = sample).",
-            ]
+    lines = ["## What is protected, and how strongly", ""]
+    if cfg.method == "pri-gpt-blacklist":
+        return lines + BLACKLIST_LINES
+    if kind == KIND_PUBLIC or cfg.method in PUBLIC_METHODS:
+        return lines + _public_lines(tiny=cfg.model.source == "tiny")
+    if kind == KIND_NOT_PRIVATE:
+        return lines + NOT_PRIVATE_LINES
+    heuristic = heuristic_reason(cfg.method, cfg.privacy.target, cfg.privacy.epsilon) is not None
+    lines += _bound_lines(cfg, privacy, kind, heuristic)
+    lines += _mechanism_lines(cfg, privacy, kind)
+    lines.append(evaluation_outside(has_test_nll))
+    if cfg.method == "adp":
+        lines += _adp_caveat_lines(privacy)
+    if heuristic and cfg.privacy.target == "phrase-avg":
+        lines += PHRASE_AVG_LINES
     return lines
+
+
+BLACKLIST_LINES = [
+    "**Protected unit: none (no formal guarantee).** The model is Pri-GPT, fine-tuned on the private "
+    "training data without noise; its completions have the private users' names (whole, in any case) and "
+    "blacklisted words (other names and places absent from public text, digit strings, month names found "
+    "in the private training set) replaced.",
+    "",
+    "What the blacklist does NOT give (SeqPATE App. P):",
+    "- it only covers the listed types of item (names, places, digit strings, dates);",
+    "- even for those types it only removes the items that were found: the list is finite, and a name "
+    "spelled differently or split over tokens passes through, as does any other item not capitalised;",
+    "- the model itself still memorises the private data: anyone with the weights, or with access to "
+    "its probabilities (as the canary exposure below measures), gets around the filter;",
+    "- its strength cannot be measured: there is no epsilon. The epsilon recorded (infinite) says so.",
+]
+
+NOT_PRIVATE_LINES = [
+    "**Not private.** The model was trained on the private data without noise (epsilon infinite): "
+    "nothing bounds what it reveals about any sentence, user or phrase. Expect memorisation: the name "
+    "leak rate and canary exposure below show how much.",
+]
+
+PHRASE_AVG_LINES = [
+    "",
+    "**Calibrated for the average phrase epsilon: a heuristic, not a DP guarantee** (privacy.target = "
+    "phrase-avg). The noise was chosen so that the AVERAGE epsilon over the users' name phrases hits "
+    "the target, as in the paper's Table 2. That choice reads private statistics (how many teachers "
+    "or sentences hold each name), and the noise level it picks is released (privacy.json, "
+    "progress.jsonl): two data sets that differ in one sentence can get different noise. Every "
+    "epsilon in this statement is computed as if that noise level had been fixed in advance, so it "
+    "holds only where those counts are public; otherwise no accountant covers the choice. For a "
+    "guarantee, use a run calibrated for the sample (privacy.target = sample).",
+]
+
+
+def _public_lines(tiny: bool) -> list[str]:
+    """A run on public data only; a checkout's own training is beyond what the run can know (base_model_lines)."""
+    return [
+        f"**Protected unit: none needed.** {'This model' if tiny else 'This run'} never trained "
+        f"{'' if tiny else 'the model '}on private data (public text and pseudo data completed from public "
+        f"prefixes only{'' if tiny else '; what the checkout it starts from was trained on is below'}), so "
+        f"{'' if tiny else 'with the checkout taken as public, '}nothing about any private user is released "
+        "through it: epsilon = 0 by convention (paper footnote 8).",
+        "",
+        "Private test sentences are still used to evaluate it (perplexity, completions), and the evaluation "
+        "files quote them.",
+    ]
+
+
+def _bound_lines(cfg, privacy: dict[str, Any], kind: str, heuristic: bool) -> list[str]:
+    """The (epsilon, delta) bound, the unit it protects and what it is about. A heuristic noise level (chosen from
+    the private data: ADP, a phrase-avg target) or noise replaying another stream's numbers is said in its first
+    line: a reader who stops there must not take it as proven."""
+    eps, delta = privacy.get("epsilon"), privacy.get("delta")
+    unit = privacy.get("unit", "sample")
+    change, relation = neighbours(kind, str(privacy.get("mechanism", "gaussian")))
+    shared = shared_noise_streams(cfg.method, privacy, cfg.seed, cfg.seqpate.teachers)
+    return [
+        f"**Protected unit: one {unit if unit != 'sample' else 'sentence (sample)'}"
+        + (", as a heuristic, not a DP guarantee.** Its noise level was chosen from the private data (see "
+           "below), so the bound that follows holds only as far as that choice is public: "
+           if heuristic else f", as a measurement, not a proven bound.** {SHARED_HEADLINE}" if shared
+           else ".** ")
+        + f"(epsilon, delta) = ({_num(eps, 4)}, {_num(delta)}): for any one private training sentence, "
+        f"{change} changes the probability of anything this run released by at most a factor "
+        f"e^epsilon = {_num(math.exp(eps) if isinstance(eps, (int, float)) and eps < 700 else math.inf)}, "
+        "plus an added probability delta.",
+        f"- Accountant: {privacy.get('accountant', 'n/a')}. The epsilon is recomputed from the recorded mechanism "
+        "events (privacy.json), not typed in.",
+        f"- Neighbouring data sets: {relation}",
+        "- Which data set: the private training set as prepared (core.data.prepare: the private users' "
+        "sentences shuffled with the run's seed and cut to size). That selection is made without privacy, so "
+        "the guarantee is about the prepared set: a sentence put into or taken out of the raw corpus can "
+        "change which other sentences were selected.",
+        SEEDED_NOISE,
+        *shared_stream_lines(cfg.method, kind, privacy, cfg.seed, cfg.seqpate.teachers),
+        timing_channel(kind),
+    ]
+
+
+def _mechanism_lines(cfg, privacy: dict[str, Any], kind: str) -> list[str]:
+    """"- Mechanism: ..." of a SeqPATE, DP-SGD, ADP or batching-users run (none for another kind)."""
+    if kind == KIND_SEQPATE:
+        return [
+            f"- Mechanism: {privacy.get('mechanism', 'gaussian')} noise with scale "
+            f"{_num(privacy.get('noise_scale'), 5)} on the sum of the {privacy.get('teachers', cfg.seqpate.teachers)} teachers' "
+            "next-token distributions over the student's candidates (their votes in the voting ablation), "
+            "fixed before the "
+            f"first query for a budget of {privacy.get('query_budget')} queries; "
+            f"{privacy.get('queries_spent')} answers were released. One sentence sits in one teacher's data, "
+            "so it moves one teacher's distribution: sensitivity "
+            + ("2 in L1" if privacy.get("mechanism") == "laplace" else "sqrt(2)") + " per answer.",
+        ]
+    if kind == KIND_DPSGD and cfg.method == "adp":
+        return [adp_mechanism_line(privacy)]
+    if kind == KIND_DPSGD:
+        return [
+            f"- Mechanism: DP-SGD with Poisson sampling (rate {_num(privacy.get('sampling_rate'), 4)}), "
+            f"per-sentence gradient clipping{_clip_norm(privacy)} and Gaussian noise (multiplier "
+            f"{_num(privacy.get('noise_multiplier'), 4)}) over {privacy.get('steps')} steps.",
+        ]
+    if kind == KIND_USER_BATCHES:
+        releases = sum(e.get("count") for e in privacy.get("events") or []
+                       if isinstance(e, dict) and isinstance(e.get("count"), int))
+        steps = f" ({privacy['steps']} steps)" if isinstance(privacy.get("steps"), int) else ""
+        return [
+            "- Mechanism: DP-SGD with fixed batches that keep each user's sentences together (\"batching "
+            f"users\", App. M), per-sentence gradient clipping{_clip_norm(privacy)} and Gaussian noise "
+            f"(multiplier {_num(privacy.get('noise_multiplier'), 4)}) on each batch's summed gradient{steps}. "
+            "A sentence sits in one batch per epoch, so it is in one Gaussian release per epoch"
+            + (f" ({releases} here)" if releases else "") + ", composed exactly; no subsampling amplification.",
+        ]
+    return []
+
+
+def _adp_caveat_lines(privacy: dict[str, Any]) -> list[str]:
+    """ADP's own caveat (privacy.json's statement) and what its released statistics of private data mean."""
+    return ["", "**ADP caveat.** " + str(privacy.get("statement", "")).strip(),
+            f"- The ADP paper's own accounting would claim epsilon "
+            f"{_num(privacy.get('epsilon_claimed'), 4)}; that number is not a guarantee.",
+            "- metrics.json (the rho and gamma summaries), the base sigma and the range of per-step noise "
+            "multipliers (the run's log, and privacy.json since 2026-11-27) are statistics of the private "
+            "sentences' perplexities, released outside any epsilon. With them the run's files carry no "
+            "DP guarantee at any epsilon: rho is normalised between the lowest and highest perplexity of "
+            "the private set, so adding or removing one sentence at either end can move every rho, and with "
+            "them the base sigma, many-fold."]
 
 
 def _clip_norm(privacy: dict[str, Any]) -> str:
