@@ -463,71 +463,86 @@ def synth_statement(synth: dict[str, Any], privacy: dict[str, Any], metrics: dic
 
     synth: the run's resolved SynthConfig as a dict (config.json's "synth"); base_model: its base config's
     model.source."""
-    eps, delta = privacy.get("epsilon"), privacy.get("delta")
-    data = metrics.get("data") or {}
-    generator = synth.get("generator", "?")
+    eps = privacy.get("epsilon")
+    private = isinstance(eps, (int, float)) and math.isfinite(eps)
     chosen_here = synth.get("corpus", "chitchat") == "chitchat"  # the shipped corpus, whose settings were tuned on it
+    lines = [f"# Privacy statement: {run_id or 'run'} (synth-{synth.get('generator', '?')})", "",
+             "## What is protected, and how strongly", ""]
+    lines += _synth_bound_lines(synth, privacy, metrics, chosen_here) if private else SYNTH_NOT_PRIVATE_LINES
+    lines += base_model_lines(base_model)
+    lines += _synth_outside_lines(private, chosen_here)
+    return "\n".join(lines)
+
+
+SYNTH_NOT_PRIVATE_LINES = [
+    "**Not private.** The conditional model was fine-tuned on the private labelled training set without "
+    "noise (epsilon infinite): nothing bounds what it, or the synthetic text sampled from it, reveals "
+    "about any training sentence. The n-gram ratios in metrics.json show how much of the training text "
+    "the samples repeat.",
+]
+
+
+def _synth_bound_lines(synth: dict[str, Any], privacy: dict[str, Any], metrics: dict[str, Any],
+                       chosen_here: bool) -> list[str]:
+    """The (epsilon, delta) bound of a private synthetic-data run, its DP-Adam mechanism and the data set it is
+    about (drawn, balanced and split without privacy)."""
+    eps, delta = privacy.get("epsilon"), privacy.get("delta")
+    generator = synth.get("generator", "?")
+    data = metrics.get("data") or {}
     counts = [data.get(key) if isinstance(data.get(key), dict) else {} for key in ("train_per_label", "test_per_label")]
     labels = data.get("labels") if isinstance(data.get("labels"), list) else []
     per_label = [sum(c.get(label) if isinstance(c.get(label), int) else 0 for c in counts)
                  for label in labels if isinstance(label, str)]
     balanced_count = per_label[0] if per_label and len(set(per_label)) == 1 else None  # what balancing kept
-    lines = [f"# Privacy statement: {run_id or 'run'} (synth-{generator})", "", "## What is protected, and how strongly", ""]
-    if not (isinstance(eps, (int, float)) and math.isfinite(eps)):
-        lines += [
-            "**Not private.** The conditional model was fine-tuned on the private labelled training set without "
-            "noise (epsilon infinite): nothing bounds what it, or the synthetic text sampled from it, reveals "
-            "about any training sentence. The n-gram ratios in metrics.json show how much of the training text "
-            "the samples repeat.",
-        ]
-    else:
-        stages = privacy.get("steps_by_stage") or {}
-        head_steps = stages.get("discriminator_head", 0)
-        lines += [
-            "**Protected unit: one labelled training sentence (its text and label)"
-            + (f", as a measurement, not a proven bound.** {SHARED_HEADLINE}"
-               if shared_noise_streams(f"synth-{generator}", privacy, int(synth.get("seed", 0))) else ".** ")
-            + "(epsilon, delta) = "
-            f"({_num(eps, 4)}, {_num(delta)}): adding or removing any one sentence of the training set changes the "
-            "probability of the fine-tuned model, and so of every sample generated from it (samples.jsonl, "
-            f"completions.jsonl), by at most a factor e^epsilon = {_num(math.exp(eps) if eps < 700 else math.inf)}, "
-            "plus an added probability delta.",
-            f"- Accountant: {privacy.get('accountant', 'n/a')}. The epsilon is recomputed from the recorded "
-            "mechanism events (privacy.json), not typed in.",
-            f"- delta = 1/|train| = 1/{data.get('train', '?')}, the paper's setting, is a weak delta: a mechanism "
-            "that publishes one random training sentence outright meets it. The usual advice is well below 1/n.",
-            f"- Mechanism: DP-Adam with Poisson sampling (rate {_num(privacy.get('sampling_rate'), 4)}), each "
-            f"sentence's gradient clipped to {_num(privacy.get('max_grad_norm'))}, Gaussian noise with multiplier "
-            f"{_num(privacy.get('noise_multiplier'), 4)}, over {stages.get('lm', privacy.get('steps'))} fine-tuning "
-            "steps"
-            + (f" and {head_steps} steps training the discriminator head on the fine-tuned model's features"
-               if head_steps else "")
-            + "."
-            + (f" Each fine-tuning step releases {privacy.get('releases_per_step')} gradients of its batch (language "
-               "model and discriminator, each clipped on its own, the paper's Algorithm 1), each with noise of "
-               f"standard deviation {_num(privacy.get('release_noise_multiplier'), 4)} times the clipping norm, "
-               "accounted together as one release." if (privacy.get("releases_per_step") or 1) > 1 else ""),
-            "- Neighbouring data sets: the training set with one sentence added or removed (Poisson sampling: each "
-            "sentence joins each step's batch independently). The number of training sentences, which sets the "
-            "sampling rate, the step count and delta, is treated as public.",
-            "- Which data set: the training set is drawn from the labelled corpus without privacy: every label "
-            "downsampled to the same count (the rarest label's count"
-            + (f", at most {synth['per_label']}" if synth.get("per_label") else "")
-            + (f"; here {balanced_count}" if balanced_count else "")
-            + f"), then a seeded {round(100 * (1 - float(synth.get('test_fraction', 0.2))))}/"
-            f"{round(100 * float(synth.get('test_fraction', 0.2)))} train/test split. Adding or removing one utterance "
-            "of the corpus can move other utterances in or out of the training set, so the guarantee is about the "
-            "training set as drawn. The label names (they head every sample in samples.jsonl), the rarest label's "
-            "count and the per-label counts come from the private data without noise and are treated as public.",
-            "- One sentence is the unit, not one person: a user who wrote k training sentences is protected only as "
-            "a group of k (group privacy), at an epsilon that grows quickly with k"
-            + ("; in the chitchat corpus a user writes many utterances." if chosen_here else "."),
-            SEEDED_NOISE,
-            *shared_stream_lines(f"synth-{generator}", KIND_SYNTH, privacy, int(synth.get("seed", 0))),
-        ]
-    lines += base_model_lines(base_model)
-    private = isinstance(eps, (int, float)) and math.isfinite(eps)
-    lines += [
+    stages = privacy.get("steps_by_stage") or {}
+    head_steps = stages.get("discriminator_head", 0)
+    return [
+        "**Protected unit: one labelled training sentence (its text and label)"
+        + (f", as a measurement, not a proven bound.** {SHARED_HEADLINE}"
+           if shared_noise_streams(f"synth-{generator}", privacy, int(synth.get("seed", 0))) else ".** ")
+        + "(epsilon, delta) = "
+        f"({_num(eps, 4)}, {_num(delta)}): adding or removing any one sentence of the training set changes the "
+        "probability of the fine-tuned model, and so of every sample generated from it (samples.jsonl, "
+        f"completions.jsonl), by at most a factor e^epsilon = {_num(math.exp(eps) if eps < 700 else math.inf)}, "
+        "plus an added probability delta.",
+        f"- Accountant: {privacy.get('accountant', 'n/a')}. The epsilon is recomputed from the recorded "
+        "mechanism events (privacy.json), not typed in.",
+        f"- delta = 1/|train| = 1/{data.get('train', '?')}, the paper's setting, is a weak delta: a mechanism "
+        "that publishes one random training sentence outright meets it. The usual advice is well below 1/n.",
+        f"- Mechanism: DP-Adam with Poisson sampling (rate {_num(privacy.get('sampling_rate'), 4)}), each "
+        f"sentence's gradient clipped to {_num(privacy.get('max_grad_norm'))}, Gaussian noise with multiplier "
+        f"{_num(privacy.get('noise_multiplier'), 4)}, over {stages.get('lm', privacy.get('steps'))} fine-tuning "
+        "steps"
+        + (f" and {head_steps} steps training the discriminator head on the fine-tuned model's features"
+           if head_steps else "")
+        + "."
+        + (f" Each fine-tuning step releases {privacy.get('releases_per_step')} gradients of its batch (language "
+           "model and discriminator, each clipped on its own, the paper's Algorithm 1), each with noise of "
+           f"standard deviation {_num(privacy.get('release_noise_multiplier'), 4)} times the clipping norm, "
+           "accounted together as one release." if (privacy.get("releases_per_step") or 1) > 1 else ""),
+        "- Neighbouring data sets: the training set with one sentence added or removed (Poisson sampling: each "
+        "sentence joins each step's batch independently). The number of training sentences, which sets the "
+        "sampling rate, the step count and delta, is treated as public.",
+        "- Which data set: the training set is drawn from the labelled corpus without privacy: every label "
+        "downsampled to the same count (the rarest label's count"
+        + (f", at most {synth['per_label']}" if synth.get("per_label") else "")
+        + (f"; here {balanced_count}" if balanced_count else "")
+        + f"), then a seeded {round(100 * (1 - float(synth.get('test_fraction', 0.2))))}/"
+        f"{round(100 * float(synth.get('test_fraction', 0.2)))} train/test split. Adding or removing one utterance "
+        "of the corpus can move other utterances in or out of the training set, so the guarantee is about the "
+        "training set as drawn. The label names (they head every sample in samples.jsonl), the rarest label's "
+        "count and the per-label counts come from the private data without noise and are treated as public.",
+        "- One sentence is the unit, not one person: a user who wrote k training sentences is protected only as "
+        "a group of k (group privacy), at an epsilon that grows quickly with k"
+        + ("; in the chitchat corpus a user writes many utterances." if chosen_here else "."),
+        SEEDED_NOISE,
+        *shared_stream_lines(f"synth-{generator}", KIND_SYNTH, privacy, int(synth.get("seed", 0))),
+    ]
+
+
+def _synth_outside_lines(private: bool, chosen_here: bool) -> list[str]:
+    """What a synthetic-data run computes from the private data without noise, outside its epsilon."""
+    return [
         "",
         "## Released outside the epsilon" if private else "## Other outputs computed from the private data",
         "",
@@ -558,4 +573,3 @@ def synth_statement(synth: dict[str, Any], privacy: dict[str, Any], metrics: dic
            "(Randomness, above)." if private else "."),
         "",
     ]
-    return "\n".join(lines)
