@@ -157,6 +157,8 @@ def base_digest(base_model: dict[str, Any]) -> str | None:
 
 
 def _build_record(path: Path, source: str) -> dict[str, Any]:
+    """One run as the pages read it (RECORD_COLUMNS): where it is, its ε, its scores, its SeqPATE settings and
+    its times, from its config, status, privacy and metrics files (each read once; a damaged one counts as empty)."""
     run = RunDir(path, source=source)
     stored = safe_read(run.config, {})
     cfg = as_dict(stored.get("config"))
@@ -166,37 +168,46 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
     # SeqPATE's settings only for SeqPATE runs: every config carries its preset's, and the "all runs" CSV listed
     # Pub-GPT's 1,000 teachers and NoisySGD's query budget as if they had used them
     sp = as_dict(cfg.get("seqpate")) if cfg.get("method") == "seqpate" else {}
-    pv = as_dict(cfg.get("privacy"))
-    requested = as_float(pv.get("epsilon"))
-    accounted = as_float(privacy.get("epsilon"))
-    fixed = fixed_epsilon(as_str(cfg.get("method")))
     # as `core runs list` gives them: a damaged record makes a finished run failed, an unreadable status.json is
     # named as the error (the page said "Failed at stage ?: no error recorded")
     info = registry.run_info(run)
-    state, error = info.state, info.error
-    # every ε shown comes from the run's recorded events (privacy.json); the one asked for stands in only while the
-    # run has not written them yet: a finished run without them has no guarantee to show
-    asked = requested if state in ACTIVE_STATES else None
-    epsilon = accounted if accounted is not None else fixed if fixed is not None else asked
-    elapsed, remaining = timing(status)
-    timings = as_dict(metrics.get("timings"))
-    base_model = as_dict(metrics.get("base_model"))
-    varied = variant_settings(cfg)
-    variant = variant_label(varied)
-    label = ablation_label(as_str(sp.get("ablation")) or "none", metrics) if sp else None
+    seed = as_int(cfg.get("seed", stored.get("seed")))
     return {
         "run_id": run.run_id,
         "source": source,
-        "state": state,
+        "state": info.state,
         "stage": info.stage,
         "progress": as_float(status.get("progress")) or 0.0,
-        "error": error,
+        "error": info.error,
         "method": as_str(cfg.get("method")),
         "preset": as_str(cfg.get("preset")),
         # runs on two corpora completed different test sentences: the pages compare within one setup
         "setup": setup_label(cfg),
-        "seed": as_int(cfg.get("seed", stored.get("seed"))),
-        # before privacy.json exists: the epsilon the run is calibrated for, or the one no setting changes
+        "seed": seed,
+        **_privacy_fields(cfg, privacy, info.state, seed, sp),
+        **_metric_fields(metrics),
+        **_seqpate_fields(cfg, sp, privacy, metrics),
+        "has_phrases": (path / store.PHRASES).is_file(),
+        "has_completions": (path / store.COMPLETIONS).is_file(),
+        "config_hash": as_str(stored.get("config_hash")),
+        # copies of one run: equal where the configs differ only in fields the method never reads
+        "effective_hash": effective_hash(cfg) if cfg else as_str(stored.get("config_hash")),
+        **_time_fields(status, stored, metrics),
+    }
+
+
+def _privacy_fields(cfg: dict[str, Any], privacy: dict[str, Any], state: str, seed: int | None,
+                    sp: dict[str, Any]) -> dict[str, Any]:
+    """ε and δ as the pages show them: every ε comes from the run's recorded events (privacy.json); the one asked
+    for stands in only while the run has not written them yet (a finished run without them has no guarantee to
+    show), and a method whose ε no setting changes (the references) shows that one."""
+    pv = as_dict(cfg.get("privacy"))
+    requested = as_float(pv.get("epsilon"))
+    accounted = as_float(privacy.get("epsilon"))
+    fixed = fixed_epsilon(as_str(cfg.get("method")))
+    asked = requested if state in ACTIVE_STATES else None
+    epsilon = accounted if accounted is not None else fixed if fixed is not None else asked
+    return {
         "epsilon": epsilon,
         "epsilon_target": requested if fixed is None else None,  # a fixed-ε method ignores its config's ε
         # phrase-avg: calibrated on name phrases (a fixed-ε method calibrates nothing)
@@ -206,18 +217,29 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
         "unit": as_str(privacy.get("unit")),
         "has_privacy": bool(privacy),
         # made before its noise had a stream of its own, and shared one: its ε is a measurement, not a proven bound
-        "shared_streams": shared_noise_streams(as_str(cfg.get("method")) or "", privacy,
-                                               as_int(cfg.get("seed", stored.get("seed"))) or 0,
+        "shared_streams": shared_noise_streams(as_str(cfg.get("method")) or "", privacy, seed or 0,
                                                as_int(sp.get("teachers")) or 0),
-        "ppl": as_float(metrics.get("ppl")),
-        "bleu1": as_float(metrics.get("bleu1")),
-        "bleu2": as_float(metrics.get("bleu2")),
-        "bleu3": as_float(metrics.get("bleu3")),
-        "bleu4": as_float(metrics.get("bleu4")),
-        "r_name": as_float(metrics.get("r_name")),
-        # how much the leak rate can show: the private names it looks for, the test references holding one
-        "r_name_names": as_float(as_dict(metrics.get("r_name_counts")).get("names")),
-        "r_name_references": as_float(as_dict(metrics.get("r_name_counts")).get("references_with_name")),
+    }
+
+
+def _metric_fields(metrics: dict[str, Any]) -> dict[str, Any]:
+    """Perplexity, BLEU-1..4 and the name leak rate, with how much the leak rate can show."""
+    counts = as_dict(metrics.get("r_name_counts"))
+    return {
+        **{key: as_float(metrics.get(key)) for key in ("ppl", "bleu1", "bleu2", "bleu3", "bleu4", "r_name")},
+        # the private names it looks for, the test references holding one
+        "r_name_names": as_float(counts.get("names")),
+        "r_name_references": as_float(counts.get("references_with_name")),
+    }
+
+
+def _seqpate_fields(cfg: dict[str, Any], sp: dict[str, Any], privacy: dict[str, Any],
+                    metrics: dict[str, Any]) -> dict[str, Any]:
+    """SeqPATE's settings (None for another method) and the setting a run varies from its preset's defaults."""
+    varied = variant_settings(cfg)
+    variant = variant_label(varied)
+    label = ablation_label(as_str(sp.get("ablation")) or "none", metrics) if sp else None
+    return {
         "teachers": as_int(sp.get("teachers")),
         "filter": as_str(sp.get("filter")),
         "partition": as_str(sp.get("partition")),
@@ -231,11 +253,16 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
         "query_budget": as_int(privacy.get("query_budget", sp.get("query_budget"))),
         "queries_spent": as_int(privacy.get("queries_spent")),
         "teachers_per_user": as_dict(privacy.get("teachers_per_user")) or None,
-        "has_phrases": (path / store.PHRASES).is_file(),
-        "has_completions": (path / store.COMPLETIONS).is_file(),
-        "config_hash": as_str(stored.get("config_hash")),
-        # copies of one run: equal where the configs differ only in fields the method never reads
-        "effective_hash": effective_hash(cfg) if cfg else as_str(stored.get("config_hash")),
+    }
+
+
+def _time_fields(status: dict[str, Any], stored: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any]:
+    """When the run was made, started and finished, how long it took and has left, where it computed, and the base
+    model it stood on."""
+    elapsed, remaining = timing(status)
+    timings = as_dict(metrics.get("timings"))
+    base_model = as_dict(metrics.get("base_model"))
+    return {
         "created": as_str(status.get("created")) or as_str(stored.get("created")),
         "started": as_str(status.get("started")),
         "finished": as_str(status.get("finished")),
@@ -244,7 +271,7 @@ def _build_record(path: Path, source: str) -> dict[str, Any]:
         "total_s": as_float(timings.get("total_s")),
         # where it computes (SEQPATE_DEVICE), known once it started; runs from before the GPU path all ran on the CPU
         "device": as_str(status.get("device")) or as_str(metrics.get("device")) or ("cpu" if metrics else None),
-        # runs since 2026-11-25; a checkout's tokenizer with it (same weights, another tokenizer: another base)
+        # a checkout's tokenizer with its weights (same weights, another tokenizer: another base)
         "base_weights": base_digest(base_model),
         "base_cached": base_model.get("cached"),  # False: the run trained its base model
         "base_model_s": as_float(timings.get("base_model_s")),  # its training or loading, within total_s

@@ -496,3 +496,11 @@ def test_a_shipped_run_whose_process_is_gone_lists_as_failed(roots):
     assert frame.loc["stuck", "state"] == "failed"
     assert frame.loc["stuck", "error"].startswith("process exited without finishing")
     assert json.loads((run.path / "status.json").read_text())["state"] == "running"  # the folder is left as it was
+
+
+def test_an_empty_runs_frame_has_the_columns_of_a_full_one(roots):
+    """RECORD_COLUMNS (the columns of the frame when no run exists) lists what a run's record holds, in order: a
+    page that reads a column of an empty frame must not fail where it works with runs."""
+    assert list(loading.runs_frame().columns) == list(loading.RECORD_COLUMNS)
+    write_run(roots["cached"], "one", "seqpate")
+    assert list(loading.runs_frame().columns) == list(loading.RECORD_COLUMNS)
