@@ -2,7 +2,8 @@
 the privacy statement cards, and which runs stand for which when a run made here shares a shipped run's settings.
 
 Pure functions of the frames, but for the toggle that puts the runs made here in place of their shipped copies
-(made_here_in_place, made_here_or_shipped), which keeps its choice in the session like the other shared pickers.
+(made_here_in_place, show_made_here_in_place, made_here_or_shipped), which keeps its choice in the session like the
+other shared pickers.
 """
 
 from __future__ import annotations
