@@ -328,10 +328,17 @@ def made_here_in_place() -> bool:
     return bool(st.session_state.get(_LAST_MADE_HERE))
 
 
+# the keys of MADE_HERE_TOGGLE on the pages that show it (made_here_or_shipped)
+MADE_HERE_KEYS = ("overview_made_here", "pu_made_here", "synth_made_here", "export_made_here")
+
+
 def show_made_here_in_place() -> None:
     """Switch MADE_HERE_TOGGLE on for the pages to come (Launch does, for a run just launched at a shipped run's
-    settings: an instructor's run, launched in class, was hidden behind the shipped one on every results page)."""
+    settings: an instructor's run, launched in class, was hidden behind the shipped one on every results page). The
+    toggle's value in the link the session opened with is spent: met later, it would switch it back off."""
     st.session_state[_LAST_MADE_HERE] = True
+    for key in MADE_HERE_KEYS:
+        opened_link_value(key)
 
 
 def shown_pool(pool: pd.DataFrame, in_place: bool) -> pd.DataFrame:

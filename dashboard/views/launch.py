@@ -289,14 +289,16 @@ if st.button(label, type="primary", disabled=bool(errors) or not configs, key="l
     if errors or not configs:
         st.error("Nothing launched: fix the settings above first.")
     else:
-        launched, failed, copies = [], [], False
+        launched, failed, copies = [], [], []
         shipped = runs[runs["source"] == "cached"]
         for method, cfg in configs.items():
+            of_shipped = not loading.runs_with_settings(shipped, cfg.to_dict()).empty
             try:
                 launched.append(jobs.launch(cfg.to_dict()).run_id)
-                copies = copies or not loading.runs_with_settings(shipped, cfg.to_dict()).empty
             except Exception as exc:  # noqa: BLE001 (shown to the user, the other jobs still go)
                 failed.append(f"{wording.method_label(method)}: could not launch: {exc}")
+            else:
+                copies += [launched[-1]] if of_shipped else []
         if copies:  # the results pages show the shipped run of the same settings first: show the new one instead
             tables.show_made_here_in_place()
         st.session_state["launch_last"], st.session_state["launch_failed"] = launched, failed
@@ -310,12 +312,13 @@ if st.session_state.get("launch_last"):
     threads = jobs.launched_job_threads()
     where = "" if device_problem else (" on the GPU (`SEQPATE_DEVICE=cuda`)" if device_setting() == "cuda"
                                        else " on the CPU")
+    in_place = st.session_state.get("launch_in_place") or []  # the jobs at a shipped run's settings
     st.success(f"Queued {len(ids)} job(s): " + ", ".join(f"`{i}`" for i in ids) + f". Jobs run "
                f"{jobs.max_parallel_jobs()} at a time (`SEQPATE_MAX_JOBS`), each with {threads} torch thread(s)"
                f"{where}; the others wait queued."
-               + (f" Once done, the results pages show them in place of the shipped runs of the same settings "
-                  f"(\"{tables.MADE_HERE_TOGGLE}\" is on; switch it off there to see the shipped ones)."
-                  if st.session_state.get("launch_in_place") else ""))
+               + (f" Once done, the results pages show {', '.join(f'`{i}`' for i in in_place)} in place of the "
+                  f"shipped run{'s' if len(in_place) > 1 else ''} of the same settings (\"{tables.MADE_HERE_TOGGLE}\" "
+                  "is on, for every run made here; switch it off there to see the shipped ones)." if in_place else ""))
     st.page_link("views/runs.py", label="Watch them on the Runs page", icon=":material/list:")
 
 with st.expander("Resolved config of the first method"):

@@ -28,8 +28,8 @@ SeqPATE never lets the released model (the *student*) see private text:
 4. The student is trained on the pseudo labels plus the noisy distributions (KL loss).
 
 **Reading ε.** ε bounds how much any one private sentence (or, where a run says so, one user or one secret
-phrase) can change what a run releases: the smaller, the more private. With probability at most δ the bound may
-fail. ε = 0: a reference that used public data only; ε = ∞ (*Infinity* in the tables): trained on private data with
+phrase) can change what a run releases: the smaller, the more private. δ is a small added probability on every
+such bound (a slack on every probability, not a chance that the bound fails). ε = 0: a reference that used public data only; ε = ∞ (*Infinity* in the tables): trained on private data with
 no protection. Launch reads a chosen ε in plain words (how much more likely one outcome can become), and the
 Calculator shows how noise, queries and ε trade off.
 

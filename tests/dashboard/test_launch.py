@@ -416,11 +416,37 @@ def test_a_run_launched_at_a_shipped_runs_settings_shows_in_its_place_on_the_res
     at.button(key="launch_button").click().run()
     assert "Queued 1 job(s)" in texts(at) and "in place of the shipped runs" not in texts(at)
     assert tables._LAST_MADE_HERE not in at.session_state or at.session_state[tables._LAST_MADE_HERE] is False
-    at = app_page("launch", {"preset": "tiny", "methods": "pub-gpt"})
+    at = app_page("launch", {"preset": "tiny", "eps": "4", "methods": "seqpate,pub-gpt"})
     at.button(key="launch_button").click().run()
     assert at.session_state[tables._LAST_MADE_HERE] is True
-    assert (f'the results pages show them in place of the shipped runs of the same settings ("{tables.MADE_HERE_TOGGLE}"'
-            f" is on; switch it off there to see the shipped ones)") in texts(at)
+    # only the job at a shipped run's settings is named (SeqPATE at ε 4 has none)
+    [pub_id] = [p.name for p in roots["live"].iterdir() if "-pub-gpt-" in p.name]
+    assert (f"the results pages show `{pub_id}` in place of the shipped run of the same settings "
+            f'("{tables.MADE_HERE_TOGGLE}" is on, for every run made here; switch it off there to see the shipped '
+            "ones)") in texts(at)
+
+
+def test_a_link_the_session_opened_with_does_not_switch_the_launched_runs_back_out_of_place(roots, app_page, monkeypatch):
+    """The opening link's "made here" value was handed out the first time a page drew the toggle: a session opened
+    with it off, before any copy existed, switched it back off after Launch had switched it on."""
+    from fake_runs import write_run
+
+    from core.runs.store import RunDir
+    from dashboard import tables
+
+    monkeypatch.setattr(jobs, "launch", lambda config: RunDir.create(
+        roots["live"] / jobs.new_run_id(config["method"], config["privacy"]["epsilon"]), config, 0))
+    write_run(roots["cached"], "tiny-pub", "pub-gpt")
+    at = app_page(None, {"overview_made_here": "false"})  # no run made here yet: the toggle is not drawn
+    write_run(roots["live"], "pub-here", "pub-gpt")  # a finished copy of the shipped run, made here
+    at.switch_page("views/launch.py").run()
+    at.selectbox(key="launch_preset").set_value("tiny").run()
+    at.multiselect(key="launch_methods").set_value(["pub-gpt"]).run()
+    at.button(key="launch_button").click().run()
+    assert at.session_state[tables._LAST_MADE_HERE] is True
+    at.switch_page("views/overview.py").run()
+    assert at.toggle(key="overview_made_here").value is True
+    assert "pub-here" in " ".join(at.dataframe[0].value["run ids"])
 
 
 def test_a_minus_kl_run_made_with_the_earlier_loss_is_named_as_such_before_launching_its_settings(roots, app_page):

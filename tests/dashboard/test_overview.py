@@ -20,6 +20,8 @@ def test_empty_overview_says_no_runs(roots, app_page):
     # what ε means is on the first page (it was on Launch only), the tables' "Infinity" included
     primer = " ".join(texts(at).split())
     assert "**Reading ε.**" in primer and "the smaller, the more private" in primer
+    # δ read as Launch and the Calculator read it: a slack on every probability, not a chance the bound fails
+    assert "δ is a small added probability on every such bound (a slack on every probability, not a chance" in primer
     assert "ε = ∞ (*Infinity* in the tables): trained on private data with no protection" in primer
 
 

@@ -504,3 +504,15 @@ def test_an_empty_runs_frame_has_the_columns_of_a_full_one(roots):
     assert list(loading.runs_frame().columns) == list(loading.RECORD_COLUMNS)
     write_run(roots["cached"], "one", "seqpate")
     assert list(loading.runs_frame().columns) == list(loading.RECORD_COLUMNS)
+
+
+def test_every_page_with_the_made_here_toggle_is_one_launch_switches():
+    """Launch spends the opening link's value of each made-here toggle (tables.MADE_HERE_KEYS) when it switches them
+    on: a key missing there would let a stale link switch that page's back off."""
+    import re
+    from pathlib import Path
+
+    views = Path(loading.__file__).parent / "views"
+    keys = {key for path in views.glob("*.py")
+            for key in re.findall(r'made_here_or_shipped\([^\n]*key="([a-z_]+)"\)', path.read_text())}
+    assert keys == set(tables.MADE_HERE_KEYS)
