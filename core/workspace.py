@@ -8,13 +8,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from core import train  # train.PULSE_EVERY_S read when used: one setting for every pulse
 from core.base import base_key
 from core.config import RunConfig
 from core.data import PreparedData, split_prefix
 from core.models import clone
 from core.runs.store import METHOD_END, METHOD_START_CACHED  # the run format's progress-bar layout
 from core.tokenizer import encode_sentences
-from core.train import PULSE_EVERY_S
 
 
 def within(lo: float, hi: float, fraction: float) -> float:
@@ -68,7 +68,7 @@ class Workspace:
 
         def on_batch(done: int, total: int) -> None:
             """A line where none came for PULSE_EVERY_S (tiny: 34 s without one); a cancel is seen here too."""
-            if done < total and time.monotonic() - logged["time"] >= PULSE_EVERY_S:
+            if done < total and time.monotonic() - logged["time"] >= train.PULSE_EVERY_S:
                 logged["time"] = time.monotonic()
                 self.log("pseudo-data", completed=done, prefixes=total)
 

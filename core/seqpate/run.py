@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 
+from core import train  # train.PULSE_EVERY_S read when used: one setting for every pulse
 from core.config import ABLATION_SWITCHES, TEACHER_LOSSES, parse_filter
 from core.privacy import (
     SEQPATE_L1_SENSITIVITY,
@@ -21,7 +22,6 @@ from core.seqpate.aggregate import TeacherOracle
 from core.seqpate.partition import assign_teachers, crowding_note, teachers_per_user
 from core.seqpate.student import DistillSettings, distill
 from core.seqpate.teachers import TeacherJob, count_rows, get_executor
-from core.train import PULSE_EVERY_S
 from core.workspace import MethodResult, Workspace
 
 
@@ -74,7 +74,7 @@ def train_teachers(ws: Workspace, job: TeacherJob, teacher_data: list) -> tuple:
         if epoch == sp.teacher_epochs:
             return
         epochs_in_training[index] = epoch
-        if time.monotonic() - teachers["logged"] < PULSE_EVERY_S:
+        if time.monotonic() - teachers["logged"] < train.PULSE_EVERY_S:
             return
         teachers["logged"] = time.monotonic()
         # "teacher" counts the teachers folded in, on every line; this one names the teacher whose epoch ended

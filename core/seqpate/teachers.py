@@ -131,8 +131,10 @@ def teacher_group_sum(
             break
         model.load_state_dict(job.base_state)
         train_lm(model, seqs, pad_id=job.pad_id, epochs=job.epochs, lr=job.lr, batch_size=job.batch_size,
-                 seed=teacher_seed(job.seed, index),
+                 seed=teacher_seed(job.seed, index), should_stop=should_stop,
                  on_epoch=None if on_epoch is None else lambda epoch, _loss, i=index: on_epoch(i, epoch + 1))
+        if should_stop is not None and should_stop():  # stopped within its training: never folded in
+            break
         add_teacher_output(model, job, *on_device)
         if on_teacher is not None:
             on_teacher(index)
@@ -166,10 +168,10 @@ def add_sums(into: Sums, partial) -> None:
 
 class TeacherReports:
     """The parent's side of what the workers of a pool or of Ray report as they go: a teacher's epoch ends
-    ("epoch", index, epochs done) and a teacher folded into its group's sum ("teacher", index). Those messages
-    travel apart from the groups' results, so a group's finish reports its teachers whose own message has not come,
-    and each teacher is reported once; an epoch of a teacher already reported is dropped. Neither message holds
-    anything computed from private data (no loss, no output): only which teacher is where."""
+    ("epoch", index, epochs done) and a teacher folded into its group's sum ("teacher", index). Reports are best
+    effort (a worker whose report fails stops reporting, and goes on computing), so a group's finish reports its
+    teachers whose own message has not come, each teacher once; an epoch of a teacher already reported is dropped.
+    Neither message holds anything computed from private data (no loss, no output): only which teacher is where."""
 
     def __init__(self, on_teacher=None, on_epoch=None):
         self.on_teacher, self.on_epoch, self.reported = on_teacher, on_epoch, set()
@@ -198,9 +200,21 @@ class TeacherReports:
 
 
 def reporting_group_sum(job: TeacherJob, group: list, put: Callable[[tuple], None], should_stop=None) -> Sums:
-    """teacher_group_sum in a worker, its epochs and teachers sent to the parent through `put` (TeacherReports)."""
-    return teacher_group_sum(job, group, on_teacher=lambda index: put(("teacher", index)), should_stop=should_stop,
-                             on_epoch=lambda index, epoch: put(("epoch", index, epoch)))
+    """teacher_group_sum in a worker, its epochs and teachers sent to the parent through `put` (TeacherReports):
+    none once the job stops (nobody may read them then), and none after a put fails (a Ray queue gone, a pipe
+    closed): progress never fails the teachers' work."""
+    failed = []
+
+    def report(message: tuple) -> None:
+        if failed or (should_stop is not None and should_stop()):
+            return
+        try:
+            put(message)
+        except Exception:  # noqa: BLE001 (any failure of the channel; the parent reports the group on its finish)
+            failed.append(True)
+
+    return teacher_group_sum(job, group, on_teacher=lambda index: report(("teacher", index)), should_stop=should_stop,
+                             on_epoch=lambda index, epoch: report(("epoch", index, epoch)))
 
 
 class LocalExecutor:
@@ -319,8 +333,15 @@ class ProcessExecutor:
                                 wait_some=lambda pending: wait(pending, timeout=0.5, return_when=FIRST_COMPLETED),
                                 result=lambda future: future.result())
         finally:
-            stop.set()  # an error or a cancel raised here: running groups stop after their current teacher too
-            pool.shutdown(wait=True, cancel_futures=True)
+            stop.set()  # an error or a cancel raised here: running groups stop within their current teacher too
+            # a worker may be writing a report into a full pipe that nobody reads any more: keep emptying it until
+            # the pool has shut down (with many epochs, waiting for the pool alone hung for good)
+            closing = threading.Thread(target=pool.shutdown, kwargs={"wait": True, "cancel_futures": True})
+            closing.start()
+            while closing.is_alive():
+                while not queue.empty():
+                    queue.get()
+                closing.join(0.05)
             queue.close()
         return total
 
@@ -380,10 +401,16 @@ class RayExecutor:
             job_ref = ray.put(job)
             refs = [task.remote(job_ref, group, 1, queue) for group in groups]
             total = empty_sums(job)
-            fold_in_group_order(refs, groups, total, TeacherReports(on_teacher, on_epoch), queue, should_stop,
-                                cancel=lambda pending: [ray.cancel(ref) for ref in pending],
-                                wait_some=lambda pending: ray.wait(pending, num_returns=1, timeout=0.5),
-                                result=ray.get)
+            try:
+                fold_in_group_order(refs, groups, total, TeacherReports(on_teacher, on_epoch), queue, should_stop,
+                                    cancel=lambda pending: [ray.cancel(ref) for ref in pending],
+                                    wait_some=lambda pending: ray.wait(pending, num_returns=1, timeout=0.5),
+                                    result=ray.get)
+            except BaseException:  # an error or a cancel raised here: on a cluster the other tasks would train on
+                for ref in refs:
+                    if ref is not None:
+                        ray.cancel(ref)
+                raise
             return total
         finally:
             if queue is not None:

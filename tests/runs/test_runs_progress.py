@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import core.workspace
+import core.train
 from core.config import RunConfig
 from core.runs import RunDir, pipeline
 from core.runs.pipeline import Cancelled, progress_line, progress_logger
@@ -148,7 +148,7 @@ def test_pseudo_data_sampling_logs_where_no_line_came_for_a_while(monkeypatch: p
             on_batch(done, 600)
         return ["a b"] * 600
 
-    monkeypatch.setattr(core.workspace, "PULSE_EVERY_S", quiet_s)
+    monkeypatch.setattr(core.train, "PULSE_EVERY_S", quiet_s)
     monkeypatch.setattr(pseudo, "pseudo_sentences", sampling)
     lines: list[tuple[str, dict]] = []
     ws = SimpleNamespace(cfg=RunConfig(), base_model=None, tokenizer=None, base_model_key="key",

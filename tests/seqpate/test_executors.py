@@ -174,6 +174,52 @@ def test_an_error_in_the_parent_stops_the_running_groups_too(one_thread, monkeyp
     assert at_shutdown == [True]
 
 
+def test_an_error_in_the_parent_while_workers_report_many_epochs_does_not_hang_the_pool(one_thread):
+    """After an error in the parent nobody read the workers' reports: a worker blocked writing into the full pipe
+    (about 2,000 reports: 2 workers of 4,000 epochs) and the pool's shutdown waited on it for good. The reports are
+    emptied until the pool has shut down, and a stopped worker leaves its teacher within an epoch."""
+    import dataclasses
+    import threading
+
+    job, data = micro_job(2)
+    job = dataclasses.replace(job, epochs=4000)
+    outcome = []
+
+    def first_epoch_fails(index, epoch):
+        raise RuntimeError("progress line could not be written")
+
+    def work():
+        try:
+            ProcessExecutor(workers=2).run(job, data, on_epoch=first_epoch_fails)
+        except RuntimeError as exc:
+            outcome.append(str(exc))
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    worker.join(120)
+    assert not worker.is_alive(), "the process pool hung after the parent's error"
+    assert outcome == ["progress line could not be written"]
+
+
+def test_reports_are_best_effort_and_stop_with_the_job():
+    """A report that cannot be sent (a Ray queue gone, a closed pipe) never fails the teachers' work: the worker
+    stops reporting and its group's result still comes; once the job stops, nothing more is sent."""
+    from core.seqpate.teachers import reporting_group_sum
+
+    job, data = micro_job(2)
+    sent, calls = [], []
+
+    def broken(message):
+        calls.append(message)
+        raise OSError("pipe closed")
+
+    total, _ = reporting_group_sum(job, data, broken)
+    assert len(calls) == 1  # tried once, then no more
+    assert torch.allclose(total.sum(1), torch.full((job.n_rows,), 2.0), atol=1e-4)  # both teachers folded in
+    reporting_group_sum(job, data, sent.append, should_stop=lambda: bool(sent))
+    assert sent == [("epoch", 0, 1)]  # the first report; the job stopped after it, so nothing more was sent
+
+
 def test_a_whole_seqpate_run_on_ray_equals_the_local_run(tmp_path, local_ray):
     outputs = {}
     for executor in ("local", "ray"):

@@ -130,9 +130,9 @@ def test_a_teacher_slow_to_train_logs_its_epochs(tmp_path, monkeypatch):
     """A single teacher on the whole private set took 4.7 minutes without a progress line, its bar at 15%: where no
     teacher line came for PULSE_EVERY_S, each of its epochs logs one (here every epoch: the interval set to 0), the
     bar moving on within the teacher and never back, and no loss (the teachers train on private data)."""
-    import core.seqpate.run
+    import core.train
 
-    monkeypatch.setattr(core.seqpate.run, "PULSE_EVERY_S", 0.0)
+    monkeypatch.setattr(core.train, "PULSE_EVERY_S", 0.0)
     cfg, run_dir = run(tmp_path, "pulse", seqpate__teachers=2, seqpate__teacher_epochs=3, seqpate__query_budget=20)
     lines = [p for p in run_dir.progress() if p["stage"] == "teachers"]
     # "teacher" counts the teachers folded in on every line; the last epoch's end is the teacher's own line
@@ -150,6 +150,7 @@ def test_teachers_training_at_once_move_the_bar_on_never_back(tmp_path, monkeypa
     epoch just reported, after the teachers folded in, and went back), and a line names the teacher whose epoch
     ended."""
     import core.seqpate.run
+    import core.train
     from core.seqpate.teachers import LocalExecutor
 
     class Interleaving:  # the local sums, their reports replayed in an order two workers may give
@@ -161,7 +162,7 @@ def test_teachers_training_at_once_move_the_bar_on_never_back(tmp_path, monkeypa
             on_teacher(0)
             return sums
 
-    monkeypatch.setattr(core.seqpate.run, "PULSE_EVERY_S", 0.0)
+    monkeypatch.setattr(core.train, "PULSE_EVERY_S", 0.0)
     monkeypatch.setattr(core.seqpate.run, "get_executor", lambda *args: Interleaving())
     cfg, run_dir = run(tmp_path, "at-once", seqpate__teachers=2, seqpate__teacher_epochs=3, seqpate__query_budget=20)
     lines = [p for p in run_dir.progress() if p["stage"] == "teachers"]
