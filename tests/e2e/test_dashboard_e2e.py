@@ -118,6 +118,18 @@ def test_completions_side_by_side_wrap_on_a_narrow_page_rather_than_hide_runs(se
     assert len({round(left) for left, _, _ in cells}) >= 2  # still side by side where two fit
 
 
+def test_keyboard_focus_is_visible_on_the_sidebar(server, browser_page):
+    """Streamlit marked a sidebar link focused by Tab with a 1.1:1 tint only: a keyboard user lost their place on a
+    projector. Every focused element now has a 3 px outline."""
+    page = browser_page
+    visit(page, server, "/")
+    for _ in range(4):
+        page.keyboard.press("Tab")
+    focused = page.evaluate("""() => { const e = document.activeElement, s = getComputedStyle(e);
+        return [e.getAttribute('data-testid'), s.outlineStyle, s.outlineWidth]; }""")
+    assert focused == ["stSidebarNavLink", "solid", "3px"]
+
+
 def _type_into(page, key: str, text: str) -> None:
     box = page.locator(f".st-key-{key} input")
     box.click()
