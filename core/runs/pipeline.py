@@ -67,8 +67,8 @@ def progress_line(entry: dict) -> str:
 
 def progress_logger(run: RunDir, should_stop: Callable[[], bool], echo: TextIO | None = None) -> Callable[..., None]:
     """log(stage, progress=None, **fields): a line in progress.jsonl (the dashboard's source), and on stderr (a
-    terminal, or a job's log.txt) a readable copy of each new stage, epoch and message, and otherwise at most one
-    every ECHO_EVERY_S; raises Cancelled once should_stop() says so.
+    terminal, or a job's log.txt) a readable copy of each new stage, epoch, message and loss (once an epoch), and
+    otherwise at most one every ECHO_EVERY_S; raises Cancelled once should_stop() says so.
 
     The copy is a courtesy: a stderr that is closed or gone (`run ... 2>&1 | head -1`, a closed terminal) stops
     the copies, never the run."""
@@ -79,9 +79,11 @@ def progress_logger(run: RunDir, should_stop: Callable[[], bool], echo: TextIO |
             raise Cancelled()
         entry = run.log_progress(stage, **({"progress": progress} if progress is not None else {}), **fields)
         now = time.monotonic()
-        # a new epoch, not a line that names its epoch: DP-SGD's step lines all do, and each was echoed (63 in 69 s)
+        # a new epoch, not a line that names its epoch: DP-SGD's step lines all do, and each was echoed (63 in 69 s);
+        # an epoch's loss line too, which a step pulse of the same epoch came before
         new_epoch = "epoch" in fields and fields["epoch"] != state["epoch"]
-        due = stage != state["stage"] or new_epoch or "message" in fields or now - state["time"] >= ECHO_EVERY_S
+        due = (stage != state["stage"] or new_epoch or "message" in fields or "loss" in fields
+               or now - state["time"] >= ECHO_EVERY_S)
         if "epoch" in fields:
             state["epoch"] = fields["epoch"]
         if due and state["echo"] is not None:

@@ -96,15 +96,22 @@ def test_progress_logger_writes_every_line_and_echoes_stages_epochs_messages_and
     log("dp-train", 0.34, step=4, steps=6, epoch=2)
     clock["now"] += 1
     log("dp-train", 0.35, step=5, steps=6, epoch=2)
+    # a step pulse of an epoch, then that epoch's loss line a second later: the loss is echoed (it was not, once the
+    # pulse had named the epoch)
+    clock["now"] += 1
+    log("warm-up", 0.71, epoch=1, epochs=1, step=3, steps=9)
+    clock["now"] += 1
+    log("warm-up", 0.72, epoch=1, epochs=1, loss=3.5)
     written = [json.loads(line) for line in (run.path / "progress.jsonl").read_text().splitlines()]
     assert [e.get("teacher") or e.get("epoch") or e.get("message") for e in written][:6] == [1, 2, 3, 1, 2, "saving"]
-    assert len(written) == 11
+    assert len(written) == 13
     echoed = echo.getvalue().splitlines()
     assert [line.split("  ", 1)[1] for line in echoed] == [
         "teachers  20%  teacher=1  teachers=500", "teachers  22%  teacher=3  teachers=500",
         "student  80%  epoch=1  loss=4.5", "student  90%  epoch=2  loss=4.25", "student  saving",
-        "dp-train  31%  step=1  steps=6  epoch=1", "dp-train  34%  step=4  steps=6  epoch=2"]
-    assert run.status()["stage"] == "dp-train" and run.status()["progress"] == 0.35
+        "dp-train  31%  step=1  steps=6  epoch=1", "dp-train  34%  step=4  steps=6  epoch=2",
+        "warm-up  71%  epoch=1  epochs=1  step=3  steps=9", "warm-up  72%  epoch=1  epochs=1  loss=3.5"]
+    assert run.status()["stage"] == "warm-up" and run.status()["progress"] == 0.72
 
 
 def test_progress_logger_stops_a_cancelled_run_before_writing(tmp_path: Path) -> None:
