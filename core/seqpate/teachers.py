@@ -300,6 +300,31 @@ def fold_in_group_order(handles: list, groups: list, total: Sums, reports: Teach
             next_group += 1
 
 
+def shut_down_emptying(pool, queue) -> None:
+    """Shut the pool down while emptying the workers' report queue: a worker may be writing a report into a full
+    pipe that nobody reads any more (after an error or a cancel in the parent), and waiting for the pool alone hung
+    for good (2 workers of 4,000 epochs). An error of the shutdown itself is raised here, not lost in its thread."""
+    errors: list[BaseException] = []
+
+    def close() -> None:
+        try:
+            pool.shutdown(wait=True, cancel_futures=True)
+        except BaseException as exc:  # noqa: BLE001 (raised below, in the caller's thread)
+            errors.append(exc)
+
+    closing = threading.Thread(target=close, name="pool shutdown", daemon=True)
+    closing.start()
+    try:
+        while closing.is_alive():
+            while not queue.empty():
+                queue.get()
+            closing.join(0.05)
+    finally:
+        queue.close()
+    if errors:
+        raise errors[0]
+
+
 class ProcessExecutor:
     """Groups run in a pool of spawned processes (pool_size); each returns its partial sum only."""
 
@@ -334,15 +359,7 @@ class ProcessExecutor:
                                 result=lambda future: future.result())
         finally:
             stop.set()  # an error or a cancel raised here: running groups stop within their current teacher too
-            # a worker may be writing a report into a full pipe that nobody reads any more: keep emptying it until
-            # the pool has shut down (with many epochs, waiting for the pool alone hung for good)
-            closing = threading.Thread(target=pool.shutdown, kwargs={"wait": True, "cancel_futures": True})
-            closing.start()
-            while closing.is_alive():
-                while not queue.empty():
-                    queue.get()
-                closing.join(0.05)
-            queue.close()
+            shut_down_emptying(pool, queue)
         return total
 
 
@@ -399,17 +416,21 @@ class RayExecutor:
             queue = Queue(actor_options={"num_cpus": 0})
             task = ray.remote(num_cpus=1, max_retries=0)(_ray_group)
             job_ref = ray.put(job)
-            refs = [task.remote(job_ref, group, 1, queue) for group in groups]
-            total = empty_sums(job)
+            total, refs = empty_sums(job), []
             try:
+                for group in groups:  # one by one: a failure part way still cancels those submitted
+                    refs.append(task.remote(job_ref, group, 1, queue))
                 fold_in_group_order(refs, groups, total, TeacherReports(on_teacher, on_epoch), queue, should_stop,
                                     cancel=lambda pending: [ray.cancel(ref) for ref in pending],
                                     wait_some=lambda pending: ray.wait(pending, num_returns=1, timeout=0.5),
                                     result=ray.get)
             except BaseException:  # an error or a cancel raised here: on a cluster the other tasks would train on
-                for ref in refs:
-                    if ref is not None:
-                        ray.cancel(ref)
+                for ref in refs:  # those already summed are None
+                    try:
+                        if ref is not None:
+                            ray.cancel(ref)
+                    except Exception:  # noqa: BLE001 (the connection may be what failed: the error below counts)
+                        pass
                 raise
             return total
         finally:

@@ -232,17 +232,21 @@ def test_second_job_waits_for_the_slot(
             run.set_status(state="done", stage="done", progress=1.0)
         """
     )
-    first = launch(_config(), roots["live"], run_id="first")
-    assert waiter(lambda: first.state() == "running"), first.log_tail()
-    second = launch(_config(), roots["live"], run_id="second")
-    time.sleep(1.5)  # several polling rounds
-    assert second.state() == "queued"
-    assert pid_alive(second.status()["pid"])
-    (tmp_path / "release-first").touch()
-    assert waiter(lambda: first.state() == "done"), first.log_tail()
-    assert waiter(lambda: second.state() == "running"), second.log_tail()
-    (tmp_path / "release-second").touch()
-    assert waiter(lambda: second.state() == "done"), second.log_tail()
+    try:
+        first = launch(_config(), roots["live"], run_id="first")
+        assert waiter(lambda: first.state() == "running"), first.log_tail()
+        second = launch(_config(), roots["live"], run_id="second")
+        time.sleep(1.5)  # several polling rounds
+        assert second.state() == "queued"
+        assert pid_alive(second.status()["pid"])
+        (tmp_path / "release-first").touch()
+        assert waiter(lambda: first.state() == "done"), first.log_tail()
+        assert waiter(lambda: second.state() == "running"), second.log_tail()
+        (tmp_path / "release-second").touch()
+        assert waiter(lambda: second.state() == "done"), second.log_tail()
+    finally:  # a failure above must not leave the two jobs waiting for their release for good
+        for name in ("release-first", "release-second"):
+            (tmp_path / name).touch()
 
 
 def test_slots_allow_max_parallel_holders(tmp_path: Path) -> None:
