@@ -16,7 +16,7 @@ from core.config import MODEL_WEIGHT_FILES, PRIVATE_ONLY_DATA_FIELDS, RunConfig,
 from core.data import PreparedData, corpus_digest
 from core.models import build_tiny_gpt2, cache_root, load_local_model
 from core.tokenizer import encode_sentences, load_tokenizer, train_tokenizer
-from core.train import train_lm
+from core.train import epoch_lines, train_lm
 
 
 def base_key(cfg: RunConfig, device: torch.device | str = "cpu") -> str:
@@ -112,17 +112,10 @@ def load_or_train_base(
         seqs = encode_sentences(tokenizer, public_texts, cfg.data.max_tokens)
 
         epochs = cfg.model.pretrain_epochs
-
-        def on_epoch(epoch: int, loss: float) -> None:
-            log("base-model", progress((epoch + 1) / epochs), epoch=epoch + 1, epochs=epochs, loss=round(loss, 4))
-
-        def on_pulse(epoch: int, step: int, steps: int) -> None:
-            log("base-model", progress((epoch + step / steps) / epochs), epoch=epoch + 1, epochs=epochs, step=step,
-                steps=steps)
-
         train_lm(
             model, seqs, pad_id=tokenizer.pad_token_id, epochs=epochs, lr=cfg.model.pretrain_lr,
-            batch_size=cfg.model.batch_size, seed=cfg.seed, on_epoch=on_epoch, on_pulse=on_pulse,
+            batch_size=cfg.model.batch_size, seed=cfg.seed,
+            **epoch_lines(lambda done, **fields: log("base-model", progress(done), **fields), epochs),
         )
         tmp = Path(str(folder) + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)  # left by a process that died mid-save

@@ -89,6 +89,17 @@ def adam(model, lr: float) -> torch.optim.Adam:
     return torch.optim.Adam(model.parameters(), lr=lr, fused=True)
 
 
+def epoch_lines(report: Callable[..., None], epochs: int) -> dict[str, Callable]:
+    """train_lm's on_epoch and on_pulse as progress lines: report(share of the epochs done, **fields), an epoch's end
+    with its mean loss, a pulse with its step (no loss)."""
+    return {
+        "on_epoch": lambda epoch, loss: report((epoch + 1) / epochs, epoch=epoch + 1, epochs=epochs,
+                                               loss=round(loss, 4)),
+        "on_pulse": lambda epoch, step, steps: report((epoch + step / steps) / epochs, epoch=epoch + 1,
+                                                      epochs=epochs, step=step, steps=steps),
+    }
+
+
 def train_lm(
     model,
     seqs: Sequence[Sequence[int]],

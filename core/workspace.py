@@ -79,27 +79,28 @@ class Workspace:
         self.log("pseudo-data", sentences=len(sentences))  # where they end: the next stage logs its work's end only
         return sentences
 
+    @cached_property
+    def pseudo_seqs(self) -> list[list[int]]:
+        """The pseudo sentences tokenised (once: SeqPATE distils on their first ones and warms up on them all)."""
+        return self.encode(self.pseudo)
+
     def pseudo_warm_model(self, stage: str = "warm-up", span: tuple[float, float] | None = None):
         """A fresh base model fine-tuned on the pseudo data: the warm-up of SeqPATE's student and of the
         Pub-GPT+pseudo and NoisySGD +pseudo methods, one setting for all (seqpate.warmup_epochs, student_lr).
         Its lines move the bar over `span` (a share of the method's) where given. Public data only: no privacy cost."""
-        from core.train import train_lm
-
         sp = self.cfg.seqpate
-        pseudo = self.encode(self.pseudo)
         epochs = sp.warmup_epochs
 
-        def bar(done: float) -> dict:
-            return {} if span is None else {"progress": self.method_progress(within(*span, done / epochs))}
+        def report(done: float, **fields) -> None:
+            self.log(stage, **({} if span is None else {"progress": self.method_progress(within(*span, done))}),
+                     **fields)
 
         if epochs:
-            self.log(stage, message=f"fine-tuning a fresh base model on {len(pseudo)} pseudo sentences")
-        return train_lm(
-            self.fresh_base(), pseudo, pad_id=self.pad_id, epochs=epochs,
+            self.log(stage, message=f"fine-tuning a fresh base model on {len(self.pseudo_seqs)} pseudo sentences")
+        return train.train_lm(
+            self.fresh_base(), self.pseudo_seqs, pad_id=self.pad_id, epochs=epochs,
             lr=sp.student_lr, batch_size=sp.batch_size, seed=self.cfg.seed, should_stop=self.should_stop,
-            on_epoch=lambda e, loss: self.log(stage, **bar(e + 1), epoch=e + 1, epochs=epochs, loss=round(loss, 4)),
-            on_pulse=lambda e, step, steps: self.log(stage, **bar(e + step / steps), epoch=e + 1, epochs=epochs,
-                                                     step=step, steps=steps),
+            **train.epoch_lines(report, epochs),
         )
 
     def method_progress(self, fraction: float) -> float:

@@ -139,7 +139,8 @@ def dpsgd_phrase_epsilon_of_events(events: Sequence[SubsampledGaussianEvent], oc
     return min(epsilon_from_events([g[v] for g in groups], delta).epsilon for v in (0, 1))
 
 
-def user_batches_phrase_epsilon_of_events(events: Sequence[GaussianEvent], counts_per_batch: Sequence[int], delta: float) -> float:
+def user_batches_phrase_epsilon_of_events(events: Sequence[GaussianEvent], counts_per_batch: Sequence[int],
+                                          delta: float) -> float:
     """Batching users (App. M): one Gaussian release per epoch per batch; events are the run's GaussianEvents
     (std z*C, sensitivity C, count = epochs)."""
     if not any(counts_per_batch):
@@ -304,7 +305,8 @@ def dpsgd_phrase_avg_multiplier(target_avg: float, delta: float, sampling_rate: 
         out: list[float] = []
         for n, c in counts.items():
             if (z, n) not in cache:
-                cache[(z, n)] = dpsgd_phrase_epsilon_of_events([SubsampledGaussianEvent(z, sampling_rate, steps)], n, delta)
+                cache[(z, n)] = dpsgd_phrase_epsilon_of_events(
+                    [SubsampledGaussianEvent(z, sampling_rate, steps)], n, delta)
             out += [cache[(z, n)]] * c
         return out
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from core.train import train_lm
+from core.train import epoch_lines, train_lm
 from core.workspace import MethodResult, Workspace, public_only_privacy
 
 
@@ -18,16 +18,9 @@ def fine_tune(ws: Workspace, texts: list[str], stage: str):
     model = ws.fresh_base()
     epochs = cfg.dpsgd.epochs
 
-    def on_epoch(epoch: int, loss: float) -> None:
-        ws.log(stage, ws.method_progress((epoch + 1) / epochs), epoch=epoch + 1, epochs=epochs, loss=round(loss, 4))
-
-    def on_pulse(epoch: int, step: int, steps: int) -> None:
-        ws.log(stage, ws.method_progress((epoch + step / steps) / epochs), epoch=epoch + 1, epochs=epochs,
-               step=step, steps=steps)
-
     return train_lm(model, ws.encode(texts), pad_id=ws.pad_id, epochs=epochs, lr=cfg.dpsgd.lr,
-                    batch_size=cfg.dpsgd.batch_size, seed=cfg.seed, on_epoch=on_epoch, should_stop=ws.should_stop,
-                    on_pulse=on_pulse)
+                    batch_size=cfg.dpsgd.batch_size, seed=cfg.seed, should_stop=ws.should_stop,
+                    **epoch_lines(lambda done, **fields: ws.log(stage, ws.method_progress(done), **fields), epochs))
 
 
 def pub_gpt(ws: Workspace) -> MethodResult:

@@ -109,7 +109,7 @@ def run_seqpate(ws: Workspace) -> MethodResult:
 
     # 1. Pseudo data from public prefixes (public).
     t = time.time()
-    distill_seqs = ws.encode(ws.pseudo[: sp.distill_sentences])  # the distillation set: the first pseudo sentences
+    distill_seqs = ws.pseudo_seqs[: sp.distill_sentences]  # the distillation set: the first pseudo sentences
     n_rows = count_rows(distill_seqs)
     timings["pseudo_s"] = time.time() - t
 
